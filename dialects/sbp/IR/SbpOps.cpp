@@ -102,9 +102,15 @@ std::optional<CollectiveKind> CastOp::getCollectiveOnAxis(int64_t axis) {
 // CollectiveStartOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult CollectiveStartOp::verify() {
-  RankedTensorType input = getInput().getType();
-  RankedTensorType result = getFuture().getType().getValueType();
+/// Checks one segment of a collective: `input` becomes `result`.
+static LogicalResult verifySegment(CollectiveStartOp op, RankedTensorType input,
+                                   RankedTensorType result) {
+  auto emitOpError = [&](const Twine &message) {
+    return op.emitOpError(message);
+  };
+  auto getKind = [&] { return op.getKind(); };
+  auto getGatherAxis = [&] { return op.getGatherAxis(); };
+  auto getScatterAxis = [&] { return op.getScatterAxis(); };
   if (getGlobalEncoding(input) || getGlobalEncoding(result))
     return emitOpError("works on per-rank tensors; drop the #sbp.global "
                        "encoding");
@@ -119,8 +125,8 @@ LogicalResult CollectiveStartOp::verify() {
   if (!input.hasStaticShape() || !result.hasStaticShape())
     return emitOpError("needs static shapes, got ")
            << input << " and " << result;
-  SmallVector<int64_t, 2> hierarchy = getPlacement().getHierarchyShape();
-  int64_t hierarchyAxis = getHierarchyAxis();
+  SmallVector<int64_t, 2> hierarchy = op.getPlacement().getHierarchyShape();
+  int64_t hierarchyAxis = op.getHierarchyAxis();
   if (hierarchyAxis < 0 || hierarchyAxis >= (int64_t)hierarchy.size())
     return emitOpError("hierarchy axis ")
            << hierarchyAxis << " is out of range for a placement with "
@@ -194,5 +200,54 @@ LogicalResult CollectiveStartOp::verify() {
     return expectShape(expected);
   }
   }
+  return success();
+}
+
+LogicalResult CollectiveStartOp::verify() {
+  ArrayRef<RankedTensorType> results = getFuture().getType().getValueTypes();
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  if (results.size() != getInputs().size())
+    return emitOpError("has ")
+           << getInputs().size() << " operands but its future holds "
+           << results.size() << " values";
+  Type elementType = results.front().getElementType();
+  for (auto [input, result] : llvm::zip(getInputs().getTypes(), results)) {
+    if (result.getElementType() != elementType)
+      return emitOpError("mixes element types ")
+             << elementType << " and " << result.getElementType()
+             << " in one bucket";
+    if (failed(verifySegment(*this, cast<RankedTensorType>(input), result)))
+      return failure();
+  }
+  if (std::optional<int64_t> bucket = getBucket(); bucket && *bucket < 0)
+    return emitOpError("bucket index ") << *bucket << " is negative";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CollectiveWaitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CollectiveWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  if (operands.size() != 1)
+    return failure();
+  auto future = dyn_cast<FutureType>(operands.front().getType());
+  if (!future)
+    return failure();
+  llvm::append_range(inferred, future.getValueTypes());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FutureType
+//===----------------------------------------------------------------------===//
+
+LogicalResult FutureType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<RankedTensorType> valueTypes) {
+  if (valueTypes.empty())
+    return emitError() << "!sbp.future needs at least one value type";
   return success();
 }

@@ -43,7 +43,10 @@ def Sbp_CollectiveStartOp : Sbp_Op<"collective_start", [
   let summary = "starts an async collective on per-rank tensors";
   let description = [{
     Starts a collective over one hierarchy axis of `placement` and returns a
-    future; `sbp.collective_wait` completes it. Shapes are per rank:
+    future; `sbp.collective_wait` completes it. The collective runs on the
+    communication stream: compute placed between the start and the wait
+    overlaps with it, and a start directly followed by its wait is a
+    synchronous collective. Shapes are per rank:
     - `all_reduce`: result shape equals the operand's;
     - `all_gather`: result dim `gather_axis` is n times the operand's;
     - `reduce_scatter`: operand dim `scatter_axis` is n times the result's;
@@ -52,36 +55,50 @@ def Sbp_CollectiveStartOp : Sbp_Op<"collective_start", [
     where n is the size of the hierarchy axis. `reduce` applies to
     `all_reduce` and `reduce_scatter`.
 
+    Several operands make a bucket (`zero-bucketing`): one collective over
+    the operands laid end to end in a flat buffer, each operand its own
+    segment with the rule above (so a reduce-scatter hands every rank its
+    shard of each segment). `bucket` numbers the buckets of a function in
+    the order every rank issues them.
+
     ```mlir
     %f = sbp.collective_start all_gather %x on #p axis 0 {gather_axis = 0}
         : tensor<4x8xf32> -> !sbp.future<tensor<16x8xf32>>
+    %g = sbp.collective_start reduce_scatter %a, %b on #p axis 0
+        {scatter_axis = 0, bucket = 3}
+        : tensor<16xf32>, tensor<8xf32>
+        -> !sbp.future<tensor<4xf32>, tensor<2xf32>>
     ```
   }];
   let arguments = (ins
     Sbp_CollectiveKindAttr:$kind,
-    AnyRankedTensor:$input,
+    Variadic<AnyRankedTensor>:$inputs,
     Sbp_PlacementAttr:$placement,
     DefaultValuedAttr<I64Attr, "0">:$hierarchy_axis,
     OptionalAttr<I64Attr>:$gather_axis,
     OptionalAttr<I64Attr>:$scatter_axis,
-    DefaultValuedAttr<Sbp_ReduceKindAttr, "ReduceKind::sum">:$reduce
+    DefaultValuedAttr<Sbp_ReduceKindAttr, "ReduceKind::sum">:$reduce,
+    OptionalAttr<I64Attr>:$bucket
   );
   let results = (outs Sbp_FutureType:$future);
   let assemblyFormat = [{
-    custom<CollectiveKind>($kind) $input `on` $placement `axis` $hierarchy_axis
+    custom<CollectiveKind>($kind) $inputs `on` $placement `axis` $hierarchy_axis
     attr-dict `:`
-    type($input) `->` qualified(type($future))
+    type($inputs) `->` qualified(type($future))
   }];
   let hasVerifier = 1;
 }
 
 def Sbp_CollectiveWaitOp : Sbp_Op<"collective_wait", [
     MemoryEffects<[MemRead, MemWrite]>,
-    TypesMatchWith<"result type is the future's value type", "future",
-                   "result", "::llvm::cast<FutureType>($_self).getValueType()">]> {
-  let summary = "waits for an async collective and yields its tensor";
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "waits for an async collective and yields its tensors";
+  let description = [{
+    Completes the collective that produced `future` and yields one tensor
+    per value type of the future, in order.
+  }];
   let arguments = (ins Sbp_FutureType:$future);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
 

@@ -12,10 +12,14 @@ def Sbp_FutureType : TypeDef<Sbp_Dialect, "Future"> {
   let description = [{
     `!sbp.future<tensor<16x8xf32>>` is returned by `sbp.collective_start` and
     consumed by `sbp.collective_wait`, which yields the tensor. Compute
-    scheduled between the two overlaps with the communication.
+    scheduled between the two overlaps with the communication. A bucket
+    (several tensors moved by one collective) has one value type per tensor:
+    `!sbp.future<tensor<4xf32>, tensor<8xf32>>`.
   }];
-  let parameters = (ins "::mlir::RankedTensorType":$valueType);
-  let assemblyFormat = "`<` $valueType `>`";
+  let parameters = (ins
+    ArrayRefParameter<"::mlir::RankedTensorType">:$valueTypes);
+  let assemblyFormat = "`<` $valueTypes `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // ZEROSBP_DIALECTS_SBP_IR_SBPTYPES_TD

@@ -410,7 +410,55 @@ func.func @unknown_collective(%x: tensor<8x4xf32>) {
 // -----
 
 func.func @wait_type_mismatch(%f: !sbp.future<tensor<16x8xf32>>) {
-  // expected-error@+1 {{'sbp.collective_wait' op failed to verify that result type is the future's value type}}
+  // expected-error@+1 {{'sbp.collective_wait' op inferred type(s) 'tensor<16x8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>'}}
+  // expected-error@+1 {{'sbp.collective_wait' op failed to infer returned types}}
   %0 = "sbp.collective_wait"(%f) : (!sbp.future<tensor<16x8xf32>>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+#p = #sbp.placement<cpu, [0, 1, 2, 3]>
+func.func @bucket_mixed_types(%a: tensor<8xf32>, %b: tensor<8xbf16>) {
+  // expected-error@+1 {{mixes element types 'f32' and 'bf16' in one bucket}}
+  %f = sbp.collective_start all_reduce %a, %b on #p axis 0
+      : tensor<8xf32>, tensor<8xbf16> -> !sbp.future<tensor<8xf32>, tensor<8xbf16>>
+  return
+}
+
+// -----
+
+#p = #sbp.placement<cpu, [0, 1, 2, 3]>
+func.func @bucket_count_mismatch(%a: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{has 2 operands but its future holds 1 values}}
+  %f = sbp.collective_start all_reduce %a, %b on #p axis 0
+      : tensor<8xf32>, tensor<8xf32> -> !sbp.future<tensor<8xf32>>
+  return
+}
+
+// -----
+
+#p = #sbp.placement<cpu, [0, 1, 2, 3]>
+func.func @bucket_segment_shape(%a: tensor<8xf32>, %b: tensor<6xf32>) {
+  // expected-error@+1 {{scatter dimension 6 is not divisible by 4 ranks}}
+  %f = sbp.collective_start reduce_scatter %a, %b on #p axis 0 {scatter_axis = 0}
+      : tensor<8xf32>, tensor<6xf32> -> !sbp.future<tensor<2xf32>, tensor<2xf32>>
+  return
+}
+
+// -----
+
+#p = #sbp.placement<cpu, [0, 1, 2, 3]>
+func.func @bucket_negative(%a: tensor<8xf32>) {
+  // expected-error@+1 {{bucket index -1 is negative}}
+  %f = sbp.collective_start all_reduce %a on #p axis 0 {bucket = -1}
+      : tensor<8xf32> -> !sbp.future<tensor<8xf32>>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{!sbp.future needs at least one value type}}
+func.func @future_empty(%f: !sbp.future<>) {
   return
 }

@@ -288,6 +288,16 @@ func.func @all_reduce(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
   return %r : tensor<16x8xf32>
 }
 
+// CHECK-LABEL: func.func @bucket(
+// CHECK: %[[F:.+]] = sbp.collective_start reduce_scatter %{{.*}}, %{{.*}} on #cpus4 axis 0 {bucket = 2 : i64, scatter_axis = 0 : i64} : tensor<16xf32>, tensor<8xf32> -> !sbp.future<tensor<4xf32>, tensor<2xf32>>
+// CHECK: %{{.*}}:2 = sbp.collective_wait %[[F]] : !sbp.future<tensor<4xf32>, tensor<2xf32>>
+func.func @bucket(%a: tensor<16xf32>, %b: tensor<8xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  %f = sbp.collective_start reduce_scatter %a, %b on #p axis 0 {scatter_axis = 0, bucket = 2}
+      : tensor<16xf32>, tensor<8xf32> -> !sbp.future<tensor<4xf32>, tensor<2xf32>>
+  %r:2 = sbp.collective_wait %f : !sbp.future<tensor<4xf32>, tensor<2xf32>>
+  return %r#0, %r#1 : tensor<4xf32>, tensor<2xf32>
+}
+
 // CHECK-LABEL: func.func @all_reduce_max(
 // CHECK: sbp.collective_start all_reduce %{{.*}} on #cpus4 axis 0 {reduce = #sbp<reduce max>} : tensor<16x8xf32> -> !sbp.future<tensor<16x8xf32>>
 func.func @all_reduce_max(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
