@@ -410,7 +410,7 @@ func.func @unknown_collective(%x: tensor<8x4xf32>) {
 // -----
 
 func.func @wait_type_mismatch(%f: !sbp.future<tensor<16x8xf32>>) {
-  // expected-error@+1 {{'sbp.collective_wait' op inferred type(s) 'tensor<16x8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>'}}
+  // expected-error@+2 {{'sbp.collective_wait' op inferred type(s) 'tensor<16x8xf32>' are incompatible with return type(s) of operation 'tensor<4x8xf32>'}}
   // expected-error@+1 {{'sbp.collective_wait' op failed to infer returned types}}
   %0 = "sbp.collective_wait"(%f) : (!sbp.future<tensor<16x8xf32>>) -> tensor<4x8xf32>
   return
@@ -458,7 +458,8 @@ func.func @bucket_negative(%a: tensor<8xf32>) {
 
 // -----
 
-// expected-error@+1 {{!sbp.future needs at least one value type}}
+// expected-error@+2 {{expected non-function type}}
+// expected-error@+1 {{failed to parse Sbp_FutureType parameter 'valueTypes'}}
 func.func @future_empty(%f: !sbp.future<>) {
   return
 }
