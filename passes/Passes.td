@@ -211,4 +211,147 @@ def ZeroPartition : Pass<"zero-partition", "::mlir::ModuleOp"> {
                            "::mlir::nn::NNDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Local view: after zero-partition, on per-rank tensors.
+//===----------------------------------------------------------------------===//
+
+def ZeroBucketing : Pass<"zero-bucketing", "::mlir::func::FuncOp"> {
+  let summary = "Fuses collectives into buckets, in the same order on every rank";
+  let description = [{
+    Runs on the output of zero-partition. Variables move to the top of the
+    function and assignments to its end (a variable's reads see the step's
+    old value and its assignment takes effect when the step ends, so
+    neither move changes the program). Every `shard` collective becomes an
+    `sbp.collective_start` directly followed by its `sbp.collective_wait`,
+    a synchronous collective that zero-schedule may spread apart.
+
+    Collectives of the same kind, placement axis, reduction and element type
+    are fused, in program order, into buckets of at most
+    `reduce-bucket-size` elements (all-reduce, reduce-scatter),
+    `allgather-bucket-size` elements (all-gathers of computed values, such
+    as updated parameter shards) or `prefetch-bucket-size` elements
+    (stage 3: all-gathers of parameter shards). A segment counts its
+    full-size tensor. A tensor larger than its limit gets a bucket of its
+    own. Only collectives that split or join dim 0 are fused, so every
+    segment is one contiguous piece per rank; all-to-all stays alone.
+
+    A bucket must have a point where all its inputs exist and none of its
+    results is used yet; a collective that would break this starts the next
+    bucket. Reductions go right after their last input (freeing full-size
+    gradients as early as the bucket fills, as DeepSpeed does), gathers
+    right before their first use. Buckets are numbered in issue order
+    (`bucket`), which is the program order: the same on every rank, never
+    pointer or hash order.
+  }];
+  let options = [
+    Option<"reduceBucketSize", "reduce-bucket-size", "int64_t", "500000000",
+           "elements per all-reduce / reduce-scatter bucket">,
+    Option<"allgatherBucketSize", "allgather-bucket-size", "int64_t",
+           "500000000", "elements per all-gather bucket">,
+    Option<"prefetchBucketSize", "prefetch-bucket-size", "int64_t",
+           "50000000",
+           "elements per stage-3 parameter all-gather bucket">,
+  ];
+  let dependentDialects = ["::mlir::sbp::SbpDialect"];
+}
+
+def ZeroSchedule : Pass<"zero-schedule", "::mlir::func::FuncOp"> {
+  let summary = "Overlaps collectives with compute; stage-3 prefetch and reuse";
+  let description = [{
+    Runs after zero-bucketing. With `overlap-comm` each collective starts as
+    soon as its inputs exist and is waited for right before the first use of
+    a result, so the compute in between runs while it moves: a gradient
+    bucket's reduce-scatter starts as soon as its last gradient is produced
+    in the backward pass. Without it every collective stays synchronous.
+
+    Stage 3 (all-gathers of parameter shards, held by `nn.variable`):
+    with `overlap-comm` the gather of the next bucket starts while the
+    previous bucket's parameters are in use, reaching back over earlier
+    parameter buckets while the buckets in flight hold at most
+    `prefetch-bucket-size` elements and the gathered parameters at most
+    `max-live-parameters`. A backward gather of a parameter whose forward
+    gather was last used at most `max-reuse-distance` gathered elements
+    earlier is dropped and the forward copy is kept instead
+    (`stage3_max_reuse_distance`); otherwise the forward copy is released
+    after its last forward use (the memory plan frees it) and gathered
+    again. Buckets are renumbered in issue order.
+  }];
+  let options = [
+    Option<"overlapComm", "overlap-comm", "bool", "false",
+           "overlap collectives with compute">,
+    Option<"prefetchBucketSize", "prefetch-bucket-size", "int64_t",
+           "50000000", "stage 3: elements gathered ahead of their use">,
+    Option<"maxLiveParameters", "max-live-parameters", "int64_t",
+           "1000000000", "stage 3: gathered parameter elements held at once">,
+    Option<"maxReuseDistance", "max-reuse-distance", "int64_t", "0",
+           "stage 3: keep a gathered parameter for its backward use when at "
+           "most this many elements are gathered in between (0: always "
+           "gather again)">,
+  ];
+  let dependentDialects = ["::mlir::sbp::SbpDialect"];
+}
+
+def ZeroMemoryPlan : Pass<"zero-memory-plan", "::mlir::func::FuncOp"> {
+  let summary = "Liveness and best-fit offsets in one arena per rank";
+  let description = [{
+    Runs on the final schedule. Every tensor value gets a slot, a buffer
+    and a byte offset in it, written as `zero.slots` on its op (buffer,
+    offset pairs, one per result; -1 for non-tensors). Values share a
+    buffer where no copy is needed: reshapes and leading-dim slices are
+    views; an optimizer update writes its parameter and states in place; an
+    all-reduce works in place; a value assigned to a variable is computed
+    straight into the variable when the old value is no longer read by
+    then; with `contiguous-gradients` the inputs of a reduction bucket are
+    laid end to end in one buffer, so gradients are written straight into
+    their bucket slots (without it, a staging buffer of the bucket's size
+    is live while the collective runs).
+
+    A buffer is live from the first op that writes it to the last op that
+    reads it (a collective's inputs until its wait, its results from its
+    start); variables live for the whole run. Buffers are packed best fit,
+    largest first, into one arena. The function gets `zero.buffers` (per
+    buffer: offset, bytes, first and last op index, role) and
+    `zero.memory` (arena bytes, the lower bound max-live bytes, and peak
+    live bytes by role: param, grad, master, opt_state, activation, input,
+    comm_buffer).
+  }];
+  let options = [
+    Option<"contiguousGradients", "contiguous-gradients", "bool", "true",
+           "lay reduction buckets' inputs end to end in one buffer">,
+    Option<"alignment", "alignment", "int64_t", "64",
+           "byte alignment of every buffer">,
+  ];
+  let dependentDialects = ["::mlir::sbp::SbpDialect"];
+}
+
+def ZeroVerifyMemoryPlan
+    : Pass<"zero-verify-memory-plan", "::mlir::func::FuncOp"> {
+  let summary = "Checks a memory plan: no live buffers overlap, no clobbers";
+  let description = [{
+    Recomputes liveness from the IR and the `zero.slots` of zero-memory-plan
+    and fails, naming the values, when two buffers live at the same time
+    share arena bytes, a value lies outside its buffer or is read while its
+    buffer is not live, or a value overwrites part of another that is read
+    later. Any test can run it after zero-memory-plan.
+  }];
+}
+
+def ZeroExportPlan : Pass<"zero-export-plan", "::mlir::ModuleOp"> {
+  let summary = "Writes the plan file the runtime executes";
+  let description = [{
+    Writes the planned function as a versioned JSON plan (docs/plan-format.md):
+    the arena, buffers and value slots, the instruction list (kernels with
+    their attributes, collectives with group, bucket layout and stream,
+    waits, and the buffers released after each instruction), the parameter
+    table (names, shapes, dtypes, shard ranges per rank) and inputs. The IR
+    is unchanged.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", "\"-\"",
+           "where to write the plan ('-': stdout)">,
+    Option<"config", "config", "std::string", "\"\"",
+           "the ZeRO config as JSON, stored in the plan">,
+  ];
+}
+
 #endif // ZEROSBP_PASSES_PASSES_TD

@@ -1,0 +1,378 @@
+//===- Bucketing.cpp - zero-bucketing -------------------------------------===//
+//
+// Turns the `shard` collectives of zero-partition into synchronous
+// `sbp.collective_start` / `sbp.collective_wait` pairs and fuses those of
+// one kind into buckets (DeepSpeed's reduce and all-gather buckets). The
+// order is the program order, which every rank shares, so every rank issues
+// the same buckets in the same order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/common/LocalUtils.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/sbp/IR/SbpOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace zerosbp {
+#define GEN_PASS_DEF_ZEROBUCKETING
+#include "passes/Passes.h.inc"
+} // namespace zerosbp
+
+using namespace mlir;
+using namespace mlir::sbp;
+using namespace zerosbp;
+
+namespace {
+
+/// A collective before fusion, with the window where it can run: after its
+/// last input exists and before the first use of its result.
+struct Member {
+  CollectiveStartOp start;
+  CollectiveWaitOp wait;
+  int64_t inputsReady;
+  int64_t firstUse;
+  int64_t elements;
+};
+
+/// Collectives that may share a bucket have equal keys.
+struct BucketKey {
+  CollectiveKind kind;
+  PlacementAttr placement;
+  int64_t axis;
+  ReduceKind reduce;
+  Type elementType;
+  bool parameterGather;
+  /// Parameter gathers of the forward and of the backward never share a
+  /// bucket: that would hold the backward's copy through the forward.
+  bool backward;
+  bool operator==(const BucketKey &other) const {
+    return kind == other.kind && placement == other.placement &&
+           axis == other.axis && reduce == other.reduce &&
+           elementType == other.elementType &&
+           parameterGather == other.parameterGather &&
+           backward == other.backward;
+  }
+};
+
+struct Bucket {
+  BucketKey key;
+  SmallVector<Member> members;
+  int64_t inputsReady = -1;
+  int64_t firstUse = INT64_MAX;
+  int64_t elements = 0;
+};
+
+class Bucketer {
+public:
+  Bucketer(func::FuncOp func, int64_t reduceLimit, int64_t gatherLimit,
+           int64_t prefetchLimit)
+      : func(func), reduceLimit(reduceLimit), gatherLimit(gatherLimit),
+        prefetchLimit(prefetchLimit) {}
+
+  LogicalResult run();
+
+private:
+  void moveStateAccesses();
+  LogicalResult lowerShardCollectives();
+  FailureOr<PlacementAttr> placementOf(Operation *op, StringRef grid,
+                                       ArrayRef<int16_t> axes);
+  int64_t limitOf(const BucketKey &key) const;
+  void emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
+            const llvm::DenseSet<Operation *> &members);
+
+  func::FuncOp func;
+  int64_t reduceLimit, gatherLimit, prefetchLimit;
+};
+
+} // namespace
+
+/// Variables to the top, assignments to the end: reads of a variable see
+/// the step's old value and an assignment takes effect when the step ends,
+/// so the program means the same, and every collective of a bucket finds
+/// its parameter shards defined and its updated values unused until the
+/// end.
+void Bucketer::moveStateAccesses() {
+  Block &block = func.getBody().front();
+  Operation *terminator = block.getTerminator();
+  SmallVector<Operation *> sources, assigns;
+  for (Operation &op : block) {
+    if (isa<nn::VariableOp, nn::StepOp>(op))
+      sources.push_back(&op);
+    else if (isa<nn::AssignOp>(op))
+      assigns.push_back(&op);
+  }
+  Operation *top = block.empty() ? nullptr : &block.front();
+  for (Operation *op : sources)
+    if (op != top)
+      op->moveBefore(top);
+    else
+      top = op->getNextNode();
+  for (Operation *op : assigns)
+    op->moveBefore(terminator);
+}
+
+FailureOr<PlacementAttr> Bucketer::placementOf(Operation *op, StringRef grid,
+                                               ArrayRef<int16_t> axes) {
+  auto gridOp = SymbolTable::lookupNearestSymbolFrom(
+      op, StringAttr::get(op->getContext(), grid));
+  auto placement =
+      gridOp ? gridOp->getAttrOfType<PlacementAttr>("zero.placement") : nullptr;
+  if (!placement)
+    return op->emitOpError("zero-bucketing: grid @")
+           << grid
+           << " carries no zero.placement; run zero-partition to make the "
+              "local view";
+  if (axes.size() != 1)
+    return op->emitOpError("zero-bucketing: expected one grid axis, got ")
+           << axes.size() << "; zero-partition emits one collective per axis";
+  return placement;
+}
+
+static std::optional<ReduceKind> reduceKindOf(shard::ReductionKind kind) {
+  switch (kind) {
+  case shard::ReductionKind::Sum:
+    return ReduceKind::sum;
+  case shard::ReductionKind::Max:
+    return ReduceKind::max;
+  default:
+    return std::nullopt;
+  }
+}
+
+LogicalResult Bucketer::lowerShardCollectives() {
+  SmallVector<Operation *> collectives;
+  func.walk([&](Operation *op) {
+    if (isa<shard::AllReduceOp, shard::ReduceScatterOp, shard::AllGatherOp,
+            shard::AllToAllOp>(op))
+      collectives.push_back(op);
+  });
+  for (Operation *op : collectives) {
+    OpBuilder builder(op);
+    Location loc = op->getLoc();
+    StringRef grid;
+    ArrayRef<int16_t> axes;
+    CollectiveKind kind;
+    std::optional<int64_t> gatherAxis, scatterAxis;
+    shard::ReductionKind reduction = shard::ReductionKind::Sum;
+    if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
+      kind = CollectiveKind::all_reduce;
+      grid = reduce.getGrid();
+      axes = reduce.getGridAxes();
+      reduction = reduce.getReduction();
+    } else if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op)) {
+      kind = CollectiveKind::reduce_scatter;
+      grid = scatter.getGrid();
+      axes = scatter.getGridAxes();
+      reduction = scatter.getReduction();
+      scatterAxis = scatter.getScatterAxis().getSExtValue();
+    } else if (auto gather = dyn_cast<shard::AllGatherOp>(op)) {
+      kind = CollectiveKind::all_gather;
+      grid = gather.getGrid();
+      axes = gather.getGridAxes();
+      gatherAxis = gather.getGatherAxis().getSExtValue();
+    } else {
+      auto allToAll = cast<shard::AllToAllOp>(op);
+      kind = CollectiveKind::all_to_all;
+      grid = allToAll.getGrid();
+      axes = allToAll.getGridAxes();
+      scatterAxis = allToAll.getSplitAxis().getSExtValue();
+      gatherAxis = allToAll.getConcatAxis().getSExtValue();
+    }
+    FailureOr<PlacementAttr> placement = placementOf(op, grid, axes);
+    if (failed(placement))
+      return failure();
+    std::optional<ReduceKind> reduce = reduceKindOf(reduction);
+    if (!reduce)
+      return op->emitOpError("zero-bucketing: only sum and max reductions are "
+                             "supported");
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    auto start = CollectiveStartOp::create(
+        builder, loc, FutureType::get(op->getContext(), {resultType}), kind,
+        op->getOperands(), *placement, axes.front(),
+        gatherAxis ? builder.getI64IntegerAttr(*gatherAxis) : nullptr,
+        scatterAxis ? builder.getI64IntegerAttr(*scatterAxis) : nullptr,
+        *reduce, /*bucket=*/nullptr);
+    auto wait = CollectiveWaitOp::create(builder, loc, start.getFuture());
+    op->getResult(0).replaceAllUsesWith(wait.getResult(0));
+    op->erase();
+  }
+  return success();
+}
+
+int64_t Bucketer::limitOf(const BucketKey &key) const {
+  switch (key.kind) {
+  case CollectiveKind::all_reduce:
+  case CollectiveKind::reduce_scatter:
+    return reduceLimit;
+  case CollectiveKind::all_gather:
+    return key.parameterGather ? prefetchLimit : gatherLimit;
+  case CollectiveKind::all_to_all:
+    return 0;
+  }
+  return 0;
+}
+
+/// True when `start` splits or joins dim 0 (or only reduces), so each
+/// segment of a bucket is one contiguous piece per rank.
+static bool isFusible(CollectiveStartOp start) {
+  if (start.getKind() == CollectiveKind::all_to_all)
+    return false;
+  if (start.getGatherAxis().value_or(0) != 0 ||
+      start.getScatterAxis().value_or(0) != 0)
+    return false;
+  // A collective fed by or feeding another collective directly stays where
+  // it is: fusing it could tie the two buckets into a cycle.
+  for (Value input : start.getInputs())
+    if (input.getDefiningOp<CollectiveWaitOp>())
+      return false;
+  for (Operation *user : waitOf(start)->getUsers())
+    if (isa<CollectiveStartOp>(user))
+      return false;
+  return true;
+}
+
+void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
+                    const llvm::DenseSet<Operation *> &members) {
+  // Reductions (and gathers of computed values) go right after their last
+  // input, freeing the inputs early; parameter gathers right before their
+  // first use, holding the gathered parameters no longer than needed.
+  int64_t target = bucket.key.parameterGather ? bucket.firstUse
+                                              : bucket.inputsReady + 1;
+  Operation *anchor = nullptr;
+  for (int64_t index = std::max<int64_t>(target, 0);
+       index < (int64_t)order.size(); ++index)
+    if (!members.contains(order[index])) {
+      anchor = order[index];
+      break;
+    }
+  if (!anchor)
+    anchor = block.getTerminator();
+  OpBuilder builder(anchor);
+  CollectiveStartOp first = bucket.members.front().start;
+  SmallVector<Value> inputs;
+  SmallVector<RankedTensorType> resultTypes;
+  for (Member &member : bucket.members) {
+    inputs.push_back(member.start.getInputs().front());
+    resultTypes.push_back(
+        member.start.getFuture().getType().getValueTypes().front());
+  }
+  auto start = CollectiveStartOp::create(
+      builder, first.getLoc(),
+      FutureType::get(builder.getContext(), resultTypes), first.getKind(),
+      inputs, first.getPlacement(), first.getHierarchyAxis(),
+      first.getGatherAxisAttr(), first.getScatterAxisAttr(), first.getReduce(),
+      /*bucket=*/nullptr);
+  auto wait = CollectiveWaitOp::create(builder, first.getLoc(),
+                                       start.getFuture());
+  for (auto [index, member] : llvm::enumerate(bucket.members))
+    member.wait.getResult(0).replaceAllUsesWith(wait.getResult(index));
+}
+
+LogicalResult Bucketer::run() {
+  moveStateAccesses();
+  if (failed(lowerShardCollectives()))
+    return failure();
+
+  Block &block = func.getBody().front();
+  SmallVector<Operation *> order;
+  for (Operation &op : block)
+    order.push_back(&op);
+  OpPositions positions(block);
+  int64_t end = order.size();
+  int64_t backwardFrom = backwardStart(block, positions);
+
+  // Greedy in program order: each key has one open bucket; a collective
+  // that does not fit (size or window) closes it and opens the next.
+  SmallVector<Bucket> closed;
+  SmallVector<Bucket> open;
+  llvm::DenseSet<Operation *> members;
+  for (Operation *op : order) {
+    auto start = dyn_cast<CollectiveStartOp>(op);
+    if (!start || !isFusible(start))
+      continue;
+    Member member{start, waitOf(start), -1, end, bucketElements(start)};
+    for (Value input : start.getInputs())
+      member.inputsReady =
+          std::max(member.inputsReady, positions.definedAt(input));
+    member.firstUse = positions.firstUse(member.wait, end);
+    members.insert(start);
+    members.insert(member.wait);
+
+    BucketKey key{start.getKind(),
+                  start.getPlacement(),
+                  static_cast<int64_t>(start.getHierarchyAxis()),
+                  start.getReduce(),
+                  cast<RankedTensorType>(start.getInputs().front().getType())
+                      .getElementType(),
+                  isParameterGather(start),
+                  isParameterGather(start) && member.firstUse >= backwardFrom};
+    auto *bucket = llvm::find_if(open, [&](Bucket &b) { return b.key == key; });
+    if (bucket != open.end()) {
+      bool fits = bucket->elements + member.elements <= limitOf(key);
+      bool window = std::max(bucket->inputsReady, member.inputsReady) <
+                    std::min(bucket->firstUse, member.firstUse);
+      if (!fits || !window) {
+        closed.push_back(std::move(*bucket));
+        open.erase(bucket);
+        bucket = open.end();
+      }
+    }
+    if (bucket == open.end()) {
+      open.push_back(Bucket{key, {}, -1, end, 0});
+      bucket = std::prev(open.end());
+    }
+    bucket->members.push_back(member);
+    bucket->inputsReady = std::max(bucket->inputsReady, member.inputsReady);
+    bucket->firstUse = std::min(bucket->firstUse, member.firstUse);
+    bucket->elements += member.elements;
+  }
+  for (Bucket &bucket : open)
+    closed.push_back(std::move(bucket));
+  // Emit in program order of each bucket's first collective.
+  llvm::sort(closed, [&](const Bucket &a, const Bucket &b) {
+    return positions[a.members.front().start] <
+           positions[b.members.front().start];
+  });
+  for (Bucket &bucket : closed)
+    emit(bucket, block, order, members);
+  for (Operation *op : llvm::reverse(order))
+    if (members.contains(op) && isa<CollectiveWaitOp>(op))
+      op->erase();
+  for (Operation *op : llvm::reverse(order))
+    if (members.contains(op) && isa<CollectiveStartOp>(op))
+      op->erase();
+
+  int64_t index = 0;
+  func.walk([&](CollectiveStartOp start) {
+    start.setBucketAttr(
+        OpBuilder(start).getI64IntegerAttr(index++));
+  });
+  return success();
+}
+
+namespace {
+struct ZeroBucketingPass
+    : zerosbp::impl::ZeroBucketingBase<ZeroBucketingPass> {
+  using ZeroBucketingBase::ZeroBucketingBase;
+  void runOnOperation() override {
+    for (auto [name, value] :
+         {std::pair<StringRef, int64_t>{"reduce-bucket-size", reduceBucketSize},
+          {"allgather-bucket-size", allgatherBucketSize},
+          {"prefetch-bucket-size", prefetchBucketSize}})
+      if (value < 1) {
+        getOperation().emitError("zero-bucketing: ")
+            << name << " must be at least 1, got " << value;
+        return signalPassFailure();
+      }
+    if (getOperation().isExternal())
+      return;
+    Bucketer bucketer(getOperation(), reduceBucketSize, allgatherBucketSize,
+                      prefetchBucketSize);
+    if (failed(bucketer.run()))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,70 @@
+//===- LocalUtils.cpp - helpers for the local-view passes -----------------===//
+
+#include "passes/common/LocalUtils.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::sbp;
+
+int64_t zerosbp::numElements(Type type) {
+  auto shaped = dyn_cast<RankedTensorType>(type);
+  return shaped && shaped.hasStaticShape() ? shaped.getNumElements() : 0;
+}
+
+int64_t zerosbp::bucketElements(CollectiveStartOp start) {
+  int64_t total = 0;
+  for (auto [input, result] : llvm::zip(
+           start.getInputs().getTypes(), start.getFuture().getType().getValueTypes()))
+    total += std::max(numElements(input), numElements(result));
+  return total;
+}
+
+bool zerosbp::isParameterGather(CollectiveStartOp start) {
+  return start.getKind() == CollectiveKind::all_gather &&
+         llvm::all_of(start.getInputs(), [](Value input) {
+           return input.getDefiningOp<nn::VariableOp>() != nullptr;
+         });
+}
+
+CollectiveWaitOp zerosbp::waitOf(CollectiveStartOp start) {
+  for (Operation *user : start.getFuture().getUsers())
+    if (auto wait = dyn_cast<CollectiveWaitOp>(user))
+      return wait;
+  return nullptr;
+}
+
+zerosbp::OpPositions::OpPositions(Block &block) {
+  int64_t index = 0;
+  for (Operation &op : block)
+    positions[&op] = index++;
+}
+
+int64_t zerosbp::OpPositions::definedAt(Value value) const {
+  if (Operation *op = value.getDefiningOp())
+    return positions.at(op);
+  return -1;
+}
+
+int64_t zerosbp::OpPositions::firstUse(Operation *op, int64_t end) const {
+  int64_t first = end;
+  for (Value result : op->getResults())
+    for (Operation *user : result.getUsers())
+      first = std::min(first, positions.at(user));
+  return first;
+}
+
+int64_t zerosbp::OpPositions::lastUse(Value value) const {
+  int64_t last = definedAt(value);
+  for (Operation *user : value.getUsers())
+    last = std::max(last, positions.at(user));
+  return last;
+}
+
+int64_t zerosbp::backwardStart(Block &block, const OpPositions &positions) {
+  for (Operation &op : block)
+    if (op.hasAttr("zero.loss_seed"))
+      return positions[&op];
+  return positions[block.getTerminator()];
+}

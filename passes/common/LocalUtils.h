@@ -1,0 +1,52 @@
+//===- LocalUtils.h - helpers for the local-view passes ---------*- C++ -*-===//
+//
+// Shared by zero-bucketing, zero-schedule, zero-memory-plan and
+// zero-export-plan, which work on per-rank tensors after zero-partition.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_PASSES_COMMON_LOCALUTILS_H
+#define ZEROSBP_PASSES_COMMON_LOCALUTILS_H
+
+#include "dialects/sbp/IR/SbpOps.h"
+#include "mlir/IR/Block.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace zerosbp {
+
+/// Elements of a statically shaped tensor type (0 for other types).
+int64_t numElements(mlir::Type type);
+
+/// Elements a collective counts against its bucket limit: the full-size
+/// side of each segment.
+int64_t bucketElements(mlir::sbp::CollectiveStartOp start);
+
+/// True for a stage-3 parameter gather: an all-gather of variable shards.
+bool isParameterGather(mlir::sbp::CollectiveStartOp start);
+
+/// The wait that completes `start` (null if it has none).
+mlir::sbp::CollectiveWaitOp waitOf(mlir::sbp::CollectiveStartOp start);
+
+/// Position of every op of a block, in order.
+class OpPositions {
+public:
+  explicit OpPositions(mlir::Block &block);
+  int64_t operator[](mlir::Operation *op) const { return positions.at(op); }
+  /// The first position at which `value` exists (-1 for block arguments).
+  int64_t definedAt(mlir::Value value) const;
+  /// The earliest position that uses a result of `op`, or `end` when none.
+  int64_t firstUse(mlir::Operation *op, int64_t end) const;
+  /// The latest position that uses `value` (its definition when unused).
+  int64_t lastUse(mlir::Value value) const;
+
+private:
+  llvm::DenseMap<mlir::Operation *, int64_t> positions;
+};
+
+/// The position where the backward pass begins: the loss seed of
+/// zero-autodiff (the terminator when there is none).
+int64_t backwardStart(mlir::Block &block, const OpPositions &positions);
+
+} // namespace zerosbp
+
+#endif // ZEROSBP_PASSES_COMMON_LOCALUTILS_H

@@ -1,0 +1,194 @@
+//===- Schedule.cpp - zero-schedule ---------------------------------------===//
+//
+// Spreads the synchronous start/wait pairs of zero-bucketing apart so that
+// communication overlaps compute, prefetches stage-3 parameter buckets and
+// drops backward re-gathers that stage3_max_reuse_distance lets the forward
+// copy serve. Collectives keep their relative order: the communication
+// stream runs them first in, first out, the same order on every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/common/LocalUtils.h"
+
+#include "dialects/sbp/IR/SbpOps.h"
+
+namespace zerosbp {
+#define GEN_PASS_DEF_ZEROSCHEDULE
+#include "passes/Passes.h.inc"
+} // namespace zerosbp
+
+using namespace mlir;
+using namespace mlir::sbp;
+using namespace zerosbp;
+
+/// The wait's earliest user, or the terminator.
+static Operation *firstUser(CollectiveWaitOp wait) {
+  Operation *first = nullptr;
+  for (Operation *user : wait->getUsers())
+    if (!first || user->isBeforeInBlock(first))
+      first = user;
+  return first ? first : wait->getBlock()->getTerminator();
+}
+
+/// Rebuilds `start`/`wait` without the segments in `drop`; every dropped
+/// result must already be unused. Returns the new start (null if none is
+/// left).
+static CollectiveStartOp dropSegments(CollectiveStartOp start,
+                                      const llvm::SmallBitVector &drop) {
+  CollectiveWaitOp wait = waitOf(start);
+  SmallVector<Value> inputs;
+  SmallVector<RankedTensorType> types;
+  SmallVector<Value> kept;
+  ArrayRef<RankedTensorType> valueTypes =
+      start.getFuture().getType().getValueTypes();
+  for (auto [index, input] : llvm::enumerate(start.getInputs()))
+    if (!drop.test(index)) {
+      inputs.push_back(input);
+      types.push_back(valueTypes[index]);
+      kept.push_back(wait.getResult(index));
+    }
+  if (inputs.empty()) {
+    wait.erase();
+    start.erase();
+    return nullptr;
+  }
+  OpBuilder builder(start);
+  auto newStart = CollectiveStartOp::create(
+      builder, start.getLoc(), FutureType::get(builder.getContext(), types),
+      start.getKind(), inputs, start.getPlacement(), start.getHierarchyAxis(),
+      start.getGatherAxisAttr(), start.getScatterAxisAttr(), start.getReduce(),
+      start.getBucketAttr());
+  builder.setInsertionPoint(wait);
+  auto newWait =
+      CollectiveWaitOp::create(builder, wait.getLoc(), newStart.getFuture());
+  for (auto [old, replacement] : llvm::zip(kept, newWait.getResults()))
+    old.replaceAllUsesWith(replacement);
+  wait.erase();
+  start.erase();
+  return newStart;
+}
+
+namespace {
+
+struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
+  using ZeroScheduleBase::ZeroScheduleBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    for (auto [name, value] :
+         {std::pair<StringRef, int64_t>{"prefetch-bucket-size",
+                                        prefetchBucketSize},
+          {"max-live-parameters", maxLiveParameters},
+          {"max-reuse-distance", maxReuseDistance}})
+      if (value < 0) {
+        func.emitError("zero-schedule: ")
+            << name << " must not be negative, got " << value;
+        return signalPassFailure();
+      }
+    if (func.isExternal())
+      return;
+    if (maxReuseDistance > 0)
+      reuseForwardGathers(func);
+    if (overlapComm) {
+      delayWaits(func);
+      prefetchParameters(func);
+    }
+    int64_t index = 0;
+    func.walk([&](CollectiveStartOp start) {
+      start.setBucketAttr(OpBuilder(start).getI64IntegerAttr(index++));
+    });
+  }
+
+  /// Drops a backward gather of a parameter whose forward gather was last
+  /// used at most max-reuse-distance gathered elements earlier.
+  void reuseForwardGathers(func::FuncOp func) {
+    Block &block = func.getBody().front();
+    OpPositions positions(block);
+    int64_t backward = backwardStart(block, positions);
+    SmallVector<CollectiveStartOp> gathers;
+    func.walk([&](CollectiveStartOp start) {
+      if (isParameterGather(start))
+        gathers.push_back(start);
+    });
+    // The forward gathered copy of each variable shard.
+    llvm::DenseMap<Value, Value> forwardCopy;
+    for (CollectiveStartOp start : gathers) {
+      if (positions[start] >= backward)
+        continue;
+      CollectiveWaitOp wait = waitOf(start);
+      for (auto [index, input] : llvm::enumerate(start.getInputs()))
+        forwardCopy.try_emplace(input, wait.getResult(index));
+    }
+    for (CollectiveStartOp start : gathers) {
+      if (positions[start] < backward)
+        continue;
+      CollectiveWaitOp wait = waitOf(start);
+      int64_t useAt = positions[firstUser(wait)];
+      llvm::SmallBitVector drop(start.getInputs().size());
+      for (auto [index, input] : llvm::enumerate(start.getInputs())) {
+        Value copy = forwardCopy.lookup(input);
+        if (!copy || copy.getType() != wait.getResult(index).getType())
+          continue;
+        int64_t releasedAt = positions.lastUse(copy);
+        int64_t between = 0;
+        for (CollectiveStartOp other : gathers)
+          if (positions[other] > releasedAt && positions[other] < useAt)
+            between += bucketElements(other);
+        if (between > maxReuseDistance)
+          continue;
+        wait.getResult(index).replaceAllUsesWith(copy);
+        drop.set(index);
+      }
+      if (drop.any())
+        dropSegments(start, drop);
+    }
+  }
+
+  /// overlap_comm: every wait moves down to right before the first use of
+  /// its results.
+  void delayWaits(func::FuncOp func) {
+    SmallVector<CollectiveWaitOp> waits;
+    func.walk([&](CollectiveWaitOp wait) { waits.push_back(wait); });
+    for (CollectiveWaitOp wait : waits) {
+      Operation *user = firstUser(wait);
+      if (user != wait->getNextNode())
+        wait->moveBefore(user);
+    }
+  }
+
+  /// overlap_comm, stage 3: each parameter bucket's gather starts after the
+  /// wait of an earlier parameter bucket, reaching back while the buckets
+  /// ahead of their use hold at most prefetch-bucket-size elements and the
+  /// gathered parameters at most max-live-parameters.
+  void prefetchParameters(func::FuncOp func) {
+    SmallVector<CollectiveStartOp> gathers;
+    func.walk([&](CollectiveStartOp start) {
+      if (isParameterGather(start))
+        gathers.push_back(start);
+    });
+    for (size_t i = 1; i < gathers.size(); ++i) {
+      CollectiveStartOp start = gathers[i];
+      int64_t ahead = bucketElements(start);
+      int64_t live = ahead;
+      Operation *anchor = nullptr;
+      for (size_t j = i; j-- > 0;) {
+        live += bucketElements(gathers[j]);
+        if (ahead > prefetchBucketSize || live > maxLiveParameters)
+          break;
+        anchor = waitOf(gathers[j]);
+        ahead += bucketElements(gathers[j]);
+      }
+      if (!anchor)
+        continue;
+      // Keep issue order: never ahead of the previous bucket's start.
+      Operation *previous = gathers[i - 1];
+      if (anchor->isBeforeInBlock(previous))
+        anchor = previous;
+      if (anchor->isBeforeInBlock(start))
+        start->moveAfter(anchor);
+    }
+  }
+};
+
+} // namespace
