@@ -311,7 +311,8 @@ def ZeroMemoryPlan : Pass<"zero-memory-plan", "::mlir::func::FuncOp"> {
     start); variables live for the whole run. Buffers are packed best fit,
     largest first, into one arena. The function gets `zero.buffers` (per
     buffer: offset, bytes, first and last op index, role) and
-    `zero.memory` (arena bytes, the lower bound max-live bytes, and peak
+    `zero.memory` (arena bytes, the lower bound max-live bytes, the peak
+    of the model states (param, grad, master, opt_state) together, and peak
     live bytes by role: param, grad, master, opt_state, activation, input,
     comm_buffer).
   }];

@@ -1,0 +1,510 @@
+//===- MemoryPlan.cpp - zero-memory-plan ----------------------------------===//
+//
+// Gives every tensor value of the final schedule a place in one arena per
+// rank. Values share a buffer where the program needs no copy (views, in
+// place updates and reductions, values computed straight into the variable
+// they are assigned to, gradients written into their bucket); each buffer
+// is live from its first write to its last read; buffers are packed best
+// fit, largest first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/common/LocalUtils.h"
+#include "passes/common/SbpUtils.h"
+#include "passes/memory/PlanAttrs.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/sbp/IR/SbpOps.h"
+
+#include <map>
+
+namespace zerosbp {
+#define GEN_PASS_DEF_ZEROMEMORYPLAN
+#include "passes/Passes.h.inc"
+} // namespace zerosbp
+
+using namespace mlir;
+using namespace mlir::sbp;
+using namespace zerosbp;
+
+namespace {
+
+struct BufferInfo {
+  int64_t bytes = 0;
+  std::string role;
+  bool persistent = false;
+  /// Made for one op result and still holding only it and its views, so it
+  /// may be merged into a variable or a bucket.
+  bool mergeable = false;
+  bool merged = false;
+  SmallVector<Value> values;
+  int64_t first = 0, last = 0, offset = 0;
+};
+
+class Planner {
+public:
+  Planner(func::FuncOp func, bool contiguous, int64_t alignment)
+      : func(func), block(func.getBody().front()), positions(block),
+        contiguous(contiguous), alignment(alignment) {}
+
+  LogicalResult run();
+
+private:
+  int64_t newBuffer(int64_t bytes, StringRef role, bool persistent = false,
+                    bool mergeable = false) {
+    BufferInfo info;
+    info.bytes = bytes;
+    info.role = role.str();
+    info.persistent = persistent;
+    info.mergeable = mergeable;
+    buffers.push_back(std::move(info));
+    return buffers.size() - 1;
+  }
+  void place(Value value, Slot slot) {
+    slots[value] = slot;
+    buffers[slot.buffer].values.push_back(value);
+  }
+  void placeFresh(Value value, StringRef role) {
+    place(value,
+          {newBuffer(valueBytes(value), role, false, /*mergeable=*/true), 0});
+  }
+  static int64_t valueBytes(Value value) {
+    return tensorBytes(cast<RankedTensorType>(value.getType()));
+  }
+  /// Where writing `value` begins: a collective writes its results from its
+  /// start on; variables hold their value from before the step.
+  int64_t writeStart(Value value) const;
+  /// Where reading `value` ends: a collective reads its inputs until its
+  /// wait.
+  int64_t readEnd(Value value, Operation *ignore = nullptr) const;
+  /// True when no value of `buffer` is read after `position` (reads by
+  /// `ignore` do not count).
+  bool readsEndBy(int64_t buffer, int64_t position,
+                  Operation *ignore = nullptr) const;
+  void moveBuffer(int64_t from, int64_t to, int64_t delta);
+
+  void assignSlots();
+  void layOutBuckets();
+  LogicalResult retargetAssignments();
+  void computeLiveness();
+  void pack();
+  void writeAttributes();
+
+  func::FuncOp func;
+  Block &block;
+  OpPositions positions;
+  bool contiguous;
+  int64_t alignment;
+  std::vector<BufferInfo> buffers;
+  llvm::DenseMap<Value, Slot> slots;
+  llvm::StringMap<Value> variables;
+  llvm::DenseMap<Operation *, int64_t> staging;
+  llvm::DenseSet<Operation *> copies;
+};
+
+} // namespace
+
+int64_t Planner::writeStart(Value value) const {
+  Operation *def = value.getDefiningOp();
+  if (!def || isa<nn::VariableOp>(def))
+    return -1;
+  if (auto wait = dyn_cast<CollectiveWaitOp>(def))
+    return positions[wait.getFuture().getDefiningOp()];
+  return positions[def];
+}
+
+int64_t Planner::readEnd(Value value, Operation *ignore) const {
+  int64_t end = std::max<int64_t>(writeStart(value), 0);
+  for (Operation *user : value.getUsers()) {
+    if (user == ignore)
+      continue;
+    if (auto start = dyn_cast<CollectiveStartOp>(user))
+      end = std::max(end, positions[waitOf(start)]);
+    else
+      end = std::max(end, positions[user]);
+  }
+  return end;
+}
+
+bool Planner::readsEndBy(int64_t buffer, int64_t position,
+                         Operation *ignore) const {
+  return llvm::all_of(buffers[buffer].values, [&](Value value) {
+    return readEnd(value, ignore) <= position;
+  });
+}
+
+void Planner::moveBuffer(int64_t from, int64_t to, int64_t delta) {
+  for (Value value : buffers[from].values) {
+    Slot &slot = slots[value];
+    slot = {to, slot.offset + delta};
+    buffers[to].values.push_back(value);
+  }
+  buffers[from].values.clear();
+  buffers[from].merged = true;
+}
+
+/// A slice that keeps every dim but the first whole is a contiguous piece
+/// of its input: a view at a byte offset.
+static std::optional<int64_t> viewOffset(nn::SliceOp slice) {
+  auto input = cast<RankedTensorType>(slice.getInput().getType());
+  if (slice.getStrides() &&
+      llvm::any_of(*slice.getStrides(), [](int64_t s) { return s != 1; }))
+    return std::nullopt;
+  ArrayRef<int64_t> offsets = slice.getOffsets();
+  ArrayRef<int64_t> sizes = slice.getSizes();
+  for (int64_t dim = 1; dim < input.getRank(); ++dim)
+    if (offsets[dim] != 0 || sizes[dim] != input.getDimSize(dim))
+      return std::nullopt;
+  if (input.getRank() == 0)
+    return 0;
+  int64_t row = tensorBytes(input) / std::max<int64_t>(input.getDimSize(0), 1);
+  return offsets[0] * row;
+}
+
+void Planner::assignSlots() {
+  for (Operation &op : block) {
+    int64_t at = positions[&op];
+    if (auto variable = dyn_cast<nn::VariableOp>(op)) {
+      Value value = variable.getResult();
+      place(value, {newBuffer(valueBytes(value),
+                              stringifyRole(variable.getRole()), true),
+                    0});
+      variables[variable.getName()] = value;
+      continue;
+    }
+    if (isa<nn::InputOp>(op)) {
+      placeFresh(op.getResult(0), "input");
+      buffers[slots[op.getResult(0)].buffer].mergeable = false;
+      continue;
+    }
+    if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
+      place(reshape.getResult(), slots.lookup(reshape.getInput()));
+      continue;
+    }
+    if (auto slice = dyn_cast<nn::SliceOp>(op)) {
+      if (std::optional<int64_t> offset = viewOffset(slice)) {
+        Slot input = slots.lookup(slice.getInput());
+        place(slice.getResult(), {input.buffer, input.offset + *offset});
+        continue;
+      }
+    }
+    if (isOptimizerUpdate(&op)) {
+      // In place: each new value overwrites the one it replaces once
+      // nothing reads the old one any more.
+      for (OpResult result : op.getResults()) {
+        Value old = op.getOperand(updatedOperandIndex(result.getResultNumber()));
+        auto it = slots.find(old);
+        if (it != slots.end() && old.getType() == result.getType() &&
+            readsEndBy(it->second.buffer, at))
+          place(result, it->second);
+        else
+          placeFresh(result, "activation");
+      }
+      continue;
+    }
+    if (auto wait = dyn_cast<CollectiveWaitOp>(op)) {
+      auto start = cast<CollectiveStartOp>(wait.getFuture().getDefiningOp());
+      bool gather = isParameterGather(start);
+      for (auto [index, result] : llvm::enumerate(wait.getResults())) {
+        Value input = start.getInputs()[index];
+        auto it = slots.find(input);
+        if (start.getKind() == CollectiveKind::all_reduce &&
+            it != slots.end() && !buffers[it->second.buffer].persistent &&
+            readsEndBy(it->second.buffer, positions[start], start)) {
+          place(result, it->second); // an all-reduce works in place
+          continue;
+        }
+        placeFresh(result, gather ? "comm_buffer" : "activation");
+      }
+      continue;
+    }
+    for (Value result : op.getResults())
+      if (isa<RankedTensorType>(result.getType()))
+        placeFresh(result, "activation");
+  }
+  // A buffer that feeds an update's gradient holds a gradient.
+  for (Operation &op : block)
+    if (isOptimizerUpdate(&op)) {
+      BufferInfo &grad = buffers[slots.lookup(op.getOperand(1)).buffer];
+      if (grad.role == "activation")
+        grad.role = "grad";
+    }
+}
+
+void Planner::layOutBuckets() {
+  for (Operation &op : block) {
+    auto start = dyn_cast<CollectiveStartOp>(op);
+    if (!start || start.getInputs().size() < 2)
+      continue;
+    bool reduction = start.getKind() == CollectiveKind::all_reduce ||
+                     start.getKind() == CollectiveKind::reduce_scatter;
+    // contiguous_gradients: each input is a buffer of its own, laid end to
+    // end in the bucket, so its producer writes straight into its slot.
+    bool layOut = contiguous && reduction;
+    llvm::SmallDenseSet<int64_t> seen;
+    for (Value input : start.getInputs()) {
+      Slot slot = slots.lookup(input);
+      BufferInfo &info = buffers[slot.buffer];
+      if (!layOut)
+        break;
+      layOut = info.mergeable && slot.offset == 0 &&
+               info.bytes == valueBytes(input) &&
+               seen.insert(slot.buffer).second;
+    }
+    if (layOut) {
+      int64_t total = 0;
+      for (Value input : start.getInputs())
+        total += valueBytes(input);
+      int64_t bucket = newBuffer(
+          total, start.getKind() == CollectiveKind::all_reduce ? "grad"
+                                                               : "comm_buffer");
+      int64_t offset = 0;
+      for (Value input : start.getInputs()) {
+        int64_t bytes = valueBytes(input);
+        moveBuffer(slots.lookup(input).buffer, bucket, offset);
+        offset += bytes;
+      }
+      continue;
+    }
+    // Otherwise the bucket is copied through a staging buffer of its
+    // full-size bytes.
+    int64_t total = 0;
+    for (auto [input, result] :
+         llvm::zip(start.getInputs(), waitOf(start).getResults()))
+      total += std::max(valueBytes(input), valueBytes(result));
+    staging[start] = newBuffer(total, "comm_buffer");
+  }
+}
+
+LogicalResult Planner::retargetAssignments() {
+  for (Operation &op : block) {
+    auto assign = dyn_cast<nn::AssignOp>(op);
+    if (!assign)
+      continue;
+    Value variable = variables.lookup(assign.getName());
+    if (!variable)
+      return assign.emitOpError("zero-memory-plan: no nn.variable named '")
+             << assign.getName() << "'";
+    Slot target = slots.lookup(variable);
+    Slot source = slots.lookup(assign.getValue());
+    if (source == target)
+      continue; // computed in place
+    BufferInfo &from = buffers[source.buffer];
+    int64_t writesFrom = INT64_MAX;
+    for (Value value : from.values)
+      writesFrom = std::min(writesFrom, writeStart(value));
+    if (from.mergeable && source.offset == 0 &&
+        from.bytes == buffers[target.buffer].bytes &&
+        readsEndBy(target.buffer, writesFrom - 1)) {
+      moveBuffer(source.buffer, target.buffer, 0);
+      continue;
+    }
+    if (!readsEndBy(target.buffer, positions[&op]))
+      return assign.emitOpError("zero-memory-plan: '")
+             << assign.getName()
+             << "' is still read after its assignment; assignments take "
+                "effect at the end of the step (run zero-bucketing)";
+    copies.insert(assign);
+  }
+  return success();
+}
+
+void Planner::computeLiveness() {
+  int64_t end = positions[block.getTerminator()];
+  for (BufferInfo &info : buffers) {
+    if (info.merged)
+      continue;
+    if (info.persistent) {
+      info.first = 0;
+      info.last = end;
+      continue;
+    }
+    info.first = INT64_MAX;
+    info.last = 0;
+    for (Value value : info.values) {
+      info.first = std::min(info.first, std::max<int64_t>(writeStart(value), 0));
+      info.last = std::max(info.last, readEnd(value));
+    }
+  }
+  for (auto [start, buffer] : staging) {
+    buffers[buffer].first = positions[start];
+    buffers[buffer].last = positions[waitOf(cast<CollectiveStartOp>(start))];
+  }
+}
+
+void Planner::pack() {
+  auto aligned = [&](int64_t bytes) {
+    return (bytes + alignment - 1) / alignment * alignment;
+  };
+  SmallVector<int64_t> order;
+  for (auto [index, info] : llvm::enumerate(buffers))
+    if (!info.merged)
+      order.push_back(index);
+  // Largest first; persistent buffers before transient ones of equal size;
+  // then by index, so the plan is the same on every run.
+  llvm::stable_sort(order, [&](int64_t a, int64_t b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].persistent && !buffers[b].persistent;
+  });
+  SmallVector<int64_t> placed;
+  for (int64_t index : order) {
+    BufferInfo &info = buffers[index];
+    SmallVector<std::pair<int64_t, int64_t>> busy;
+    for (int64_t other : placed) {
+      BufferInfo &o = buffers[other];
+      if (o.first <= info.last && info.first <= o.last)
+        busy.push_back({o.offset, o.offset + aligned(o.bytes)});
+    }
+    llvm::sort(busy);
+    // Best fit: the smallest gap that holds the buffer, else the end.
+    int64_t size = aligned(info.bytes);
+    int64_t cursor = 0, best = -1, bestGap = INT64_MAX;
+    for (auto [from, to] : busy) {
+      if (from > cursor && from - cursor >= size && from - cursor < bestGap) {
+        best = cursor;
+        bestGap = from - cursor;
+      }
+      cursor = std::max(cursor, to);
+    }
+    info.offset = best >= 0 ? best : cursor;
+    placed.push_back(index);
+  }
+}
+
+/// The roles DESIGN.md section 4 counts as model states.
+static bool isModelState(StringRef role) {
+  return role == "param" || role == "grad" || role == "master" ||
+         role == "opt_state";
+}
+
+void Planner::writeAttributes() {
+  MLIRContext *context = func.getContext();
+  Builder builder(context);
+  // Buffers merged into others disappear; the rest are numbered densely.
+  SmallVector<int64_t> number(buffers.size(), -1);
+  SmallVector<Attribute> entries;
+  for (auto [index, info] : llvm::enumerate(buffers)) {
+    if (info.merged)
+      continue;
+    number[index] = entries.size();
+    entries.push_back(builder.getDictionaryAttr({
+        builder.getNamedAttr("offset", builder.getI64IntegerAttr(info.offset)),
+        builder.getNamedAttr("bytes", builder.getI64IntegerAttr(info.bytes)),
+        builder.getNamedAttr("live",
+                             builder.getDenseI64ArrayAttr({info.first, info.last})),
+        builder.getNamedAttr("role", builder.getStringAttr(info.role)),
+    }));
+  }
+  func->setAttr(kBuffersAttr, builder.getArrayAttr(entries));
+
+  for (Operation &op : block) {
+    if (op.getNumResults() == 0)
+      continue;
+    SmallVector<int64_t> pairs;
+    bool any = false;
+    for (Value result : op.getResults()) {
+      auto it = slots.find(result);
+      if (it == slots.end()) {
+        pairs.append({-1, -1});
+        continue;
+      }
+      pairs.append({number[it->second.buffer], it->second.offset});
+      any = true;
+    }
+    if (any)
+      op.setAttr(kSlotsAttr, builder.getDenseI64ArrayAttr(pairs));
+  }
+  for (auto [start, buffer] : staging)
+    start->setAttr(kStagingAttr, builder.getI64IntegerAttr(number[buffer]));
+  for (Operation *assign : copies)
+    assign->setAttr(kCopyAttr, builder.getUnitAttr());
+
+  // The arena, the lower bound (most bytes live at once) and the peak of
+  // each role, from a sweep over the op positions.
+  int64_t end = positions[block.getTerminator()];
+  std::map<std::string, std::vector<int64_t>> byRole;
+  std::vector<int64_t> total(end + 2, 0), states(end + 2, 0);
+  int64_t arena = 0;
+  for (BufferInfo &info : buffers) {
+    if (info.merged)
+      continue;
+    arena = std::max(arena, info.offset + info.bytes);
+    std::vector<int64_t> &role = byRole[info.role];
+    role.resize(end + 2, 0);
+    role[info.first] += info.bytes;
+    role[info.last + 1] -= info.bytes;
+    total[info.first] += info.bytes;
+    total[info.last + 1] -= info.bytes;
+    if (isModelState(info.role)) {
+      states[info.first] += info.bytes;
+      states[info.last + 1] -= info.bytes;
+    }
+  }
+  auto peakOf = [](std::vector<int64_t> &deltas) {
+    int64_t live = 0, peak = 0;
+    for (int64_t delta : deltas) {
+      live += delta;
+      peak = std::max(peak, live);
+    }
+    return peak;
+  };
+  SmallVector<NamedAttribute> peaks;
+  for (const char *role : kPlanRoles) {
+    auto it = byRole.find(role);
+    int64_t peak = it == byRole.end() ? 0 : peakOf(it->second);
+    peaks.push_back(builder.getNamedAttr(role, builder.getI64IntegerAttr(peak)));
+  }
+  func->setAttr(kMemoryAttr,
+                builder.getDictionaryAttr({
+                    builder.getNamedAttr("arena", builder.getI64IntegerAttr(arena)),
+                    builder.getNamedAttr("lower_bound",
+                                         builder.getI64IntegerAttr(peakOf(total))),
+                    builder.getNamedAttr("model_states",
+                                         builder.getI64IntegerAttr(peakOf(states))),
+                    builder.getNamedAttr("peak", builder.getDictionaryAttr(peaks)),
+                }));
+}
+
+LogicalResult Planner::run() {
+  for (Operation &op : block)
+    for (Value result : op.getResults())
+      if (auto type = dyn_cast<RankedTensorType>(result.getType());
+          type && (!type.hasStaticShape() || type.getEncoding()))
+        return op.emitOpError("zero-memory-plan: result type ")
+               << type
+               << " is not a static per-rank tensor; run zero-partition first";
+  assignSlots();
+  layOutBuckets();
+  if (failed(retargetAssignments()))
+    return failure();
+  computeLiveness();
+  pack();
+  writeAttributes();
+  return success();
+}
+
+namespace {
+struct ZeroMemoryPlanPass
+    : zerosbp::impl::ZeroMemoryPlanBase<ZeroMemoryPlanPass> {
+  using ZeroMemoryPlanBase::ZeroMemoryPlanBase;
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (alignment < 1 || (alignment & (alignment - 1))) {
+      func.emitError("zero-memory-plan: alignment must be a power of two, got ")
+          << alignment;
+      return signalPassFailure();
+    }
+    if (func.isExternal())
+      return;
+    if (func.getBody().getBlocks().size() != 1) {
+      func.emitError("zero-memory-plan: expected a single-block function");
+      return signalPassFailure();
+    }
+    Planner planner(func, contiguousGradients, alignment);
+    if (failed(planner.run()))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,69 @@
+//===- PlanAttrs.h - reading the memory plan off the IR ---------*- C++ -*-===//
+//
+// zero-memory-plan writes its result as attributes; zero-verify-memory-plan
+// and zero-export-plan read them back through these helpers.
+//
+//   op:   zero.slots   = array<i64: buffer, offset, ...>  one pair per result
+//                        (-1, -1 for results that are not tensors)
+//   func: zero.buffers = [{offset, bytes, live = array<i64: first, last>,
+//                          role}, ...]
+//         zero.memory  = {arena, lower_bound, model_states,
+//                         peak = {role: bytes}}
+//   sbp.collective_start: zero.staging = buffer (a bucket copied through a
+//                        staging buffer)
+//   nn.assign: zero.copy (the value is copied into the variable; without it
+//              the value already lives there)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_PASSES_MEMORY_PLANATTRS_H
+#define ZEROSBP_PASSES_MEMORY_PLANATTRS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zerosbp {
+
+inline constexpr llvm::StringLiteral kSlotsAttr = "zero.slots";
+inline constexpr llvm::StringLiteral kBuffersAttr = "zero.buffers";
+inline constexpr llvm::StringLiteral kMemoryAttr = "zero.memory";
+inline constexpr llvm::StringLiteral kStagingAttr = "zero.staging";
+inline constexpr llvm::StringLiteral kCopyAttr = "zero.copy";
+
+/// The roles the memory plan reports bytes for.
+inline constexpr const char *kPlanRoles[] = {
+    "param", "grad", "master", "opt_state", "activation", "input",
+    "comm_buffer"};
+
+struct PlannedBuffer {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  int64_t first = 0;
+  int64_t last = 0;
+  std::string role;
+};
+
+/// Where a value lives: a buffer and a byte offset in it.
+struct Slot {
+  int64_t buffer = -1;
+  int64_t offset = 0;
+  bool operator==(const Slot &other) const {
+    return buffer == other.buffer && offset == other.offset;
+  }
+};
+
+/// The buffers of a planned function, or an error on `func` when it has no
+/// (or a malformed) plan.
+mlir::FailureOr<std::vector<PlannedBuffer>>
+readPlannedBuffers(mlir::func::FuncOp func);
+
+/// The slot of a tensor value defined by an op of a planned function.
+std::optional<Slot> readSlot(mlir::Value value);
+
+} // namespace zerosbp
+
+#endif // ZEROSBP_PASSES_MEMORY_PLANATTRS_H
