@@ -111,6 +111,56 @@ llvm::Error zerosbp::buildGlobalPipeline(OpPassManager &pm,
   return llvm::Error::success();
 }
 
+std::vector<PipelineStep>
+zerosbp::localPipelineSteps(const ZeroConfig &config) {
+  const ZeroKnobs &zero = config.zero;
+  bool stage3 = config.stage >= 3;
+  return {
+      {"zero-bucketing",
+       llvm::formatv("reduce-bucket-size={0} allgather-bucket-size={1} "
+                     "prefetch-bucket-size={2}",
+                     zero.reduceBucketSize, zero.allgatherBucketSize,
+                     zero.stage3PrefetchBucketSize)},
+      {"zero-schedule",
+       llvm::formatv("overlap-comm={0} prefetch-bucket-size={1} "
+                     "max-live-parameters={2} max-reuse-distance={3}",
+                     zero.overlapComm ? "true" : "false",
+                     zero.stage3PrefetchBucketSize,
+                     zero.stage3MaxLiveParameters,
+                     stage3 ? zero.stage3MaxReuseDistance : 0)},
+      {"zero-memory-plan",
+       llvm::formatv("contiguous-gradients={0}",
+                     zero.contiguousGradients ? "true" : "false")},
+      {"zero-verify-memory-plan", ""},
+  };
+}
+
+llvm::Error zerosbp::buildLocalPipeline(OpPassManager &pm,
+                                        const ZeroConfig &config,
+                                        llvm::StringRef planFile) {
+  static std::once_flag registered;
+  std::call_once(registered, [] { registerZeroPasses(); });
+  pm.addPass(createZeroPartition());
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  for (const PipelineStep &step : localPipelineSteps(config)) {
+    std::string errors;
+    llvm::raw_string_ostream os(errors);
+    if (failed(parsePassPipeline(step.textual(), funcPm, os)))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "cannot build the pipeline: " + errors);
+  }
+  if (!planFile.empty()) {
+    std::string configJson;
+    llvm::raw_string_ostream os(configJson);
+    os << config.toJson();
+    ZeroExportPlanOptions options;
+    options.file = planFile.str();
+    options.config = configJson;
+    pm.addPass(createZeroExportPlan(options));
+  }
+  return llvm::Error::success();
+}
+
 void zerosbp::registerZeroPipeline() {
   // The options are parsed as a whole by parsePipelineOptions, so the
   // pipeline registers its builder directly rather than an options struct.

@@ -32,6 +32,17 @@ globalPipelineSteps(const ZeroConfig &config);
 llvm::Error buildGlobalPipeline(mlir::OpPassManager &pm,
                                 const ZeroConfig &config);
 
+/// The local-view passes for `config`, run after zero-partition:
+/// zero-bucketing, zero-schedule, zero-memory-plan and its checker.
+std::vector<PipelineStep> localPipelineSteps(const ZeroConfig &config);
+
+/// Adds zero-partition (the SPMD program of every rank), the local-view
+/// passes and, when `planFile` is not empty, zero-export-plan writing the
+/// plan there with `config` stored in it.
+llvm::Error buildLocalPipeline(mlir::OpPassManager &pm,
+                               const ZeroConfig &config,
+                               llvm::StringRef planFile);
+
 /// Registers `--zero-pipeline='stage=2 world=4 ...'` (parsePipelineOptions
 /// syntax) for zero-opt.
 void registerZeroPipeline();

@@ -325,6 +325,9 @@ void Planner::computeLiveness() {
     for (Value value : info.values) {
       info.first = std::min(info.first, std::max<int64_t>(writeStart(value), 0));
       info.last = std::max(info.last, readEnd(value));
+      // The executor fills inputs and the step counter before the first op.
+      if (isa_and_nonnull<nn::InputOp, nn::StepOp>(value.getDefiningOp()))
+        info.first = 0;
     }
   }
   for (auto [start, buffer] : staging) {

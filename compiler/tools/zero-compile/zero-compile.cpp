@@ -1,15 +1,18 @@
 //===- zero-compile.cpp - compiles a model with ZeRO and reports ----------===//
 //
 // Takes a `.mlir` forward graph or a built-in GPT-2 (the DeepSpeed tutorial's
-// flags), runs the global ZeRO pipeline for a stage, world size and config,
-// and reports what one rank holds and sends per step, read off the compiled
-// IR. Needs shapes only: no tensor is allocated.
+// flags), runs the whole ZeRO pipeline for a stage, world size and config
+// (global passes, partition, bucketing, scheduling, memory plan), writes the
+// plan the runtime executes (-o model.zplan), and reports what one rank
+// holds and sends per step, read off the compiled IR. Needs shapes only: no
+// tensor is allocated.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/config/DeepSpeedConfig.h"
 #include "compiler/config/PipelineOptions.h"
 #include "compiler/estimator/ModelStateReport.h"
+#include "compiler/estimator/PlanReport.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/InitAllDialects.h"
 #include "examples/gpt2/Gpt2.h"
@@ -50,9 +53,12 @@ static cl::opt<std::string>
                     cl::init(""), cl::cat(category));
 static cl::opt<std::string> report("report", cl::desc("json, text or none"),
                                    cl::init("text"), cl::cat(category));
-static cl::opt<std::string> outputFile("o",
-                                       cl::desc("write the compiled IR here"),
-                                       cl::init(""), cl::cat(category));
+static cl::opt<std::string>
+    outputFile("o", cl::desc("write the plan here (model.zplan)"),
+               cl::init(""), cl::cat(category));
+static cl::opt<std::string> irFile("emit-ir",
+                                   cl::desc("write the compiled IR here"),
+                                   cl::init(""), cl::cat(category));
 // The DeepSpeed / Megatron GPT-2 flags.
 static cl::opt<std::string> preset("preset",
                                    cl::desc("built-in GPT-2 preset: tiny, "
@@ -220,8 +226,6 @@ int main(int argc, char **argv) {
     passMs.push_back(
         llvm::json::Object{{"pass", step.pass}, {"ms", msSince(passStart)}});
   }
-  double compileMs = msSince(start);
-
   func::FuncOp func;
   for (auto candidate : (*module)->getOps<func::FuncOp>())
     if (!candidate.isExternal()) {
@@ -231,13 +235,57 @@ int main(int argc, char **argv) {
     }
   if (!func)
     return fail("the model has no graph function");
+  // Model states and traffic in the global view, where roles and SBP are
+  // still on every value.
   auto analysis = zerosbp::analyzeModelStates(func);
   if (failed(analysis))
     return 1;
 
-  if (!outputFile.empty()) {
+  // The local view, one pass at a time so each gets its time, and the plan.
+  {
+    auto passStart = std::chrono::steady_clock::now();
+    PassManager partition(&context);
+    partition.addPass(zerosbp::createZeroPartition());
+    if (failed(partition.run(**module)))
+      return fail("zero-partition failed");
+    passMs.push_back(llvm::json::Object{{"pass", "zero-partition"},
+                                        {"ms", msSince(passStart)}});
+    for (const zerosbp::PipelineStep &step :
+         zerosbp::localPipelineSteps(*config)) {
+      PassManager local(&context);
+      if (failed(parsePassPipeline("func.func(" + step.textual() + ")",
+                                   local)))
+        return fail("cannot build pass " + step.pass);
+      passStart = std::chrono::steady_clock::now();
+      if (failed(local.run(**module)))
+        return fail(step.pass + " failed");
+      passMs.push_back(
+          llvm::json::Object{{"pass", step.pass}, {"ms", msSince(passStart)}});
+    }
+    if (!outputFile.empty()) {
+      PassManager exporter(&context);
+      std::string configJson;
+      llvm::raw_string_ostream os(configJson);
+      os << config->toJson();
+      zerosbp::ZeroExportPlanOptions options;
+      options.file = outputFile;
+      options.config = configJson;
+      exporter.addPass(zerosbp::createZeroExportPlan(options));
+      passStart = std::chrono::steady_clock::now();
+      if (failed(exporter.run(**module)))
+        return fail("zero-export-plan failed");
+      passMs.push_back(llvm::json::Object{{"pass", "zero-export-plan"},
+                                          {"ms", msSince(passStart)}});
+    }
+  }
+  double compileMs = msSince(start);
+  auto plan = zerosbp::analyzePlan(func);
+  if (failed(plan))
+    return 1;
+
+  if (!irFile.empty()) {
     std::string error;
-    auto output = openOutputFile(outputFile, &error);
+    auto output = openOutputFile(irFile, &error);
     if (!output)
       return fail(error);
     (*module)->print(output->os());
@@ -248,6 +296,9 @@ int main(int argc, char **argv) {
   json["pass_ms"] = std::move(passMs);
   json["compile_ms"] = compileMs;
   json["config"] = config->toJson();
+  json["plan"] = plan->toJson();
+  if (!outputFile.empty())
+    json["plan_file"] = outputFile;
   if (report == "json") {
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(json)))
                  << "\n";
@@ -263,6 +314,11 @@ int main(int argc, char **argv) {
       llvm::outs() << llvm::formatv(
           "  {0,-15} {1,16:f0} bytes sent per rank per step ({2} calls)\n",
           kind, bytes, analysis->collectives.at(kind));
+    llvm::outs() << llvm::formatv(
+        "  planned peak {0} bytes per rank (lower bound {1}), model states "
+        "{2}, {3} buckets, {4:f0} of {5:f0} bytes sent overlap compute\n",
+        plan->arenaBytes, plan->lowerBoundBytes, plan->modelStateBytes,
+        plan->bucketCount(), plan->overlappedBytes, plan->commBytes);
   }
   return 0;
 }

@@ -1,0 +1,116 @@
+//===- PlanReport.cpp - what the local-view passes planned ----------------===//
+
+#include "compiler/estimator/PlanReport.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/sbp/IR/SbpOps.h"
+#include "passes/common/LocalUtils.h"
+#include "passes/common/SbpUtils.h"
+#include "passes/memory/PlanAttrs.h"
+
+using namespace mlir;
+using namespace mlir::sbp;
+using namespace zerosbp;
+
+double zerosbp::collectiveBytesSent(StringRef kind, int64_t fullBytes,
+                                    int64_t groupSize) {
+  double t = static_cast<double>(fullBytes);
+  double p = static_cast<double>(groupSize);
+  if (groupSize <= 1)
+    return 0;
+  if (kind == "all_reduce")
+    return 2 * t * (p - 1) / p;
+  if (kind == "all_to_all")
+    return t * (p - 1) / (p * p);
+  return t * (p - 1) / p; // reduce_scatter, all_gather
+}
+
+int64_t PlanReport::bucketCount() const {
+  int64_t count = 0;
+  for (const auto &[kind, sizes] : buckets)
+    count += sizes.size();
+  return count;
+}
+
+/// True for an op that computes: not a collective, and not a view or an
+/// assignment the memory plan turned into nothing.
+static bool computes(Operation *op) {
+  if (isa<CollectiveStartOp, CollectiveWaitOp, nn::VariableOp, nn::InputOp,
+          nn::StepOp, nn::ReshapeOp, func::ReturnOp>(op))
+    return false;
+  if (isa<nn::AssignOp>(op))
+    return op->hasAttr(kCopyAttr);
+  return true;
+}
+
+FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
+  auto memory = func->getAttrOfType<DictionaryAttr>(kMemoryAttr);
+  if (!memory)
+    return func.emitError("has no memory plan; run zero-memory-plan first");
+  PlanReport report;
+  auto integer = [&](StringRef key) {
+    auto attr = memory.getAs<IntegerAttr>(key);
+    return attr ? attr.getInt() : 0;
+  };
+  report.arenaBytes = integer("arena");
+  report.lowerBoundBytes = integer("lower_bound");
+  report.modelStateBytes = integer("model_states");
+  if (auto peaks = memory.getAs<DictionaryAttr>("peak"))
+    for (NamedAttribute entry : peaks)
+      if (auto bytes = dyn_cast<IntegerAttr>(entry.getValue()))
+        report.peakBytesByRole[entry.getName().str()] = bytes.getInt();
+
+  func.walk([&](CollectiveStartOp start) {
+    CollectiveWaitOp wait = waitOf(start);
+    std::string kind = stringifyCollectiveKind(start.getKind()).str();
+    int64_t group = start.getPlacement().getHierarchyShape()[start.getHierarchyAxis()];
+    double sent = 0;
+    int64_t elements = 0;
+    for (auto [input, result] :
+         llvm::zip(start.getInputs(), wait.getResults())) {
+      auto in = cast<RankedTensorType>(input.getType());
+      auto out = cast<RankedTensorType>(result.getType());
+      int64_t full = std::max(tensorBytes(in), tensorBytes(out));
+      sent += collectiveBytesSent(kind, full, group);
+      elements += std::max(in.getNumElements(), out.getNumElements());
+    }
+    report.buckets[kind].push_back(elements);
+    report.commBytes += sent;
+    for (Operation *op = start->getNextNode(); op && op != wait;
+         op = op->getNextNode())
+      if (computes(op)) {
+        report.overlappedBytes += sent;
+        break;
+      }
+  });
+  return report;
+}
+
+llvm::json::Object PlanReport::toJson() const {
+  llvm::json::Object bucketJson;
+  for (const auto &[kind, sizes] : buckets)
+    bucketJson[kind] = llvm::json::Object{
+        {"count", static_cast<int64_t>(sizes.size())},
+        {"elements", llvm::json::Array(sizes)}};
+  llvm::json::Object roles;
+  for (const auto &[role, bytes] : peakBytesByRole)
+    roles[role] = bytes;
+  double fragmentation =
+      arenaBytes ? 1.0 - static_cast<double>(lowerBoundBytes) / arenaBytes : 0;
+  return llvm::json::Object{
+      {"buckets",
+       llvm::json::Object{{"count", bucketCount()},
+                          {"by_kind", std::move(bucketJson)}}},
+      {"overlap",
+       llvm::json::Object{
+           {"comm_bytes", commBytes},
+           {"overlapped_bytes", overlappedBytes},
+           {"fraction", commBytes > 0 ? overlappedBytes / commBytes : 0.0}}},
+      {"memory_plan",
+       llvm::json::Object{{"peak_bytes_per_rank", arenaBytes},
+                          {"lower_bound_bytes", lowerBoundBytes},
+                          {"fragmentation", fragmentation},
+                          {"model_state_bytes", modelStateBytes},
+                          {"peak_bytes_by_role", std::move(roles)}}},
+  };
+}

@@ -1,0 +1,474 @@
+//===- ExportPlan.cpp - zero-export-plan ----------------------------------===//
+//
+// Writes a planned function as the JSON plan of docs/plan-format.md, which
+// the runtime reads without MLIR. Everything the runtime needs is spelled
+// out: value slots in the arena, one instruction per op that does work (views
+// and in-place assignments need none), collectives with their group, bucket
+// layout and stream, the buffers to release after each instruction, and the
+// per-rank shard of every variable and input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/common/LocalUtils.h"
+#include "passes/common/SbpUtils.h"
+#include "passes/memory/PlanAttrs.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/sbp/IR/SbpOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace zerosbp {
+#define GEN_PASS_DEF_ZEROEXPORTPLAN
+#include "passes/Passes.h.inc"
+} // namespace zerosbp
+
+using namespace mlir;
+using namespace mlir::sbp;
+using namespace zerosbp;
+
+/// The plan format this compiler writes (docs/plan-format.md).
+static constexpr int64_t kPlanVersion = 1;
+
+static std::string dtypeOf(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF64())
+    return "f64";
+  if (type.isInteger(64))
+    return "i64";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(1))
+    return "i1";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+/// An attribute as JSON: numbers, booleans, strings and arrays as such; an
+/// enum or anything else as its printed form.
+static llvm::json::Value toJson(Attribute attr) {
+  if (auto boolean = dyn_cast<BoolAttr>(attr))
+    return boolean.getValue();
+  if (auto integer = dyn_cast<IntegerAttr>(attr)) {
+    if (integer.getType().isInteger(1))
+      return integer.getValue().getBoolValue();
+    return integer.getValue().getSExtValue();
+  }
+  if (auto number = dyn_cast<FloatAttr>(attr))
+    return number.getValueAsDouble();
+  if (isa<UnitAttr>(attr))
+    return true;
+  if (auto text = dyn_cast<StringAttr>(attr))
+    return text.getValue().str();
+  if (auto array = dyn_cast<DenseI64ArrayAttr>(attr))
+    return llvm::json::Array(array.asArrayRef());
+  if (auto array = dyn_cast<DenseI16ArrayAttr>(attr)) {
+    llvm::json::Array values;
+    for (int16_t element : array.asArrayRef())
+      values.push_back(static_cast<int64_t>(element));
+    return values;
+  }
+  if (auto dict = dyn_cast<DictionaryAttr>(attr)) {
+    llvm::json::Object object;
+    for (NamedAttribute entry : dict)
+      object[entry.getName().getValue()] = toJson(entry.getValue());
+    return object;
+  }
+  if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    llvm::json::Array values;
+    for (Attribute element : array)
+      values.push_back(toJson(element));
+    return values;
+  }
+  if (auto type = dyn_cast<TypeAttr>(attr))
+    return dtypeOf(type.getValue());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os, /*elideType=*/true);
+  // `#nn<init normal>` and the like: keep the keyword.
+  StringRef bare(text);
+  if (bare.starts_with("#") && bare.ends_with(">") && bare.contains(' '))
+    bare = bare.drop_back().rsplit(' ').second;
+  return bare.str();
+}
+
+namespace {
+
+class Exporter {
+public:
+  Exporter(func::FuncOp func, StringRef config)
+      : func(func), block(func.getBody().front()), positions(block),
+        config(config) {}
+
+  LogicalResult run(llvm::raw_ostream &os);
+
+private:
+  LogicalResult numberValues();
+  LogicalResult writeInstruction(llvm::json::OStream &json, Operation &op,
+                                 ArrayRef<int64_t> frees);
+  void writeTensorEntry(llvm::json::OStream &json, Operation *op, Value value,
+                        StringRef name);
+  void writeShards(llvm::json::OStream &json, RankedTensorType global);
+  void writeValueList(llvm::json::OStream &json, StringRef key,
+                      ValueRange values);
+
+  func::FuncOp func;
+  Block &block;
+  OpPositions positions;
+  StringRef config;
+  std::vector<PlannedBuffer> buffers;
+  llvm::DenseMap<Value, int64_t> ids;
+  SmallVector<Value> values;
+  PlacementAttr placement;
+};
+
+} // namespace
+
+LogicalResult Exporter::numberValues() {
+  for (Operation &op : block)
+    for (Value result : op.getResults()) {
+      if (!isa<RankedTensorType>(result.getType()))
+        continue;
+      if (!readSlot(result))
+        return op.emitOpError("zero-export-plan: result #")
+               << cast<OpResult>(result).getResultNumber()
+               << " has no slot; run zero-memory-plan first";
+      ids[result] = values.size();
+      values.push_back(result);
+    }
+  return success();
+}
+
+void Exporter::writeValueList(llvm::json::OStream &json, StringRef key,
+                              ValueRange list) {
+  json.attributeArray(key, [&] {
+    for (Value value : list)
+      json.value(ids.lookup(value));
+  });
+}
+
+/// Per rank, the [begin, end) of every dim of the global tensor it holds.
+void Exporter::writeShards(llvm::json::OStream &json, RankedTensorType global) {
+  GlobalTensorAttr encoding = getGlobalEncoding(global);
+  SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
+  json.attributeArray("shards", [&] {
+    for (int64_t rank = 0; rank < placement.getNumRanks(); ++rank) {
+      SmallVector<int64_t, 2> coords(hierarchy.size());
+      int64_t linear = rank;
+      for (int64_t axis = hierarchy.size() - 1; axis >= 0; --axis) {
+        coords[axis] = linear % hierarchy[axis];
+        linear /= hierarchy[axis];
+      }
+      json.array([&] {
+        for (int64_t dim = 0; dim < global.getRank(); ++dim) {
+          int64_t begin = 0, size = global.getDimSize(dim);
+          if (encoding)
+            for (auto [axis, sbp] : llvm::enumerate(encoding.getSbp()))
+              if (sbp.isSplit() && sbp.getAxis() == dim) {
+                begin += splitOffset(size, hierarchy[axis], coords[axis]);
+                size = splitSize(size, hierarchy[axis], coords[axis]);
+              }
+          json.array([&] {
+            json.value(begin);
+            json.value(begin + size);
+          });
+        }
+      });
+    }
+  });
+}
+
+void Exporter::writeTensorEntry(llvm::json::OStream &json, Operation *op,
+                                Value value, StringRef name) {
+  auto local = cast<RankedTensorType>(value.getType());
+  auto globalAttr = op->getAttrOfType<TypeAttr>("zero.global_type");
+  auto global = globalAttr ? cast<RankedTensorType>(globalAttr.getValue())
+                           : local;
+  json.attribute("name", name);
+  json.attribute("value", ids.lookup(value));
+  json.attribute("dtype", dtypeOf(local.getElementType()));
+  json.attribute("local_shape", llvm::json::Array(local.getShape()));
+  json.attribute("global_shape", llvm::json::Array(global.getShape()));
+  if (GlobalTensorAttr encoding = getGlobalEncoding(global))
+    json.attributeArray("sbp", [&] {
+      for (SbpAttr sbp : encoding.getSbp())
+        json.value(sbp.str());
+    });
+  writeShards(json, global);
+}
+
+LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
+                                         Operation &op,
+                                         ArrayRef<int64_t> frees) {
+  auto common = [&] {
+    writeValueList(json, "operands", op.getOperands());
+    if (!frees.empty())
+      json.attribute("free", llvm::json::Array(frees));
+  };
+  if (auto start = dyn_cast<CollectiveStartOp>(op)) {
+    CollectiveWaitOp wait = waitOf(start);
+    json.object([&] {
+      json.attribute("op", "collective_start");
+      json.attribute("kind", stringifyCollectiveKind(start.getKind()));
+      json.attribute("stream", "comm");
+      json.attribute("bucket", start.getBucket().value_or(0));
+      json.attribute("group_axis", (int64_t)start.getHierarchyAxis());
+      json.attribute("group_size", placement.getHierarchyShape()[start.getHierarchyAxis()]);
+      json.attribute("reduce", stringifyReduceKind(start.getReduce()));
+      if (start.getGatherAxis())
+        json.attribute("gather_axis", *start.getGatherAxis());
+      if (start.getScatterAxis())
+        json.attribute("scatter_axis", *start.getScatterAxis());
+      writeValueList(json, "results", wait.getResults());
+      // The bucket as one flat buffer: each segment's full-size extent.
+      json.attributeArray("segments", [&] {
+        int64_t offset = 0;
+        for (auto [input, result] :
+             llvm::zip(start.getInputs(), wait.getResults())) {
+          int64_t numel = std::max(numElements(input.getType()),
+                                   numElements(result.getType()));
+          json.object([&] {
+            json.attribute("offset", offset);
+            json.attribute("numel", numel);
+          });
+          offset += numel;
+        }
+      });
+      if (auto staging = start->getAttrOfType<IntegerAttr>(kStagingAttr))
+        json.attribute("staging", staging.getInt());
+      common();
+    });
+    return success();
+  }
+  if (auto wait = dyn_cast<CollectiveWaitOp>(op)) {
+    auto start = cast<CollectiveStartOp>(wait.getFuture().getDefiningOp());
+    json.object([&] {
+      json.attribute("op", "collective_wait");
+      json.attribute("bucket", start.getBucket().value_or(0));
+      if (!frees.empty())
+        json.attribute("free", llvm::json::Array(frees));
+    });
+    return success();
+  }
+  if (auto assign = dyn_cast<nn::AssignOp>(op)) {
+    json.object([&] {
+      json.attribute("op", "copy");
+      json.attribute("variable", assign.getName());
+      common();
+    });
+    return success();
+  }
+  bool known = isa<shard::AllSliceOp>(op) ||
+               (op.getDialect() && isa<nn::NNDialect>(op.getDialect()));
+  if (!known)
+    return op.emitOpError("zero-export-plan: the runtime has no instruction "
+                          "for this op");
+  json.object([&] {
+    json.attribute("op", op.getName().getStringRef());
+    writeValueList(json, "results", op.getResults());
+    json.attributeObject("attrs", [&] {
+      for (NamedAttribute attr : op.getAttrs()) {
+        StringRef name = attr.getName().getValue();
+        if (name.starts_with("zero."))
+          continue;
+        if (name == "grid") {
+          // shard.all_slice: the grid is the plan's placement.
+          continue;
+        }
+        json.attribute(name, toJson(attr.getValue()));
+      }
+      if (op.hasAttr("zero.loss_seed"))
+        json.attribute("loss_seed", true);
+    });
+    common();
+  });
+  return success();
+}
+
+LogicalResult Exporter::run(llvm::raw_ostream &os) {
+  FailureOr<std::vector<PlannedBuffer>> planned = readPlannedBuffers(func);
+  if (failed(planned))
+    return failure();
+  buffers = std::move(*planned);
+  auto memory = func->getAttrOfType<DictionaryAttr>(kMemoryAttr);
+  if (!memory)
+    return func.emitError("zero-export-plan: no ")
+           << kMemoryAttr << "; run zero-memory-plan first";
+  if (failed(numberValues()))
+    return failure();
+  // The plan's placement: the one grid of the module.
+  auto module = func->getParentOfType<ModuleOp>();
+  for (auto grid : module.getOps<shard::GridOp>()) {
+    auto attr = grid->getAttrOfType<PlacementAttr>("zero.placement");
+    if (!attr)
+      continue;
+    if (placement && placement != attr)
+      return grid.emitOpError("zero-export-plan: a plan holds one placement, "
+                              "found ")
+             << placement << " and " << attr;
+    placement = attr;
+  }
+  if (!placement)
+    return func.emitError("zero-export-plan: no shard.grid with a "
+                          "zero.placement; run zero-partition first");
+
+  // Buffers released after each op: those whose last read is there.
+  llvm::DenseMap<int64_t, SmallVector<int64_t>> freesAt;
+  int64_t end = positions[block.getTerminator()];
+  for (auto [index, buffer] : llvm::enumerate(buffers))
+    if (buffer.last < end)
+      freesAt[buffer.last].push_back(index);
+  // Ops without an instruction pass their releases on to the next one.
+  SmallVector<int64_t> pending;
+
+  llvm::json::OStream json(os, /*IndentSize=*/1);
+  LogicalResult result = success();
+  json.object([&] {
+    json.attribute("format", "zerosbp-plan");
+    json.attribute("version", kPlanVersion);
+    json.attribute("function", func.getName());
+    if (auto stage = func->getAttrOfType<IntegerAttr>("zero.stage"))
+      json.attribute("stage", stage.getInt());
+    json.attribute("world", placement.getNumRanks());
+    json.attributeObject("placement", [&] {
+      json.attribute("device", stringifyDeviceKind(placement.getDevice()));
+      json.attribute("ranks", llvm::json::Array(placement.getRanks()));
+      json.attribute("hierarchy",
+                     llvm::json::Array(placement.getHierarchyShape()));
+    });
+    if (!config.empty()) {
+      llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(config);
+      if (parsed)
+        json.attribute("config", std::move(*parsed));
+      else
+        llvm::consumeError(parsed.takeError());
+    }
+    json.attributeObject("memory", [&] {
+      for (NamedAttribute entry : memory)
+        json.attribute(entry.getName().getValue(), toJson(entry.getValue()));
+    });
+    json.attribute("arena_bytes", toJson(memory.get("arena")));
+    json.attributeArray("buffers", [&] {
+      for (const PlannedBuffer &buffer : buffers)
+        json.object([&] {
+          json.attribute("offset", buffer.offset);
+          json.attribute("bytes", buffer.bytes);
+          json.attribute("live", llvm::json::Array({buffer.first, buffer.last}));
+          json.attribute("role", buffer.role);
+        });
+    });
+    json.attributeArray("values", [&] {
+      for (Value value : values) {
+        auto type = cast<RankedTensorType>(value.getType());
+        Slot slot = *readSlot(value);
+        json.object([&] {
+          json.attribute("buffer", slot.buffer);
+          json.attribute("offset", slot.offset);
+          json.attribute("dtype", dtypeOf(type.getElementType()));
+          json.attribute("shape", llvm::json::Array(type.getShape()));
+        });
+      }
+    });
+    json.attributeArray("variables", [&] {
+      for (auto variable : block.getOps<nn::VariableOp>())
+        json.object([&] {
+          writeTensorEntry(json, variable, variable.getResult(),
+                           variable.getName());
+          json.attribute("role", stringifyRole(variable.getRole()));
+          json.attribute("init", stringifyInitializer(variable.getInit()));
+          json.attribute("init_scale", variable.getInitScale().convertToDouble());
+          json.attribute("frozen", variable.getFrozen());
+          if (std::optional<ArrayRef<int64_t>> logical =
+                  variable.getLogicalShape())
+            json.attribute("logical_shape", llvm::json::Array(*logical));
+          if (auto copyOf = variable->getAttrOfType<StringAttr>("zero.copy_of"))
+            json.attribute("copy_of", copyOf.getValue());
+        });
+    });
+    json.attributeArray("inputs", [&] {
+      for (auto input : block.getOps<nn::InputOp>())
+        json.object([&] {
+          writeTensorEntry(json, input, input.getResult(), input.getName());
+        });
+    });
+    json.attributeArray("steps", [&] {
+      for (auto step : block.getOps<nn::StepOp>())
+        json.value(ids.lookup(step.getResult()));
+    });
+    writeValueList(json, "outputs", block.getTerminator()->getOperands());
+    json.attributeArray("instructions", [&] {
+      for (Operation &op : block) {
+        llvm::append_range(pending, freesAt.lookup(positions[&op]));
+        bool silent =
+            isa<nn::VariableOp, nn::InputOp, nn::StepOp, func::ReturnOp>(op) ||
+            (isa<nn::ReshapeOp, nn::SliceOp>(op) &&
+             readSlot(op.getResult(0))->buffer ==
+                 readSlot(op.getOperand(0))->buffer) ||
+            (isa<nn::AssignOp>(op) && !op.hasAttr(kCopyAttr));
+        if (silent)
+          continue;
+        if (failed(writeInstruction(json, op, pending))) {
+          result = failure();
+          return;
+        }
+        pending.clear();
+      }
+    });
+  });
+  os << "\n";
+  return result;
+}
+
+namespace {
+struct ZeroExportPlanPass
+    : zerosbp::impl::ZeroExportPlanBase<ZeroExportPlanPass> {
+  using ZeroExportPlanBase::ZeroExportPlanBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        funcs.push_back(func);
+    if (funcs.size() != 1) {
+      module.emitError("zero-export-plan: expected one training function, "
+                       "found ")
+          << funcs.size();
+      return signalPassFailure();
+    }
+    if (!config.empty()) {
+      llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(config);
+      if (!parsed) {
+        module.emitError("zero-export-plan: config is not JSON: ")
+            << llvm::toString(parsed.takeError());
+        return signalPassFailure();
+      }
+    }
+    // Write to a string first: a failed export leaves no partial file.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    Exporter exporter(funcs.front(), config);
+    if (failed(exporter.run(os)))
+      return signalPassFailure();
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(file, &error);
+    if (!out) {
+      module.emitError("zero-export-plan: cannot write '")
+          << file << "': " << error;
+      return signalPassFailure();
+    }
+    out->os() << text;
+    out->keep();
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace
