@@ -110,8 +110,18 @@ void Bucketer::moveStateAccesses() {
       op->moveBefore(top);
     else
       top = op->getNextNode();
-  for (Operation *op : assigns)
+  for (Operation *op : assigns) {
     op->moveBefore(terminator);
+    // A view that only feeds the assignment goes with it, so that it does
+    // not pin the value's producer (an all-gather bucket) early.
+    Operation *def = op->getOperand(0).getDefiningOp();
+    while (isa_and_nonnull<nn::ReshapeOp, nn::SliceOp>(def) &&
+           def->hasOneUse()) {
+      Operation *user = *def->getUsers().begin();
+      def->moveBefore(user);
+      def = def->getOperand(0).getDefiningOp();
+    }
+  }
 }
 
 FailureOr<PlacementAttr> Bucketer::placementOf(Operation *op, StringRef grid,

@@ -1,8 +1,9 @@
 // zero-compile on this file (a 2-parameter linear model, 4 ranks) and on a
 // built-in GPT-2; errors name the problem.
-// RUN: zero-compile %s --world=4 --stage=2 --pipeline='shard-min-size=0' --report=json | FileCheck %s
+// RUN: zero-compile %s --world=4 --stage=2 --pipeline='shard-min-size=0' --report=json -o %t.zplan | FileCheck %s
+// RUN: FileCheck %s --check-prefix=PLAN < %t.zplan
 // RUN: zero-compile --preset=tiny --world=2 --stage=3 --report=json --pipeline='stage3-param-persistence-threshold=0' | FileCheck %s --check-prefix=GPT2
-// RUN: zero-compile %s --world=4 --stage=1 --report=text -o %t.mlir | FileCheck %s --check-prefix=TEXT
+// RUN: zero-compile %s --world=4 --stage=1 --report=text --emit-ir %t.mlir | FileCheck %s --check-prefix=TEXT
 // RUN: FileCheck %s --check-prefix=IR < %t.mlir
 // RUN: echo '{"zero_optimization": {"stag": 2}}' > %t.json
 // RUN: not zero-compile %s --world=4 --config=%t.json 2>&1 | FileCheck %s --check-prefix=CONFIG
@@ -45,6 +46,38 @@ func.func @linear() -> tensor<f32> {
 // CHECK: "pass": "zero-optimizer"
 // CHECK: "pass": "zero-sbp-propagation"
 // CHECK: "pass": "zero-stage"
+// CHECK: "pass": "zero-partition"
+// CHECK: "pass": "zero-bucketing"
+// CHECK: "pass": "zero-schedule"
+// CHECK: "pass": "zero-memory-plan"
+// CHECK: "pass": "zero-export-plan"
+// The local view: one gradient bucket (64 + 4 elements) and one bucket of
+// updated parameters. The model states the memory plan holds at once equal
+// the formula above: 272 + 68 + 136 = 476 bytes; the full-size gradient
+// bucket (272 bytes) is the only communication buffer.
+// CHECK: "plan": {
+// CHECK: "by_kind": {
+// CHECK: "all_gather": {
+// CHECK-NEXT: "count": 1,
+// CHECK-NEXT: "elements": [
+// CHECK-NEXT: 68
+// CHECK: "reduce_scatter": {
+// CHECK-NEXT: "count": 1,
+// CHECK-NEXT: "elements": [
+// CHECK-NEXT: 68
+// CHECK: "count": 3
+// CHECK: "memory_plan": {
+// CHECK: "model_state_bytes": 476,
+// CHECK: "peak_bytes_by_role": {
+// CHECK-NEXT: "activation":
+// CHECK-NEXT: "comm_buffer": 272,
+// CHECK-NEXT: "grad": 68,
+// CHECK-NEXT: "input": 144,
+// CHECK-NEXT: "master": 0,
+// CHECK-NEXT: "opt_state": 136,
+// CHECK-NEXT: "param": 272
+// CHECK: "overlap": {
+// CHECK: "plan_file": "{{.*}}.zplan"
 // CHECK: "stage": 2
 // CHECK: "world": 4
 
@@ -54,7 +87,17 @@ func.func @linear() -> tensor<f32> {
 
 // TEXT: params 68  world 4  stage 1
 // TEXT: opt_state 136 bytes per rank
-// IR: func.func @linear() {{.*}} attributes {zero.stage = 1 : i64}
+// IR: shard.grid @cpus4(shape = 4) {zero.placement = #cpus4}
+// IR: func.func @linear() {{.*}}zero.stage = 1 : i64
+// IR: sbp.collective_start reduce_scatter
+
+// PLAN: "format": "zerosbp-plan",
+// PLAN-NEXT: "version": 1,
+// PLAN-NEXT: "function": "linear",
+// PLAN-NEXT: "stage": 2,
+// PLAN-NEXT: "world": 4,
+// PLAN: "config": {
+// PLAN: "instructions": [
 
 // CONFIG: zero-compile: {{.*}}.json: unknown key 'zero_optimization.stag'; did you mean 'stage'?
 // NOMODEL: zero-compile: no model: give a .mlir file or GPT-2 flags
