@@ -496,7 +496,7 @@ struct ZeroMemoryPlanPass
     func::FuncOp func = getOperation();
     if (alignment < 1 || (alignment & (alignment - 1))) {
       func.emitError("zero-memory-plan: alignment must be a power of two, got ")
-          << alignment;
+          << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }
     if (func.isExternal())
