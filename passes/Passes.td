@@ -303,8 +303,8 @@ def ZeroMemoryPlan : Pass<"zero-memory-plan", "::mlir::func::FuncOp"> {
     straight into the variable when the old value is no longer read by
     then; with `contiguous-gradients` the inputs of a reduction bucket are
     laid end to end in one buffer, so gradients are written straight into
-    their bucket slots (without it, a staging buffer of the bucket's size
-    is live while the collective runs).
+    their bucket slots (without it, a reduction bucket is packed through a
+    staging buffer of its size, live while the collective runs).
 
     A buffer is live from the first op that writes it to the last op that
     reads it (a collective's inputs until its wait, its results from its

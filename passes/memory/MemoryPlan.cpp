@@ -267,8 +267,11 @@ void Planner::layOutBuckets() {
       }
       continue;
     }
-    // Otherwise the bucket is copied through a staging buffer of its
-    // full-size bytes.
+    // Otherwise a reduction bucket is packed through a staging buffer of
+    // its full-size bytes. A gather needs none: each rank's segment arrives
+    // in its own result buffer (a variable, for updated parameters).
+    if (!reduction)
+      continue;
     int64_t total = 0;
     for (auto [input, result] :
          llvm::zip(start.getInputs(), waitOf(start).getResults()))

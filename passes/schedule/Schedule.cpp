@@ -146,12 +146,28 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
   }
 
   /// overlap_comm: every wait moves down to right before the first use of
-  /// its results.
+  /// its results. A reduction holds its full-size input until its wait, so
+  /// at most two reduction buckets are in flight (DeepSpeed's double
+  /// buffer): a reduction is waited for before the one after next starts.
   void delayWaits(func::FuncOp func) {
     SmallVector<CollectiveWaitOp> waits;
-    func.walk([&](CollectiveWaitOp wait) { waits.push_back(wait); });
+    SmallVector<CollectiveStartOp> reductions;
+    func.walk([&](Operation *op) {
+      if (auto wait = dyn_cast<CollectiveWaitOp>(op))
+        waits.push_back(wait);
+      if (auto start = dyn_cast<CollectiveStartOp>(op);
+          start && (start.getKind() == CollectiveKind::all_reduce ||
+                    start.getKind() == CollectiveKind::reduce_scatter))
+        reductions.push_back(start);
+    });
+    llvm::DenseMap<Operation *, Operation *> deadline;
+    for (size_t i = 0; i + 2 < reductions.size(); ++i)
+      deadline[reductions[i]] = reductions[i + 2];
     for (CollectiveWaitOp wait : waits) {
       Operation *user = firstUser(wait);
+      if (Operation *limit = deadline.lookup(wait.getFuture().getDefiningOp()))
+        if (limit->isBeforeInBlock(user))
+          user = limit;
       if (user != wait->getNextNode())
         wait->moveBefore(user);
     }

@@ -296,7 +296,18 @@ int main(int argc, char **argv) {
   json["pass_ms"] = std::move(passMs);
   json["compile_ms"] = compileMs;
   json["config"] = config->toJson();
-  json["plan"] = plan->toJson();
+  llvm::json::Object planJson = plan->toJson();
+  // The planned model states against the section-4 formula read off the
+  // global IR; the bucket buffers come on top of them.
+  int64_t formula = analysis->modelStateBytes();
+  planJson["model_states_vs_formula"] = llvm::json::Object{
+      {"planned_bytes", plan->modelStateBytes},
+      {"formula_bytes", formula},
+      {"equal", plan->modelStateBytes == formula},
+      {"bucket_buffer_bytes", plan->peakBytesByRole.count("comm_buffer")
+                                  ? plan->peakBytesByRole.at("comm_buffer")
+                                  : 0}};
+  json["plan"] = std::move(planJson);
   if (!outputFile.empty())
     json["plan_file"] = outputFile;
   if (report == "json") {

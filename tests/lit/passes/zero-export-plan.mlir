@@ -55,7 +55,7 @@
 // CHECK: "op": "nn.sgd",
 // CHECK: "op": "collective_start",
 // CHECK-NEXT: "kind": "all_gather",
-// CHECK: "staging":
+// CHECK-NOT: "staging":
 // CHECK: "op": "collective_wait",
 // CHECK-NEXT: "bucket": 1,
 // CHECK: "op": "copy",

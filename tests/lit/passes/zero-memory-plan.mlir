@@ -12,8 +12,8 @@
 // Persistent variables first; their buffers live for the whole run.
 // CHECK-SAME: zero.buffers = [{bytes = 8 : i64, live = array<i64: 0, 15>, offset = {{[0-9]+}} : i64, role = "activation"}, {bytes = 256 : i64, live = array<i64: 0, 25>, offset = {{[0-9]+}} : i64, role = "param"}, {bytes = 64 : i64, live = array<i64: 0, 25>, offset = {{[0-9]+}} : i64, role = "opt_state"}
 // The full-size gradient bucket (256 + 32 bytes) lives from the first
-// gradient to the collective; the gathered bucket needs a staging buffer.
-// CHECK-SAME: {bytes = 288 : i64, live = array<i64: 8, 12>, offset = {{[0-9]+}} : i64, role = "comm_buffer"}, {bytes = 288 : i64, live = array<i64: 18, 19>, offset = {{[0-9]+}} : i64, role = "comm_buffer"}]
+// gradient to the collective.
+// CHECK-SAME: {bytes = 288 : i64, live = array<i64: 8, 12>, offset = {{[0-9]+}} : i64, role = "comm_buffer"}]
 // Model states at their peak: w (256) + b (32) + Adam moments (128) +
 // gradient shards (64 + 8) = 488 bytes.
 // CHECK-SAME: zero.memory = {arena = {{[0-9]+}} : i64, lower_bound = {{[0-9]+}} : i64, model_states = 488 : i64, peak = {activation = {{[0-9]+}} : i64, comm_buffer = 288 : i64, grad = 72 : i64, input = 128 : i64, master = 0 : i64, opt_state = 128 : i64, param = 288 : i64}}
@@ -35,9 +35,11 @@
 // CHECK-NEXT: nn.adam {{.*}}zero.slots = array<i64: [[SLICE]], 0, [[M]], 0, [[V]], 0>
 // CHECK-NEXT: nn.slice {{.*}}zero.slots = array<i64: [[B]], 0>
 // CHECK-NEXT: nn.sgd {{.*}}zero.slots = array<i64: [[B]], 0>
-// CHECK-NEXT: sbp.collective_start all_gather {{.*}}zero.staging = {{[0-9]+}}
-// The gathered w lands straight in its variable; b (8 of the 8 bytes, but
-// its variable still holds the updated shard the gather reads) is copied.
+// CHECK-NEXT: sbp.collective_start all_gather
+// CHECK-NOT: zero.staging
+// CHECK-SAME: -> !sbp.future
+// The gathered w lands straight in its variable; b is copied, since its
+// variable still holds the updated shard the gather reads.
 // CHECK-NEXT: sbp.collective_wait {{.*}}zero.slots = array<i64: [[W]], 0, [[GB:[0-9]+]], 0>
 // CHECK-NEXT: nn.reshape {{.*}}zero.slots = array<i64: [[W]], 0>
 // CHECK-NEXT: nn.assign "w", %{{[0-9]+}} : tensor<8x8xf32>
