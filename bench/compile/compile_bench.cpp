@@ -1,8 +1,9 @@
-//===- compile_bench.cpp - compile time of the global ZeRO pipeline -------===//
+//===- compile_bench.cpp - compile time of the whole ZeRO pipeline --------===//
 //
 // GPT-2 at 12, 24, 48 and 96 layers (hidden 1600, 16 heads, world 8, stage
-// 3, DeepSpeed's defaults otherwise) through capture and the global
-// pipeline on one thread. Prints one table, writes it as CSV (--csv), and
+// 3, DeepSpeed's defaults otherwise) through capture, the global pipeline,
+// and the local view (partition, bucketing, scheduling, memory plan and its
+// check) to the exported plan file, on one thread. Prints one table, writes it as CSV (--csv), and
 // reports how time grows with depth. Goal: 48 layers under 2 s, growth no
 // faster than linear.
 //
@@ -15,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -37,8 +39,9 @@ static llvm::cl::list<int64_t>
 namespace {
 struct Row {
   int64_t layers = 0, params = 0, ops = 0;
-  double captureMs = 1e30, pipelineMs = 1e30;
-  double totalMs() const { return captureMs + pipelineMs; }
+  double captureMs = 1e30, pipelineMs = 1e30, localMs = 1e30;
+  uint64_t planBytes = 0;
+  double totalMs() const { return captureMs + pipelineMs + localMs; }
 };
 } // namespace
 
@@ -53,7 +56,8 @@ int main(int argc, char **argv) {
   std::vector<int64_t> layers(layerCounts.begin(), layerCounts.end());
   if (layers.empty())
     layers = {12, 24, 48, 96};
-  auto config = zerosbp::parsePipelineOptions("world=8 stage=3");
+  auto config = zerosbp::parsePipelineOptions(
+      "world=8 stage=3 overlap-comm=true");
   if (!config) {
     llvm::errs() << llvm::toString(config.takeError()) << "\n";
     return 1;
@@ -93,19 +97,41 @@ int main(int argc, char **argv) {
       row.pipelineMs = std::min(row.pipelineMs, msSince(start));
       row.ops = 0;
       (*module)->walk([&](Operation *) { ++row.ops; });
+
+      llvm::SmallString<128> planPath;
+      if (llvm::sys::fs::createTemporaryFile("compile_bench", "zplan",
+                                             planPath)) {
+        llvm::errs() << "cannot create a temporary plan file\n";
+        return 1;
+      }
+      PassManager local(&context);
+      if (llvm::Error error =
+              zerosbp::buildLocalPipeline(local, *config, planPath)) {
+        llvm::errs() << llvm::toString(std::move(error)) << "\n";
+        return 1;
+      }
+      start = std::chrono::steady_clock::now();
+      if (failed(local.run(**module)))
+        return 1;
+      row.localMs = std::min(row.localMs, msSince(start));
+      llvm::sys::fs::file_size(planPath, row.planBytes);
+      llvm::sys::fs::remove(planPath);
     }
     rows.push_back(row);
   }
 
-  llvm::outs() << llvm::formatv("{0,6} {1,14} {2,8} {3,11} {4,12} {5,10} "
-                                "{6,12}\n",
+  llvm::outs() << llvm::formatv("{0,6} {1,14} {2,8} {3,11} {4,10} {5,15} "
+                                "{6,9} {7,10} {8,12}\n",
                                 "layers", "params", "ops", "capture ms",
-                                "pipeline ms", "total ms", "ms / layer");
+                                "global ms", "local+plan ms", "plan MB",
+                                "total ms", "ms / layer");
   for (const Row &row : rows)
     llvm::outs() << llvm::formatv(
-        "{0,6} {1,14} {2,8} {3,11:f1} {4,12:f1} {5,10:f1} {6,12:f2}\n",
+        "{0,6} {1,14} {2,8} {3,11:f1} {4,10:f1} {5,15:f1} {6,9:f1} {7,10:f1} "
+        "{8,12:f2}\n",
         row.layers, row.params, row.ops, row.captureMs, row.pipelineMs,
-        row.totalMs(), row.totalMs() / row.layers);
+        row.localMs, row.planBytes / 1e6, row.totalMs(),
+        row.totalMs() / row.layers);
   if (rows.size() >= 2) {
     const Row &first = rows.front(), &last = rows.back();
     double growth = (last.totalMs() / first.totalMs()) /
@@ -123,10 +149,12 @@ int main(int argc, char **argv) {
                    << "\n";
       return 1;
     }
-    csv << "layers,params,ops,capture_ms,pipeline_ms,total_ms\n";
+    csv << "layers,params,ops,capture_ms,pipeline_ms,local_plan_ms,plan_bytes,"
+           "total_ms\n";
     for (const Row &row : rows)
-      csv << llvm::formatv("{0},{1},{2},{3:f3},{4:f3},{5:f3}\n", row.layers,
-                           row.params, row.ops, row.captureMs, row.pipelineMs,
+      csv << llvm::formatv("{0},{1},{2},{3:f3},{4:f3},{5:f3},{6},{7:f3}\n",
+                           row.layers, row.params, row.ops, row.captureMs,
+                           row.pipelineMs, row.localMs, row.planBytes,
                            row.totalMs());
   }
   return 0;

@@ -343,39 +343,48 @@ void Planner::pack() {
   auto aligned = [&](int64_t bytes) {
     return (bytes + alignment - 1) / alignment * alignment;
   };
+  // Variables live for the whole run: they go first, one after the other.
+  int64_t base = 0;
   SmallVector<int64_t> order;
-  for (auto [index, info] : llvm::enumerate(buffers))
-    if (!info.merged)
+  for (auto [index, info] : llvm::enumerate(buffers)) {
+    if (info.merged)
+      continue;
+    if (info.persistent) {
+      info.offset = base;
+      base += aligned(info.bytes);
+    } else {
       order.push_back(index);
-  // Largest first; persistent buffers before transient ones of equal size;
-  // then by index, so the plan is the same on every run.
+    }
+  }
+  // The rest largest first, then by index, so the plan is the same on every
+  // run; each at the smallest gap among the buffers live at the same time
+  // (best fit), else above them.
   llvm::stable_sort(order, [&](int64_t a, int64_t b) {
-    if (buffers[a].bytes != buffers[b].bytes)
-      return buffers[a].bytes > buffers[b].bytes;
-    return buffers[a].persistent && !buffers[b].persistent;
+    return buffers[a].bytes > buffers[b].bytes;
   });
+  // Placed buffers, kept sorted by offset so no search needs a sort.
   SmallVector<int64_t> placed;
   for (int64_t index : order) {
     BufferInfo &info = buffers[index];
-    SmallVector<std::pair<int64_t, int64_t>> busy;
+    int64_t size = aligned(info.bytes);
+    int64_t cursor = base, best = -1, bestGap = INT64_MAX;
     for (int64_t other : placed) {
       BufferInfo &o = buffers[other];
-      if (o.first <= info.last && info.first <= o.last)
-        busy.push_back({o.offset, o.offset + aligned(o.bytes)});
-    }
-    llvm::sort(busy);
-    // Best fit: the smallest gap that holds the buffer, else the end.
-    int64_t size = aligned(info.bytes);
-    int64_t cursor = 0, best = -1, bestGap = INT64_MAX;
-    for (auto [from, to] : busy) {
-      if (from > cursor && from - cursor >= size && from - cursor < bestGap) {
+      if (o.first > info.last || info.first > o.last)
+        continue;
+      if (o.offset > cursor && o.offset - cursor >= size &&
+          o.offset - cursor < bestGap) {
         best = cursor;
-        bestGap = from - cursor;
+        bestGap = o.offset - cursor;
       }
-      cursor = std::max(cursor, to);
+      cursor = std::max(cursor, o.offset + aligned(o.bytes));
     }
     info.offset = best >= 0 ? best : cursor;
-    placed.push_back(index);
+    auto *at = llvm::upper_bound(placed, info.offset, [&](int64_t offset,
+                                                          int64_t other) {
+      return offset < buffers[other].offset;
+    });
+    placed.insert(at, index);
   }
 }
 

@@ -112,6 +112,9 @@ LogicalResult Checker::run() {
 
   // Writes per buffer; a view adds its reads to the value it views.
   std::vector<SmallVector<Write>> writes(count);
+  llvm::StringMap<Value> variables;
+  for (auto variable : block.getOps<nn::VariableOp>())
+    variables[variable.getName()] = variable.getResult();
   llvm::DenseMap<Value, Value> rootOf;
   llvm::DenseMap<Value, Slot> slotOf;
   for (Operation &op : block) {
@@ -164,11 +167,7 @@ LogicalResult Checker::run() {
     }
     if (auto assign = dyn_cast<nn::AssignOp>(op)) {
       // The variable must hold the value when the step ends.
-      Value variable;
-      for (Operation &other : block)
-        if (auto var = dyn_cast<nn::VariableOp>(other);
-            var && var.getName() == assign.getName())
-          variable = var.getResult();
+      Value variable = variables.lookup(assign.getName());
       std::optional<Slot> target = variable ? readSlot(variable) : std::nullopt;
       std::optional<Slot> source = readSlot(assign.getValue());
       if (!target || !source)
@@ -197,10 +196,21 @@ LogicalResult Checker::run() {
       }
   }
 
-  // Live buffers never share bytes.
-  for (int64_t a = 0; a < count; ++a)
-    for (int64_t b = a + 1; b < count; ++b) {
+  // Live buffers never share bytes. In offset order, only the buffers that
+  // start before one ends can share its bytes.
+  SmallVector<int64_t> byOffset;
+  for (int64_t index = 0; index < count; ++index)
+    byOffset.push_back(index);
+  llvm::stable_sort(byOffset, [&](int64_t a, int64_t b) {
+    return buffers[a].offset < buffers[b].offset;
+  });
+  for (auto [i, first] : llvm::enumerate(byOffset))
+    for (size_t j = i + 1; j < byOffset.size(); ++j) {
+      int64_t a = std::min(first, byOffset[j]), b = std::max(first, byOffset[j]);
       const PlannedBuffer &x = buffers[a], &y = buffers[b];
+      if (buffers[byOffset[j]].offset >=
+          buffers[first].offset + buffers[first].bytes)
+        break;
       bool liveTogether = x.first <= y.last && y.first <= x.last;
       bool shareBytes = x.offset < y.offset + y.bytes &&
                         y.offset < x.offset + x.bytes;

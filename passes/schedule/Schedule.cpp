@@ -120,6 +120,10 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       for (auto [index, input] : llvm::enumerate(start.getInputs()))
         forwardCopy.try_emplace(input, wait.getResult(index));
     }
+    // Positions and sizes up front: dropping segments rebuilds the ops.
+    SmallVector<std::pair<int64_t, int64_t>> gathered;
+    for (CollectiveStartOp start : gathers)
+      gathered.push_back({positions[start], bucketElements(start)});
     for (CollectiveStartOp start : gathers) {
       if (positions[start] < backward)
         continue;
@@ -132,9 +136,9 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
           continue;
         int64_t releasedAt = positions.lastUse(copy);
         int64_t between = 0;
-        for (CollectiveStartOp other : gathers)
-          if (positions[other] > releasedAt && positions[other] < useAt)
-            between += bucketElements(other);
+        for (auto [at, elements] : gathered)
+          if (at > releasedAt && at < useAt)
+            between += elements;
         if (between > maxReuseDistance)
           continue;
         wait.getResult(index).replaceAllUsesWith(copy);

@@ -33,3 +33,10 @@
 // BF16: "equal": true,
 // BF16-NEXT: "formula_bytes": 539648,
 
+
+// DeepSpeed's stage-3 defaults (reuse distance 1e9: the forward copies
+// serve the backward, so parameters are gathered once).
+// RUN: zero-compile --preset=tiny --world=4 --stage=3 --pipeline='stage3-param-persistence-threshold=0' --report=text -o %t.zplan | FileCheck %s --check-prefix=DEFAULTS
+// The planned traffic is Ψ(N-1)/N gathered plus as much reduce-scattered
+// (4 bytes each: 404736 + 404736) and the loss all-reduce (6 bytes).
+// DEFAULTS: planned peak {{[0-9]+}} bytes per rank {{.*}} of 809478 bytes sent overlap compute
