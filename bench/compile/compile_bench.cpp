@@ -3,9 +3,9 @@
 // GPT-2 at 12, 24, 48 and 96 layers (hidden 1600, 16 heads, world 8, stage
 // 3, DeepSpeed's defaults otherwise) through capture, the global pipeline,
 // and the local view (partition, bucketing, scheduling, memory plan and its
-// check) to the exported plan file, on one thread. Prints one table, writes it as CSV (--csv), and
-// reports how time grows with depth. Goal: 48 layers under 2 s, growth no
-// faster than linear.
+// check) to the exported plan file, on one thread. Prints one table, writes it
+// as CSV (--csv), and reports how time grows with depth. Goal: 48 layers under
+// 2 s, growth no faster than linear.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,8 +56,8 @@ int main(int argc, char **argv) {
   std::vector<int64_t> layers(layerCounts.begin(), layerCounts.end());
   if (layers.empty())
     layers = {12, 24, 48, 96};
-  auto config = zerosbp::parsePipelineOptions(
-      "world=8 stage=3 overlap-comm=true");
+  auto config =
+      zerosbp::parsePipelineOptions("world=8 stage=3 overlap-comm=true");
   if (!config) {
     llvm::errs() << llvm::toString(config.takeError()) << "\n";
     return 1;

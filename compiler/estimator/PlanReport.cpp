@@ -63,7 +63,8 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
   func.walk([&](CollectiveStartOp start) {
     CollectiveWaitOp wait = waitOf(start);
     std::string kind = stringifyCollectiveKind(start.getKind()).str();
-    int64_t group = start.getPlacement().getHierarchyShape()[start.getHierarchyAxis()];
+    int64_t group =
+        start.getPlacement().getHierarchyShape()[start.getHierarchyAxis()];
     double sent = 0;
     int64_t elements = 0;
     for (auto [input, result] :
@@ -89,18 +90,17 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
 llvm::json::Object PlanReport::toJson() const {
   llvm::json::Object bucketJson;
   for (const auto &[kind, sizes] : buckets)
-    bucketJson[kind] = llvm::json::Object{
-        {"count", static_cast<int64_t>(sizes.size())},
-        {"elements", llvm::json::Array(sizes)}};
+    bucketJson[kind] =
+        llvm::json::Object{{"count", static_cast<int64_t>(sizes.size())},
+                           {"elements", llvm::json::Array(sizes)}};
   llvm::json::Object roles;
   for (const auto &[role, bytes] : peakBytesByRole)
     roles[role] = bytes;
   double fragmentation =
       arenaBytes ? 1.0 - static_cast<double>(lowerBoundBytes) / arenaBytes : 0;
   return llvm::json::Object{
-      {"buckets",
-       llvm::json::Object{{"count", bucketCount()},
-                          {"by_kind", std::move(bucketJson)}}},
+      {"buckets", llvm::json::Object{{"count", bucketCount()},
+                                     {"by_kind", std::move(bucketJson)}}},
       {"overlap",
        llvm::json::Object{
            {"comm_bytes", commBytes},

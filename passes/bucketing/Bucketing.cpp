@@ -249,8 +249,8 @@ void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
   // Reductions (and gathers of computed values) go right after their last
   // input, freeing the inputs early; parameter gathers right before their
   // first use, holding the gathered parameters no longer than needed.
-  int64_t target = bucket.key.parameterGather ? bucket.firstUse
-                                              : bucket.inputsReady + 1;
+  int64_t target =
+      bucket.key.parameterGather ? bucket.firstUse : bucket.inputsReady + 1;
   Operation *anchor = nullptr;
   for (int64_t index = std::max<int64_t>(target, 0);
        index < (int64_t)order.size(); ++index)
@@ -275,8 +275,8 @@ void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
       inputs, first.getPlacement(), first.getHierarchyAxis(),
       first.getGatherAxisAttr(), first.getScatterAxisAttr(), first.getReduce(),
       /*bucket=*/nullptr);
-  auto wait = CollectiveWaitOp::create(builder, first.getLoc(),
-                                       start.getFuture());
+  auto wait =
+      CollectiveWaitOp::create(builder, first.getLoc(), start.getFuture());
   for (auto [index, member] : llvm::enumerate(bucket.members))
     member.wait.getResult(0).replaceAllUsesWith(wait.getResult(index));
 }
@@ -357,15 +357,13 @@ LogicalResult Bucketer::run() {
 
   int64_t index = 0;
   func.walk([&](CollectiveStartOp start) {
-    start.setBucketAttr(
-        OpBuilder(start).getI64IntegerAttr(index++));
+    start.setBucketAttr(OpBuilder(start).getI64IntegerAttr(index++));
   });
   return success();
 }
 
 namespace {
-struct ZeroBucketingPass
-    : zerosbp::impl::ZeroBucketingBase<ZeroBucketingPass> {
+struct ZeroBucketingPass : zerosbp::impl::ZeroBucketingBase<ZeroBucketingPass> {
   using ZeroBucketingBase::ZeroBucketingBase;
   void runOnOperation() override {
     for (auto [name, value] :

@@ -15,8 +15,9 @@ int64_t zerosbp::numElements(Type type) {
 
 int64_t zerosbp::bucketElements(CollectiveStartOp start) {
   int64_t total = 0;
-  for (auto [input, result] : llvm::zip(
-           start.getInputs().getTypes(), start.getFuture().getType().getValueTypes()))
+  for (auto [input, result] :
+       llvm::zip(start.getInputs().getTypes(),
+                 start.getFuture().getType().getValueTypes()))
     total += std::max(numElements(input), numElements(result));
   return total;
 }

@@ -192,8 +192,8 @@ void Exporter::writeTensorEntry(llvm::json::OStream &json, Operation *op,
                                 Value value, StringRef name) {
   auto local = cast<RankedTensorType>(value.getType());
   auto globalAttr = op->getAttrOfType<TypeAttr>("zero.global_type");
-  auto global = globalAttr ? cast<RankedTensorType>(globalAttr.getValue())
-                           : local;
+  auto global =
+      globalAttr ? cast<RankedTensorType>(globalAttr.getValue()) : local;
   json.attribute("name", name);
   json.attribute("value", ids.lookup(value));
   json.attribute("dtype", dtypeOf(local.getElementType()));
@@ -223,7 +223,8 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
       json.attribute("stream", "comm");
       json.attribute("bucket", start.getBucket().value_or(0));
       json.attribute("group_axis", (int64_t)start.getHierarchyAxis());
-      json.attribute("group_size", placement.getHierarchyShape()[start.getHierarchyAxis()]);
+      json.attribute("group_size",
+                     placement.getHierarchyShape()[start.getHierarchyAxis()]);
       json.attribute("reduce", stringifyReduceKind(start.getReduce()));
       if (start.getGatherAxis())
         json.attribute("gather_axis", *start.getGatherAxis());
@@ -363,7 +364,8 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
         json.object([&] {
           json.attribute("offset", buffer.offset);
           json.attribute("bytes", buffer.bytes);
-          json.attribute("live", llvm::json::Array({buffer.first, buffer.last}));
+          json.attribute("live",
+                         llvm::json::Array({buffer.first, buffer.last}));
           json.attribute("role", buffer.role);
         });
     });
@@ -386,7 +388,8 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
                            variable.getName());
           json.attribute("role", stringifyRole(variable.getRole()));
           json.attribute("init", stringifyInitializer(variable.getInit()));
-          json.attribute("init_scale", variable.getInitScale().convertToDouble());
+          json.attribute("init_scale",
+                         variable.getInitScale().convertToDouble());
           json.attribute("frozen", variable.getFrozen());
           if (std::optional<ArrayRef<int64_t>> logical =
                   variable.getLogicalShape())

@@ -193,7 +193,8 @@ void Planner::assignSlots() {
       // In place: each new value overwrites the one it replaces once
       // nothing reads the old one any more.
       for (OpResult result : op.getResults()) {
-        Value old = op.getOperand(updatedOperandIndex(result.getResultNumber()));
+        Value old =
+            op.getOperand(updatedOperandIndex(result.getResultNumber()));
         auto it = slots.find(old);
         if (it != slots.end() && old.getType() == result.getType() &&
             readsEndBy(it->second.buffer, at))
@@ -326,7 +327,8 @@ void Planner::computeLiveness() {
     info.first = INT64_MAX;
     info.last = 0;
     for (Value value : info.values) {
-      info.first = std::min(info.first, std::max<int64_t>(writeStart(value), 0));
+      info.first =
+          std::min(info.first, std::max<int64_t>(writeStart(value), 0));
       info.last = std::max(info.last, readEnd(value));
       // The executor fills inputs and the step counter before the first op.
       if (isa_and_nonnull<nn::InputOp, nn::StepOp>(value.getDefiningOp()))
@@ -380,10 +382,10 @@ void Planner::pack() {
       cursor = std::max(cursor, o.offset + aligned(o.bytes));
     }
     info.offset = best >= 0 ? best : cursor;
-    auto *at = llvm::upper_bound(placed, info.offset, [&](int64_t offset,
-                                                          int64_t other) {
-      return offset < buffers[other].offset;
-    });
+    auto *at = llvm::upper_bound(placed, info.offset,
+                                 [&](int64_t offset, int64_t other) {
+                                   return offset < buffers[other].offset;
+                                 });
     placed.insert(at, index);
   }
 }
@@ -407,8 +409,8 @@ void Planner::writeAttributes() {
     entries.push_back(builder.getDictionaryAttr({
         builder.getNamedAttr("offset", builder.getI64IntegerAttr(info.offset)),
         builder.getNamedAttr("bytes", builder.getI64IntegerAttr(info.bytes)),
-        builder.getNamedAttr("live",
-                             builder.getDenseI64ArrayAttr({info.first, info.last})),
+        builder.getNamedAttr(
+            "live", builder.getDenseI64ArrayAttr({info.first, info.last})),
         builder.getNamedAttr("role", builder.getStringAttr(info.role)),
     }));
   }
@@ -469,17 +471,19 @@ void Planner::writeAttributes() {
   for (const char *role : kPlanRoles) {
     auto it = byRole.find(role);
     int64_t peak = it == byRole.end() ? 0 : peakOf(it->second);
-    peaks.push_back(builder.getNamedAttr(role, builder.getI64IntegerAttr(peak)));
+    peaks.push_back(
+        builder.getNamedAttr(role, builder.getI64IntegerAttr(peak)));
   }
-  func->setAttr(kMemoryAttr,
-                builder.getDictionaryAttr({
-                    builder.getNamedAttr("arena", builder.getI64IntegerAttr(arena)),
-                    builder.getNamedAttr("lower_bound",
-                                         builder.getI64IntegerAttr(peakOf(total))),
-                    builder.getNamedAttr("model_states",
-                                         builder.getI64IntegerAttr(peakOf(states))),
-                    builder.getNamedAttr("peak", builder.getDictionaryAttr(peaks)),
-                }));
+  func->setAttr(
+      kMemoryAttr,
+      builder.getDictionaryAttr({
+          builder.getNamedAttr("arena", builder.getI64IntegerAttr(arena)),
+          builder.getNamedAttr("lower_bound",
+                               builder.getI64IntegerAttr(peakOf(total))),
+          builder.getNamedAttr("model_states",
+                               builder.getI64IntegerAttr(peakOf(states))),
+          builder.getNamedAttr("peak", builder.getDictionaryAttr(peaks)),
+      }));
 }
 
 LogicalResult Planner::run() {

@@ -35,8 +35,7 @@ std::optional<zerosbp::Slot> zerosbp::readSlot(Value value) {
     return std::nullopt;
   auto slots = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(kSlotsAttr);
   unsigned index = result.getResultNumber();
-  if (!slots || (int64_t)slots.size() < 2 * (index + 1) ||
-      slots[2 * index] < 0)
+  if (!slots || (int64_t)slots.size() < 2 * (index + 1) || slots[2 * index] < 0)
     return std::nullopt;
   return Slot{slots[2 * index], slots[2 * index + 1]};
 }

@@ -36,8 +36,8 @@ inline constexpr llvm::StringLiteral kCopyAttr = "zero.copy";
 
 /// The roles the memory plan reports bytes for.
 inline constexpr const char *kPlanRoles[] = {
-    "param", "grad", "master", "opt_state", "activation", "input",
-    "comm_buffer"};
+    "param",      "grad",  "master",     "opt_state",
+    "activation", "input", "comm_buffer"};
 
 struct PlannedBuffer {
   int64_t offset = 0;

@@ -28,8 +28,8 @@ namespace {
 
 /// Bytes of one buffer written at `write` and read until `readEnd`.
 struct Write {
-  Value value;       // null for a copy into a variable
-  Operation *op;     // where the write happens
+  Value value;   // null for a copy into a variable
+  Operation *op; // where the write happens
   int64_t write, readEnd, begin, end;
   /// An in-place all-reduce writes over its own input, which only the
   /// collective itself reads from then on.
@@ -153,12 +153,13 @@ LogicalResult Checker::run() {
         continue;
       }
       rootOf[result] = result;
-      Write entry{result, &op, writeStart(result), read, slot->offset,
-                  slot->offset + tensorBytes(type)};
+      Write entry{result, &op,          writeStart(result),
+                  read,   slot->offset, slot->offset + tensorBytes(type)};
       entry.readEndOutsideCollective = inPlaceReadEnd(result);
       if (auto wait = dyn_cast<CollectiveWaitOp>(op)) {
         auto start = cast<CollectiveStartOp>(wait.getFuture().getDefiningOp());
-        Value input = start.getInputs()[cast<OpResult>(result).getResultNumber()];
+        Value input =
+            start.getInputs()[cast<OpResult>(result).getResultNumber()];
         if (start.getKind() == CollectiveKind::all_reduce &&
             readSlot(input) == slot)
           entry.inPlaceOf = rootOf.lookup(input);
@@ -174,8 +175,8 @@ LogicalResult Checker::run() {
         return assign.emitOpError(
             "zero-verify-memory-plan: the variable or the value has no slot");
       if (op.hasAttr(kCopyAttr)) {
-        int64_t bytes = tensorBytes(
-            cast<RankedTensorType>(assign.getValue().getType()));
+        int64_t bytes =
+            tensorBytes(cast<RankedTensorType>(assign.getValue().getType()));
         writes[target->buffer].push_back({nullptr, &op, positions[&op], end,
                                           target->offset,
                                           target->offset + bytes});
@@ -206,20 +207,22 @@ LogicalResult Checker::run() {
   });
   for (auto [i, first] : llvm::enumerate(byOffset))
     for (size_t j = i + 1; j < byOffset.size(); ++j) {
-      int64_t a = std::min(first, byOffset[j]), b = std::max(first, byOffset[j]);
+      int64_t a = std::min(first, byOffset[j]),
+              b = std::max(first, byOffset[j]);
       const PlannedBuffer &x = buffers[a], &y = buffers[b];
       if (buffers[byOffset[j]].offset >=
           buffers[first].offset + buffers[first].bytes)
         break;
       bool liveTogether = x.first <= y.last && y.first <= x.last;
-      bool shareBytes = x.offset < y.offset + y.bytes &&
-                        y.offset < x.offset + x.bytes;
+      bool shareBytes =
+          x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
       if (liveTogether && shareBytes && x.bytes > 0 && y.bytes > 0)
         return func.emitError("zero-verify-memory-plan: buffers ")
                << a << " [" << x.offset << ", " << x.offset + x.bytes
-               << ") and " << b << " [" << y.offset << ", " << y.offset + y.bytes
-               << ") overlap while both are live (ops " << std::max(x.first, y.first)
-               << " to " << std::min(x.last, y.last) << ")";
+               << ") and " << b << " [" << y.offset << ", "
+               << y.offset + y.bytes << ") overlap while both are live (ops "
+               << std::max(x.first, y.first) << " to "
+               << std::min(x.last, y.last) << ")";
     }
 
   // Within a buffer, a write never lands on bytes a value still needs.

@@ -76,11 +76,10 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    for (auto [name, value] :
-         {std::pair<StringRef, int64_t>{"prefetch-bucket-size",
-                                        prefetchBucketSize},
-          {"max-live-parameters", maxLiveParameters},
-          {"max-reuse-distance", maxReuseDistance}})
+    for (auto [name, value] : {std::pair<StringRef, int64_t>{
+                                   "prefetch-bucket-size", prefetchBucketSize},
+                               {"max-live-parameters", maxLiveParameters},
+                               {"max-reuse-distance", maxReuseDistance}})
       if (value < 0) {
         func.emitError("zero-schedule: ")
             << name << " must not be negative, got " << value;

@@ -54,8 +54,8 @@ static cl::opt<std::string>
 static cl::opt<std::string> report("report", cl::desc("json, text or none"),
                                    cl::init("text"), cl::cat(category));
 static cl::opt<std::string>
-    outputFile("o", cl::desc("write the plan here (model.zplan)"),
-               cl::init(""), cl::cat(category));
+    outputFile("o", cl::desc("write the plan here (model.zplan)"), cl::init(""),
+               cl::cat(category));
 static cl::opt<std::string> irFile("emit-ir",
                                    cl::desc("write the compiled IR here"),
                                    cl::init(""), cl::cat(category));
@@ -253,8 +253,7 @@ int main(int argc, char **argv) {
     for (const zerosbp::PipelineStep &step :
          zerosbp::localPipelineSteps(*config)) {
       PassManager local(&context);
-      if (failed(parsePassPipeline("func.func(" + step.textual() + ")",
-                                   local)))
+      if (failed(parsePassPipeline("func.func(" + step.textual() + ")", local)))
         return fail("cannot build pass " + step.pass);
       passStart = std::chrono::steady_clock::now();
       if (failed(local.run(**module)))
