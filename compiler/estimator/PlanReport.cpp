@@ -12,19 +12,6 @@ using namespace mlir;
 using namespace mlir::sbp;
 using namespace zerosbp;
 
-double zerosbp::collectiveBytesSent(StringRef kind, int64_t fullBytes,
-                                    int64_t groupSize) {
-  double t = static_cast<double>(fullBytes);
-  double p = static_cast<double>(groupSize);
-  if (groupSize <= 1)
-    return 0;
-  if (kind == "all_reduce")
-    return 2 * t * (p - 1) / p;
-  if (kind == "all_to_all")
-    return t * (p - 1) / (p * p);
-  return t * (p - 1) / p; // reduce_scatter, all_gather
-}
-
 int64_t PlanReport::bucketCount() const {
   int64_t count = 0;
   for (const auto &[kind, sizes] : buckets)
@@ -32,15 +19,9 @@ int64_t PlanReport::bucketCount() const {
   return count;
 }
 
-/// True for an op that computes: not a collective, and not a view or an
-/// assignment the memory plan turned into nothing.
+/// True for an op that computes: an instruction other than a collective.
 static bool computes(Operation *op) {
-  if (isa<CollectiveStartOp, CollectiveWaitOp, nn::VariableOp, nn::InputOp,
-          nn::StepOp, nn::ReshapeOp, func::ReturnOp>(op))
-    return false;
-  if (isa<nn::AssignOp>(op))
-    return op->hasAttr(kCopyAttr);
-  return true;
+  return !isa<CollectiveStartOp, CollectiveWaitOp>(op) && hasInstruction(*op);
 }
 
 FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
@@ -72,7 +53,7 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
       auto in = cast<RankedTensorType>(input.getType());
       auto out = cast<RankedTensorType>(result.getType());
       int64_t full = std::max(tensorBytes(in), tensorBytes(out));
-      sent += collectiveBytesSent(kind, full, group);
+      sent += collectiveBytes(start.getKind(), full, group);
       elements += std::max(in.getNumElements(), out.getNumElements());
     }
     report.buckets[kind].push_back(elements);

@@ -41,11 +41,6 @@ struct PlanReport {
 /// The report of a function that went through zero-memory-plan.
 mlir::FailureOr<PlanReport> analyzePlan(mlir::func::FuncOp func);
 
-/// Bytes one rank sends for one segment of a collective of `kind` over
-/// `groupSize` ranks, moving `fullBytes` (the full-size side).
-double collectiveBytesSent(llvm::StringRef kind, int64_t fullBytes,
-                           int64_t groupSize);
-
 } // namespace zerosbp
 
 #endif // ZEROSBP_COMPILER_ESTIMATOR_PLANREPORT_H

@@ -149,16 +149,18 @@ llvm::Error zerosbp::buildLocalPipeline(OpPassManager &pm,
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "cannot build the pipeline: " + errors);
   }
-  if (!planFile.empty()) {
-    std::string configJson;
-    llvm::raw_string_ostream os(configJson);
-    os << config.toJson();
-    ZeroExportPlanOptions options;
-    options.file = planFile.str();
-    options.config = configJson;
-    pm.addPass(createZeroExportPlan(options));
-  }
+  if (!planFile.empty())
+    pm.addPass(createPlanExport(config, planFile));
   return llvm::Error::success();
+}
+
+std::unique_ptr<Pass> zerosbp::createPlanExport(const ZeroConfig &config,
+                                                llvm::StringRef planFile) {
+  ZeroExportPlanOptions options;
+  options.file = planFile.str();
+  llvm::raw_string_ostream os(options.config);
+  os << config.toJson();
+  return createZeroExportPlan(options);
 }
 
 void zerosbp::registerZeroPipeline() {

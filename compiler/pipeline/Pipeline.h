@@ -36,6 +36,11 @@ llvm::Error buildGlobalPipeline(mlir::OpPassManager &pm,
 /// zero-bucketing, zero-schedule, zero-memory-plan and its checker.
 std::vector<PipelineStep> localPipelineSteps(const ZeroConfig &config);
 
+/// zero-export-plan writing the plan to `planFile` with `config` stored in
+/// it.
+std::unique_ptr<mlir::Pass> createPlanExport(const ZeroConfig &config,
+                                             llvm::StringRef planFile);
+
 /// Adds zero-partition (the SPMD program of every rank), the local-view
 /// passes and, when `planFile` is not empty, zero-export-plan writing the
 /// plan there with `config` stored in it.

@@ -63,6 +63,28 @@ int64_t zerosbp::OpPositions::lastUse(Value value) const {
   return last;
 }
 
+int64_t zerosbp::OpPositions::writeStart(Value value) const {
+  Operation *def = value.getDefiningOp();
+  if (!def || isa<nn::VariableOp>(def))
+    return -1;
+  if (auto wait = dyn_cast<CollectiveWaitOp>(def))
+    return positions.at(wait.getFuture().getDefiningOp());
+  return positions.at(def);
+}
+
+int64_t zerosbp::OpPositions::readEnd(Value value, Operation *ignore) const {
+  int64_t end = std::max<int64_t>(writeStart(value), 0);
+  for (Operation *user : value.getUsers()) {
+    if (user == ignore)
+      continue;
+    if (auto start = dyn_cast<CollectiveStartOp>(user))
+      end = std::max(end, positions.at(waitOf(start)));
+    else
+      end = std::max(end, positions.at(user));
+  }
+  return end;
+}
+
 int64_t zerosbp::backwardStart(Block &block, const OpPositions &positions) {
   for (Operation &op : block)
     if (op.hasAttr("zero.loss_seed"))

@@ -38,6 +38,14 @@ public:
   int64_t firstUse(mlir::Operation *op, int64_t end) const;
   /// The latest position that uses `value` (its definition when unused).
   int64_t lastUse(mlir::Value value) const;
+  /// Where writing `value` begins: a collective writes its results from its
+  /// start on; variables (and block arguments) hold their value from before
+  /// the first op (-1).
+  int64_t writeStart(mlir::Value value) const;
+  /// Where reading `value` ends, at least where it is written (and at least
+  /// 0): a collective reads its inputs until its wait. Reads by `ignore` do
+  /// not count.
+  int64_t readEnd(mlir::Value value, mlir::Operation *ignore = nullptr) const;
 
 private:
   llvm::DenseMap<mlir::Operation *, int64_t> positions;

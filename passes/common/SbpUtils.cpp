@@ -5,24 +5,40 @@
 using namespace mlir;
 using namespace mlir::sbp;
 
+double zerosbp::collectiveBytes(CollectiveKind kind, int64_t bytes,
+                                int64_t groupSize) {
+  if (groupSize <= 1)
+    return 0;
+  double t = static_cast<double>(bytes);
+  double p = static_cast<double>(groupSize);
+  switch (kind) {
+  case CollectiveKind::all_reduce:
+    return 2 * t * (p - 1) / p;
+  case CollectiveKind::reduce_scatter:
+  case CollectiveKind::all_gather:
+    return t * (p - 1) / p;
+  case CollectiveKind::all_to_all:
+    return t * (p - 1) / (p * p);
+  }
+  return 0;
+}
+
 double zerosbp::boxingBytes(SbpAttr from, SbpAttr to, int64_t bytes,
                             int64_t groupSize) {
   if (from == to || groupSize <= 1)
     return 0;
-  double t = static_cast<double>(bytes);
-  double p = static_cast<double>(groupSize);
   if (from.isPartial()) {
     if (to.isBroadcast())
-      return 2 * t * (p - 1) / p; // all-reduce
+      return collectiveBytes(CollectiveKind::all_reduce, bytes, groupSize);
     if (to.isSplit())
-      return t * (p - 1) / p; // reduce-scatter
+      return collectiveBytes(CollectiveKind::reduce_scatter, bytes, groupSize);
     return std::numeric_limits<double>::infinity();
   }
   if (from.isSplit()) {
     if (to.isBroadcast())
-      return t * (p - 1) / p; // all-gather
+      return collectiveBytes(CollectiveKind::all_gather, bytes, groupSize);
     if (to.isSplit())
-      return t * (p - 1) / (p * p); // all-to-all
+      return collectiveBytes(CollectiveKind::all_to_all, bytes, groupSize);
     // S -> P: keep the local part and zero the rest; no communication.
     return 0;
   }
@@ -156,4 +172,14 @@ void zerosbp::hoistGradientsAboveUpdates(ArrayRef<Operation *> updates) {
       first = update;
   for (Operation *update : updates)
     hoistAbove(update->getOperand(1), first);
+}
+
+SmallVector<int64_t, 2> zerosbp::rankCoordinates(ArrayRef<int64_t> hierarchy,
+                                                 int64_t linear) {
+  SmallVector<int64_t, 2> at(hierarchy.size());
+  for (int64_t axis = hierarchy.size() - 1; axis >= 0; --axis) {
+    at[axis] = linear % hierarchy[axis];
+    linear /= hierarchy[axis];
+  }
+  return at;
 }

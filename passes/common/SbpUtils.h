@@ -12,6 +12,12 @@
 
 namespace zerosbp {
 
+/// Bytes one rank sends in a collective of `kind` over `groupSize` ranks
+/// moving a tensor of `bytes` bytes, counted on its full-size side
+/// (DESIGN.md section 3).
+double collectiveBytes(mlir::sbp::CollectiveKind kind, int64_t bytes,
+                       int64_t groupSize);
+
 /// Bytes one rank sends to change `from` into `to` on one hierarchy axis of
 /// `groupSize` ranks for a tensor of `bytes` bytes (DESIGN.md section 3).
 /// Infinity when no collective does it (P(sum) to P(max)).
@@ -22,6 +28,11 @@ double boxingBytes(mlir::sbp::SbpAttr from, mlir::sbp::SbpAttr to,
 double boxingBytes(llvm::ArrayRef<mlir::sbp::SbpAttr> from,
                    llvm::ArrayRef<mlir::sbp::SbpAttr> to, int64_t bytes,
                    mlir::sbp::PlacementAttr placement);
+
+/// The multi-index of the `linear`-th rank of a placement whose hierarchy
+/// is `hierarchy` (row-major, as the placement lays its ranks out).
+llvm::SmallVector<int64_t, 2> rankCoordinates(llvm::ArrayRef<int64_t> hierarchy,
+                                              int64_t linear);
 
 /// The first split that does not divide evenly (`dim` < 0: none).
 struct UnevenSplit {

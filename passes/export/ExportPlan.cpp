@@ -106,7 +106,7 @@ namespace {
 
 class Exporter {
 public:
-  Exporter(func::FuncOp func, StringRef config)
+  Exporter(func::FuncOp func, const llvm::json::Value *config)
       : func(func), block(func.getBody().front()), positions(block),
         config(config) {}
 
@@ -125,7 +125,8 @@ private:
   func::FuncOp func;
   Block &block;
   OpPositions positions;
-  StringRef config;
+  /// The ZeRO config to store in the plan; null when none was given.
+  const llvm::json::Value *config;
   std::vector<PlannedBuffer> buffers;
   llvm::DenseMap<Value, int64_t> ids;
   SmallVector<Value> values;
@@ -163,12 +164,7 @@ void Exporter::writeShards(llvm::json::OStream &json, RankedTensorType global) {
   SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
   json.attributeArray("shards", [&] {
     for (int64_t rank = 0; rank < placement.getNumRanks(); ++rank) {
-      SmallVector<int64_t, 2> coords(hierarchy.size());
-      int64_t linear = rank;
-      for (int64_t axis = hierarchy.size() - 1; axis >= 0; --axis) {
-        coords[axis] = linear % hierarchy[axis];
-        linear /= hierarchy[axis];
-      }
+      SmallVector<int64_t, 2> coords = rankCoordinates(hierarchy, rank);
       json.array([&] {
         for (int64_t dim = 0; dim < global.getRank(); ++dim) {
           int64_t begin = 0, size = global.getDimSize(dim);
@@ -347,13 +343,8 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
       json.attribute("hierarchy",
                      llvm::json::Array(placement.getHierarchyShape()));
     });
-    if (!config.empty()) {
-      llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(config);
-      if (parsed)
-        json.attribute("config", std::move(*parsed));
-      else
-        llvm::consumeError(parsed.takeError());
-    }
+    if (config)
+      json.attribute("config", *config);
     json.attributeObject("memory", [&] {
       for (NamedAttribute entry : memory)
         json.attribute(entry.getName().getValue(), toJson(entry.getValue()));
@@ -412,13 +403,7 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     json.attributeArray("instructions", [&] {
       for (Operation &op : block) {
         llvm::append_range(pending, freesAt.lookup(positions[&op]));
-        bool silent =
-            isa<nn::VariableOp, nn::InputOp, nn::StepOp, func::ReturnOp>(op) ||
-            (isa<nn::ReshapeOp, nn::SliceOp>(op) &&
-             readSlot(op.getResult(0))->buffer ==
-                 readSlot(op.getOperand(0))->buffer) ||
-            (isa<nn::AssignOp>(op) && !op.hasAttr(kCopyAttr));
-        if (silent)
+        if (!hasInstruction(op))
           continue;
         if (failed(writeInstruction(json, op, pending))) {
           result = failure();
@@ -448,6 +433,7 @@ struct ZeroExportPlanPass
           << funcs.size();
       return signalPassFailure();
     }
+    std::optional<llvm::json::Value> parsedConfig;
     if (!config.empty()) {
       llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(config);
       if (!parsed) {
@@ -455,11 +441,12 @@ struct ZeroExportPlanPass
             << llvm::toString(parsed.takeError());
         return signalPassFailure();
       }
+      parsedConfig = std::move(*parsed);
     }
     // Write to a string first: a failed export leaves no partial file.
     std::string text;
     llvm::raw_string_ostream os(text);
-    Exporter exporter(funcs.front(), config);
+    Exporter exporter(funcs.front(), parsedConfig ? &*parsedConfig : nullptr);
     if (failed(exporter.run(os)))
       return signalPassFailure();
     std::string error;

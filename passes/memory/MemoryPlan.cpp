@@ -72,12 +72,6 @@ private:
   static int64_t valueBytes(Value value) {
     return tensorBytes(cast<RankedTensorType>(value.getType()));
   }
-  /// Where writing `value` begins: a collective writes its results from its
-  /// start on; variables hold their value from before the step.
-  int64_t writeStart(Value value) const;
-  /// Where reading `value` ends: a collective reads its inputs until its
-  /// wait.
-  int64_t readEnd(Value value, Operation *ignore = nullptr) const;
   /// True when no value of `buffer` is read after `position` (reads by
   /// `ignore` do not count).
   bool readsEndBy(int64_t buffer, int64_t position,
@@ -105,32 +99,10 @@ private:
 
 } // namespace
 
-int64_t Planner::writeStart(Value value) const {
-  Operation *def = value.getDefiningOp();
-  if (!def || isa<nn::VariableOp>(def))
-    return -1;
-  if (auto wait = dyn_cast<CollectiveWaitOp>(def))
-    return positions[wait.getFuture().getDefiningOp()];
-  return positions[def];
-}
-
-int64_t Planner::readEnd(Value value, Operation *ignore) const {
-  int64_t end = std::max<int64_t>(writeStart(value), 0);
-  for (Operation *user : value.getUsers()) {
-    if (user == ignore)
-      continue;
-    if (auto start = dyn_cast<CollectiveStartOp>(user))
-      end = std::max(end, positions[waitOf(start)]);
-    else
-      end = std::max(end, positions[user]);
-  }
-  return end;
-}
-
 bool Planner::readsEndBy(int64_t buffer, int64_t position,
                          Operation *ignore) const {
   return llvm::all_of(buffers[buffer].values, [&](Value value) {
-    return readEnd(value, ignore) <= position;
+    return positions.readEnd(value, ignore) <= position;
   });
 }
 
@@ -297,7 +269,7 @@ LogicalResult Planner::retargetAssignments() {
     BufferInfo &from = buffers[source.buffer];
     int64_t writesFrom = INT64_MAX;
     for (Value value : from.values)
-      writesFrom = std::min(writesFrom, writeStart(value));
+      writesFrom = std::min(writesFrom, positions.writeStart(value));
     if (from.mergeable && source.offset == 0 &&
         from.bytes == buffers[target.buffer].bytes &&
         readsEndBy(target.buffer, writesFrom - 1)) {
@@ -327,9 +299,9 @@ void Planner::computeLiveness() {
     info.first = INT64_MAX;
     info.last = 0;
     for (Value value : info.values) {
-      info.first =
-          std::min(info.first, std::max<int64_t>(writeStart(value), 0));
-      info.last = std::max(info.last, readEnd(value));
+      info.first = std::min(info.first,
+                            std::max<int64_t>(positions.writeStart(value), 0));
+      info.last = std::max(info.last, positions.readEnd(value));
       // The executor fills inputs and the step counter before the first op.
       if (isa_and_nonnull<nn::InputOp, nn::StepOp>(value.getDefiningOp()))
         info.first = 0;

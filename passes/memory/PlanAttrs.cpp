@@ -2,6 +2,7 @@
 
 #include "passes/memory/PlanAttrs.h"
 
+#include "dialects/nn/IR/NNOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 using namespace mlir;
@@ -38,4 +39,17 @@ std::optional<zerosbp::Slot> zerosbp::readSlot(Value value) {
   if (!slots || (int64_t)slots.size() < 2 * (index + 1) || slots[2 * index] < 0)
     return std::nullopt;
   return Slot{slots[2 * index], slots[2 * index + 1]};
+}
+
+bool zerosbp::hasInstruction(Operation &op) {
+  if (isa<nn::VariableOp, nn::InputOp, nn::StepOp, func::ReturnOp>(op))
+    return false;
+  if (isa<nn::ReshapeOp, nn::SliceOp>(op)) {
+    std::optional<Slot> result = readSlot(op.getResult(0));
+    std::optional<Slot> input = readSlot(op.getOperand(0));
+    return !(result && input && result->buffer == input->buffer);
+  }
+  if (isa<nn::AssignOp>(op))
+    return op.hasAttr(kCopyAttr);
+  return true;
 }

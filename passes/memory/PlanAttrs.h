@@ -64,6 +64,11 @@ readPlannedBuffers(mlir::func::FuncOp func);
 /// The slot of a tensor value defined by an op of a planned function.
 std::optional<Slot> readSlot(mlir::Value value);
 
+/// True when `op` of a planned function does work at run time: not a
+/// variable, input, step counter or return, not a view whose result shares
+/// its operand's buffer, not an assignment computed in place.
+bool hasInstruction(mlir::Operation &op);
+
 } // namespace zerosbp
 
 #endif // ZEROSBP_PASSES_MEMORY_PLANATTRS_H

@@ -47,22 +47,6 @@ public:
   LogicalResult run();
 
 private:
-  int64_t writeStart(Value value) const {
-    Operation *def = value.getDefiningOp();
-    if (isa<nn::VariableOp>(def))
-      return -1;
-    if (auto wait = dyn_cast<CollectiveWaitOp>(def))
-      return positions[wait.getFuture().getDefiningOp()];
-    return positions[def];
-  }
-  int64_t readEnd(Value value) const {
-    int64_t end = std::max<int64_t>(writeStart(value), 0);
-    for (Operation *user : value.getUsers())
-      end = std::max(end, isa<CollectiveStartOp>(user)
-                              ? positions[waitOf(cast<CollectiveStartOp>(user))]
-                              : positions[user]);
-    return end;
-  }
   /// A value that only names bytes of its operand: it writes nothing.
   static bool isView(Value value) {
     Operation *def = value.getDefiningOp();
@@ -76,7 +60,7 @@ private:
   /// Like readEnd, but reads by an all-reduce start count only up to the
   /// start: such a start may be the in-place collective over the value.
   int64_t inPlaceReadEnd(Value value) const {
-    int64_t end = std::max<int64_t>(writeStart(value), 0);
+    int64_t end = std::max<int64_t>(positions.writeStart(value), 0);
     for (Operation *user : value.getUsers()) {
       auto start = dyn_cast<CollectiveStartOp>(user);
       if (start && start.getKind() != CollectiveKind::all_reduce)
@@ -133,8 +117,8 @@ LogicalResult Checker::run() {
                << tensorBytes(type) << " bytes at offset " << slot->offset
                << ") lies outside buffer " << slot->buffer;
       const PlannedBuffer &buffer = buffers[slot->buffer];
-      int64_t write = std::max<int64_t>(writeStart(result), 0);
-      int64_t read = readEnd(result);
+      int64_t write = std::max<int64_t>(positions.writeStart(result), 0);
+      int64_t read = positions.readEnd(result);
       if (write < buffer.first || read > buffer.last)
         return op.emitOpError("zero-verify-memory-plan: result #")
                << cast<OpResult>(result).getResultNumber() << " is used in ["
@@ -153,7 +137,7 @@ LogicalResult Checker::run() {
         continue;
       }
       rootOf[result] = result;
-      Write entry{result, &op,          writeStart(result),
+      Write entry{result, &op,          positions.writeStart(result),
                   read,   slot->offset, slot->offset + tensorBytes(type)};
       entry.readEndOutsideCollective = inPlaceReadEnd(result);
       if (auto wait = dyn_cast<CollectiveWaitOp>(op)) {

@@ -163,14 +163,8 @@ Partitioner::coordsOf(PlacementAttr placement, func::FuncOp func) {
            << rank << " is out of range for @" << func.getName()
            << ": its placement " << placement << " has " << ranks.size()
            << " ranks; pass one of them, or -1 for the SPMD program";
-  // Row-major over the hierarchy, as the placement lays its ranks out.
-  int64_t linear = position - ranks.begin();
-  SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
-  SmallVector<int64_t, 2> at(hierarchy.size());
-  for (int64_t axis = hierarchy.size() - 1; axis >= 0; --axis) {
-    at[axis] = linear % hierarchy[axis];
-    linear /= hierarchy[axis];
-  }
+  SmallVector<int64_t, 2> at = zerosbp::rankCoordinates(
+      placement.getHierarchyShape(), position - ranks.begin());
   coords[placement] = at;
   return at;
 }

@@ -69,6 +69,16 @@ static CollectiveStartOp dropSegments(CollectiveStartOp start,
   return newStart;
 }
 
+/// The stage-3 parameter gathers of `func`, in order.
+static SmallVector<CollectiveStartOp> parameterGathers(func::FuncOp func) {
+  SmallVector<CollectiveStartOp> gathers;
+  func.walk([&](CollectiveStartOp start) {
+    if (isParameterGather(start))
+      gathers.push_back(start);
+  });
+  return gathers;
+}
+
 namespace {
 
 struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
@@ -105,11 +115,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
     Block &block = func.getBody().front();
     OpPositions positions(block);
     int64_t backward = backwardStart(block, positions);
-    SmallVector<CollectiveStartOp> gathers;
-    func.walk([&](CollectiveStartOp start) {
-      if (isParameterGather(start))
-        gathers.push_back(start);
-    });
+    SmallVector<CollectiveStartOp> gathers = parameterGathers(func);
     // The forward gathered copy of each variable shard.
     llvm::DenseMap<Value, Value> forwardCopy;
     for (CollectiveStartOp start : gathers) {
@@ -181,11 +187,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
   /// ahead of their use hold at most prefetch-bucket-size elements and the
   /// gathered parameters at most max-live-parameters.
   void prefetchParameters(func::FuncOp func) {
-    SmallVector<CollectiveStartOp> gathers;
-    func.walk([&](CollectiveStartOp start) {
-      if (isParameterGather(start))
-        gathers.push_back(start);
-    });
+    SmallVector<CollectiveStartOp> gathers = parameterGathers(func);
     for (size_t i = 1; i < gathers.size(); ++i) {
       CollectiveStartOp start = gathers[i];
       int64_t ahead = bucketElements(start);

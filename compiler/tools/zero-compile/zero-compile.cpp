@@ -263,13 +263,7 @@ int main(int argc, char **argv) {
     }
     if (!outputFile.empty()) {
       PassManager exporter(&context);
-      std::string configJson;
-      llvm::raw_string_ostream os(configJson);
-      os << config->toJson();
-      zerosbp::ZeroExportPlanOptions options;
-      options.file = outputFile;
-      options.config = configJson;
-      exporter.addPass(zerosbp::createZeroExportPlan(options));
+      exporter.addPass(zerosbp::createPlanExport(*config, outputFile));
       passStart = std::chrono::steady_clock::now();
       if (failed(exporter.run(**module)))
         return fail("zero-export-plan failed");
