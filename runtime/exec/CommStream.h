@@ -1,0 +1,52 @@
+//===- CommStream.h - a rank's communication stream -------------*- C++ -*-===//
+//
+// A thread that runs a rank's collectives in the order they are started,
+// so that they overlap with the compute stream (the executor's thread). The
+// order of starts is the same on every rank, so collectives match up. A
+// failed collective fails its wait and every collective after it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_EXEC_COMMSTREAM_H
+#define ZEROSBP_RUNTIME_EXEC_COMMSTREAM_H
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+class CommStream {
+public:
+  explicit CommStream(int numBuckets);
+  ~CommStream();
+
+  /// Queues `work` as bucket `bucket`.
+  void start(int bucket, std::function<void()> work);
+  /// Blocks until bucket `bucket` has run; rethrows its failure.
+  void wait(int bucket);
+  /// Forgets completed buckets: called between steps.
+  void reset();
+  /// Nanoseconds the stream spent running collectives since the last call.
+  int64_t takeBusyNanos();
+
+private:
+  void loop();
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::pair<int, std::function<void()>>> queue;
+  std::vector<char> done;
+  std::exception_ptr failure;
+  int64_t busyNanos = 0;
+  bool stopping = false;
+  std::thread worker;
+};
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_EXEC_COMMSTREAM_H

@@ -1,0 +1,62 @@
+//===- MemoryTracker.cpp - live bytes by role -----------------------------===//
+
+#include "runtime/exec/MemoryTracker.h"
+
+#include <algorithm>
+
+namespace zerosbp::runtime {
+
+MemoryTracker::MemoryTracker(const Plan &plan)
+    : plan(plan), live(plan.buffers.size(), 0),
+      persistent(plan.buffers.size(), 0) {
+  for (const PlanVariable &variable : plan.variables)
+    persistent[plan.values[variable.value].buffer] = 1;
+  for (const PlanInput &input : plan.inputs)
+    persistent[plan.values[input.value].buffer] = 1;
+  for (int step : plan.steps)
+    persistent[plan.values[step].buffer] = 1;
+}
+
+void MemoryTracker::beginStep() {
+  std::fill(live.begin(), live.end(), 0);
+  std::fill(std::begin(current), std::end(current), 0);
+  currentTotal = 0;
+  currentHighWater = 0;
+  for (size_t buffer = 0; buffer < persistent.size(); ++buffer)
+    if (persistent[buffer])
+      markLive(static_cast<int>(buffer));
+  sample();
+}
+
+void MemoryTracker::markLive(int buffer) {
+  if (live[buffer])
+    return;
+  live[buffer] = 1;
+  const PlanBuffer &entry = plan.buffers[buffer];
+  current[static_cast<int>(entry.role)] += entry.bytes;
+  currentTotal += entry.bytes;
+  currentHighWater = std::max(currentHighWater, entry.offset + entry.bytes);
+}
+
+void MemoryTracker::markDead(int buffer) {
+  if (!live[buffer] || persistent[buffer])
+    return;
+  live[buffer] = 0;
+  const PlanBuffer &entry = plan.buffers[buffer];
+  current[static_cast<int>(entry.role)] -= entry.bytes;
+  currentTotal -= entry.bytes;
+}
+
+void MemoryTracker::sample() {
+  peak.total = std::max(peak.total, currentTotal);
+  peak.highWater = std::max(peak.highWater, currentHighWater);
+  int64_t states = current[static_cast<int>(Role::Param)] +
+                   current[static_cast<int>(Role::Grad)] +
+                   current[static_cast<int>(Role::Master)] +
+                   current[static_cast<int>(Role::OptState)];
+  peak.modelStates = std::max(peak.modelStates, states);
+  for (int role = 0; role < kNumRoles; ++role)
+    peak.byRole[role] = std::max(peak.byRole[role], current[role]);
+}
+
+} // namespace zerosbp::runtime

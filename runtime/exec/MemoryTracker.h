@@ -1,0 +1,55 @@
+//===- MemoryTracker.h - live bytes by role, as the program runs -*- C++
+//-*-===//
+//
+// The executor marks a buffer live when an instruction first writes it and
+// dead when an instruction's `free` lists it; variables, inputs and the step
+// count are live throughout. The tracker keeps the peak of live bytes, in
+// total, by role and for model states (param + grad + master + opt_state),
+// and the highest arena byte any live buffer reaches, which must stay within
+// the plan's arena.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_EXEC_MEMORYTRACKER_H
+#define ZEROSBP_RUNTIME_EXEC_MEMORYTRACKER_H
+
+#include "runtime/plan/Plan.h"
+
+#include <vector>
+
+namespace zerosbp::runtime {
+
+struct MemoryPeaks {
+  int64_t total = 0;
+  int64_t modelStates = 0;
+  int64_t highWater = 0; // Largest offset + bytes of a live buffer.
+  int64_t byRole[kNumRoles] = {};
+};
+
+class MemoryTracker {
+public:
+  explicit MemoryTracker(const Plan &plan);
+
+  /// Marks the persistent buffers (variables, inputs, steps) live and every
+  /// other buffer dead: the state at the start of a step.
+  void beginStep();
+  void markLive(int buffer);
+  void markDead(int buffer);
+  /// Folds the current live bytes into the peaks.
+  void sample();
+
+  const MemoryPeaks &peaks() const { return peak; }
+
+private:
+  const Plan &plan;
+  std::vector<char> live;
+  std::vector<char> persistent;
+  int64_t current[kNumRoles] = {};
+  int64_t currentTotal = 0;
+  int64_t currentHighWater = 0;
+  MemoryPeaks peak;
+};
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_EXEC_MEMORYTRACKER_H

@@ -1,0 +1,191 @@
+//===- RankExecutor.cpp - runs a plan on one rank -------------------------===//
+
+#include "runtime/exec/RankExecutor.h"
+
+#include "runtime/core/Error.h"
+#include "runtime/exec/Collectives.h"
+#include "runtime/exec/Distribution.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+namespace zerosbp::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisSince(Clock::time_point begin) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - begin)
+      .count();
+}
+
+bool isOptimizerUpdate(const std::string &op) {
+  return op == "nn.sgd" || op == "nn.adam" || op == "nn.adamw";
+}
+
+} // namespace
+
+RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
+    : plan(plan), myRank(rank), comm(comm), tracker(plan) {
+  // One allocation for the whole rank, aligned like the planner's offsets.
+  size_t bytes = (static_cast<size_t>(plan.arenaBytes) + 63) / 64 * 64;
+  arena =
+      static_cast<unsigned char *>(std::aligned_alloc(64, bytes ? bytes : 64));
+  if (!arena)
+    throw RuntimeError("rank " + std::to_string(rank) + ": cannot allocate " +
+                       std::to_string(plan.arenaBytes) + " arena bytes");
+  std::memset(arena, 0, bytes);
+  // Groups are created collectively, in axis order, on every rank.
+  std::set<int> axes;
+  for (const Instruction &instruction : plan.instructions)
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      axes.insert(instruction.groupAxis);
+  groupsByAxis.assign(plan.hierarchy.size(), nullptr);
+  for (int axis : axes)
+    groupsByAxis[axis] = &comm.createGroup(plan.groupOf(rank, axis));
+  prepare();
+  stream = std::make_unique<CommStream>(plan.numBuckets);
+}
+
+RankExecutor::~RankExecutor() {
+  stream.reset();
+  std::free(arena);
+}
+
+TensorRef RankExecutor::tensor(int id) const {
+  const PlanValue &value = plan.values[id];
+  TensorRef ref;
+  ref.data = arena + plan.buffers[value.buffer].offset + value.offset;
+  ref.dtype = value.dtype;
+  ref.shape = value.shape;
+  return ref;
+}
+
+void RankExecutor::prepare() {
+  Phase phase = Phase::Forward;
+  prepared.resize(plan.instructions.size());
+  for (size_t i = 0; i < plan.instructions.size(); ++i) {
+    const Instruction &instruction = plan.instructions[i];
+    Prepared &entry = prepared[i];
+    if (instruction.kind == InstructionKind::Kernel) {
+      entry.kernel = findCpuKernel(instruction.op);
+      if (!entry.kernel)
+        throw RuntimeError(plan.source + ": instructions[" + std::to_string(i) +
+                           "]: no CPU kernel for '" + instruction.op + "'");
+      if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
+        phase = Phase::Backward;
+      if (isOptimizerUpdate(instruction.op))
+        phase = Phase::Optimizer;
+    }
+    entry.phase = phase;
+    for (int id : instruction.operands)
+      entry.operands.push_back(tensor(id));
+    for (int id : instruction.results) {
+      entry.results.push_back(tensor(id));
+      entry.writtenBuffers.push_back(plan.values[id].buffer);
+    }
+    if (instruction.kind == InstructionKind::Copy)
+      entry.writtenBuffers.push_back(
+          plan.values[plan.variables[instruction.variableIndex].value].buffer);
+    if (instruction.staging) {
+      entry.staging = arena + plan.buffers[*instruction.staging].offset;
+      entry.writtenBuffers.push_back(*instruction.staging);
+    }
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      entry.group = groupsByAxis[instruction.groupAxis];
+  }
+}
+
+void RankExecutor::initializeVariables(
+    const std::function<std::vector<double>(const PlanVariable &)>
+        &modelValues) {
+  for (const PlanVariable &variable : plan.variables)
+    storeElements(tensor(variable.value),
+                  shardOf(variable, myRank, modelValues(variable)));
+}
+
+void RankExecutor::writeInput(int index, const std::vector<double> &values) {
+  storeElements(tensor(plan.inputs[index].value), values);
+}
+
+std::vector<double> RankExecutor::variableShard(int index) const {
+  return loadElements(tensor(plan.variables[index].value));
+}
+
+void RankExecutor::execute(size_t index) {
+  const Instruction &instruction = plan.instructions[index];
+  Prepared &entry = prepared[index];
+  switch (instruction.kind) {
+  case InstructionKind::Kernel:
+    entry.kernel(instruction.attrs, entry.operands, entry.results);
+    break;
+  case InstructionKind::AllSlice:
+    runAllSlice(instruction, plan, myRank, entry.operands[0], entry.results[0]);
+    break;
+  case InstructionKind::CollectiveStart: {
+    const Prepared *work = &entry;
+    Communicator *communicator = &comm;
+    stream->start(instruction.bucket, [&instruction, work, communicator] {
+      runCollective(instruction, work->operands, work->results, work->staging,
+                    *work->group, *communicator);
+    });
+    break;
+  }
+  case InstructionKind::CollectiveWait:
+    stream->wait(instruction.bucket);
+    break;
+  case InstructionKind::Copy: {
+    TensorRef target = tensor(plan.variables[instruction.variableIndex].value);
+    std::memmove(target.data, entry.operands[0].data, target.bytes());
+    break;
+  }
+  }
+}
+
+double RankExecutor::runStep(int64_t stepNumber) {
+  for (int id : plan.steps)
+    *tensor(id).as<int64_t>() = stepNumber;
+  times = StepTimes();
+  stream->reset();
+  stream->takeBusyNanos();
+  tracker.beginStep();
+  Clock::time_point stepBegin = Clock::now();
+  for (size_t i = 0; i < plan.instructions.size(); ++i) {
+    const Instruction &instruction = plan.instructions[i];
+    Prepared &entry = prepared[i];
+    for (int buffer : entry.writtenBuffers)
+      tracker.markLive(buffer);
+    tracker.sample();
+    Clock::time_point begin = Clock::now();
+    try {
+      execute(i);
+    } catch (const RuntimeError &error) {
+      if (instruction.kind == InstructionKind::CollectiveWait)
+        throw; // A peer's failure: its message says enough.
+      throw RuntimeError("instructions[" + std::to_string(i) + "] (" +
+                         instruction.op + "): " + error.what());
+    }
+    double elapsed = millisSince(begin);
+    if (instruction.kind == InstructionKind::CollectiveWait)
+      times.commWait += elapsed;
+    else if (entry.phase == Phase::Forward)
+      times.forward += elapsed;
+    else if (entry.phase == Phase::Backward)
+      times.backward += elapsed;
+    else
+      times.optimizer += elapsed;
+    for (int buffer : instruction.free)
+      tracker.markDead(buffer);
+  }
+  times.step = millisSince(stepBegin);
+  times.commBusy = stream->takeBusyNanos() / 1e6;
+  if (plan.outputs.empty())
+    return 0;
+  std::vector<double> loss = loadElements(tensor(plan.outputs[0]));
+  return loss.empty() ? 0 : loss[0];
+}
+
+} // namespace zerosbp::runtime

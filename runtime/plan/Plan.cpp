@@ -1,0 +1,58 @@
+//===- Plan.cpp - plan helpers
+//---------------------------------------------===//
+
+#include "runtime/plan/Plan.h"
+
+namespace zerosbp::runtime {
+
+static const char *const kRoleNames[kNumRoles] = {
+    "param",      "grad",  "master",     "opt_state",
+    "activation", "input", "comm_buffer"};
+
+const char *roleName(Role role) { return kRoleNames[static_cast<int>(role)]; }
+
+std::optional<Role> parseRole(const std::string &name) {
+  for (int role = 0; role < kNumRoles; ++role)
+    if (name == kRoleNames[role])
+      return static_cast<Role>(role);
+  return std::nullopt;
+}
+
+int64_t PlanValue::numel() const {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+std::vector<int64_t> Plan::coordinates(int rank) const {
+  std::vector<int64_t> coords(hierarchy.size());
+  int64_t rest = rank;
+  for (size_t axis = hierarchy.size(); axis-- > 0;) {
+    coords[axis] = rest % hierarchy[axis];
+    rest /= hierarchy[axis];
+  }
+  return coords;
+}
+
+std::vector<int> Plan::groupOf(int rank, int axis) const {
+  std::vector<int64_t> coords = coordinates(rank);
+  std::vector<int> group;
+  for (int64_t index = 0; index < hierarchy[axis]; ++index) {
+    coords[axis] = index;
+    int64_t linear = 0;
+    for (size_t a = 0; a < hierarchy.size(); ++a)
+      linear = linear * hierarchy[a] + coords[a];
+    group.push_back(static_cast<int>(linear));
+  }
+  return group;
+}
+
+const PlanVariable *Plan::findVariable(const std::string &name) const {
+  for (const PlanVariable &variable : variables)
+    if (variable.name == name)
+      return &variable;
+  return nullptr;
+}
+
+} // namespace zerosbp::runtime

@@ -1,0 +1,170 @@
+//===- Plan.h - a compiled training step, as the runtime sees it -*- C++
+//-*-===//
+//
+// The in-memory form of a `.zplan` file (docs/plan-format.md, version 1).
+// Every id in it has been checked by the reader: value, buffer and bucket ids
+// are in range, values lie inside their buffers and buffers inside the arena,
+// so the executor indexes without checking again.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_PLAN_PLAN_H
+#define ZEROSBP_RUNTIME_PLAN_PLAN_H
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/core/AttrMap.h"
+#include "runtime/core/DType.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+/// What a buffer holds; the runtime reports its peak bytes by role.
+enum class Role {
+  Param,
+  Grad,
+  Master,
+  OptState,
+  Activation,
+  Input,
+  CommBuffer
+};
+constexpr int kNumRoles = 7;
+const char *roleName(Role role);
+std::optional<Role> parseRole(const std::string &name);
+
+struct PlanBuffer {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  int64_t liveFirst = 0;
+  int64_t liveLast = 0;
+  Role role = Role::Activation;
+};
+
+struct PlanValue {
+  int buffer = 0;
+  int64_t offset = 0; // Bytes within the buffer.
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t numel() const;
+  int64_t bytes() const { return numel() * dtypeBytes(dtype); }
+};
+
+/// [begin, end) of one dim of the global tensor.
+using DimRange = std::pair<int64_t, int64_t>;
+
+/// A tensor distributed over the ranks: a variable or an input.
+struct DistributedTensor {
+  std::string name;
+  int value = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> localShape;
+  std::vector<int64_t> globalShape;
+  std::vector<std::string> sbp;
+  /// shards[rank][dim].
+  std::vector<std::vector<DimRange>> shards;
+};
+
+struct PlanVariable : DistributedTensor {
+  Role role = Role::Param;
+  std::string init = "zeros";
+  double initScale = 0;
+  bool frozen = false;
+  /// The model tensor's shape when the variable is a flat, padded ZeRO
+  /// partition of it.
+  std::optional<std::vector<int64_t>> logicalShape;
+  std::optional<std::string> copyOf;
+  /// The model tensor's shape: logicalShape, else globalShape.
+  const std::vector<int64_t> &modelShape() const {
+    return logicalShape ? *logicalShape : globalShape;
+  }
+};
+
+using PlanInput = DistributedTensor;
+
+struct Segment {
+  int64_t offset = 0; // Elements, in the full-size flat bucket.
+  int64_t numel = 0;
+};
+
+enum class InstructionKind {
+  Kernel,
+  AllSlice,
+  CollectiveStart,
+  CollectiveWait,
+  Copy
+};
+
+struct Instruction {
+  InstructionKind kind = InstructionKind::Kernel;
+  std::string op; // "nn.matmul", "shard.all_slice", "collective_start", ...
+  AttrMap attrs;
+  std::vector<int> operands;
+  std::vector<int> results;
+  std::vector<int> free; // Buffer ids released after this instruction.
+  // Collectives.
+  CollectiveKind collective = CollectiveKind::AllReduce;
+  int bucket = -1;
+  int groupAxis = 0;
+  int groupSize = 1;
+  ReduceOp reduce = ReduceOp::Sum;
+  std::optional<int> gatherAxis;
+  std::optional<int> scatterAxis;
+  std::vector<Segment> segments;
+  std::optional<int> staging;
+  // Copies.
+  std::string variable;
+  int variableIndex = -1;
+};
+
+struct PlanMemory {
+  int64_t arena = 0;
+  int64_t lowerBound = 0;
+  int64_t modelStates = 0;
+  int64_t peak[kNumRoles] = {};
+};
+
+struct Plan {
+  std::string source; // The file it was read from, for messages.
+  std::string function;
+  std::optional<int> stage;
+  int world = 1;
+  std::string device = "cpu";
+  std::vector<int> ranks;
+  std::vector<int64_t> hierarchy;
+  std::string configJson; // The compile configuration, as JSON text.
+  PlanMemory memory;
+  int64_t arenaBytes = 0;
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanValue> values;
+  std::vector<PlanVariable> variables;
+  std::vector<PlanInput> inputs;
+  std::vector<int> steps;
+  std::vector<int> outputs;
+  std::vector<Instruction> instructions;
+  int numBuckets = 0;
+
+  /// Coordinates of `rank` in the hierarchy, row-major.
+  std::vector<int64_t> coordinates(int rank) const;
+  /// The ranks that share `rank`'s coordinates on every axis but `axis`,
+  /// ordered by their coordinate on `axis`.
+  std::vector<int> groupOf(int rank, int axis) const;
+  const PlanVariable *findVariable(const std::string &name) const;
+};
+
+/// Reads and checks a plan; throws RuntimeError ("<file>: <what>") on a file
+/// that cannot be read, is not JSON, is truncated, is not a ZeroSBP plan, has
+/// another version, or is inconsistent.
+Plan readPlan(const std::string &path);
+Plan parsePlan(const std::string &text, const std::string &source);
+
+/// Throws unless a run on `ranks` ranks can execute the plan.
+void checkRankCount(const Plan &plan, int ranks);
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_PLAN_PLAN_H

@@ -1,0 +1,547 @@
+//===- PlanReader.cpp - reads and checks a .zplan file --------------------===//
+//
+// JSON through nlohmann/json. Every field is read through a Reader that knows
+// its path in the document (`instructions[12].operands[1]`), so a bad plan
+// gets one line that names the file, the field and what is wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/Error.h"
+#include "runtime/plan/Plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace zerosbp::runtime {
+
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr int kPlanVersion = 1;
+
+/// A JSON node and its path, for messages.
+class Reader {
+public:
+  Reader(const Json &node, std::string path, const std::string &source)
+      : node(node), path(std::move(path)), source(source) {}
+
+  [[noreturn]] void fail(const std::string &what) const {
+    throw RuntimeError(source + ": " + (path.empty() ? "" : path + ": ") +
+                       what);
+  }
+
+  bool has(const char *key) const {
+    return node.is_object() && node.contains(key);
+  }
+  Reader at(const char *key) const {
+    if (!node.is_object())
+      fail("expected an object");
+    auto it = node.find(key);
+    if (it == node.end())
+      fail(std::string("missing key '") + key + "'");
+    return Reader(*it, join(key), source);
+  }
+  std::vector<Reader> items() const {
+    if (!node.is_array())
+      fail("expected an array");
+    std::vector<Reader> result;
+    result.reserve(node.size());
+    for (size_t i = 0; i < node.size(); ++i)
+      result.emplace_back(node[i], path + "[" + std::to_string(i) + "]",
+                          source);
+    return result;
+  }
+  int64_t integer(int64_t min = std::numeric_limits<int64_t>::min(),
+                  int64_t max = std::numeric_limits<int64_t>::max()) const {
+    if (!node.is_number_integer())
+      fail("expected an integer");
+    int64_t value = node.get<int64_t>();
+    if (value < min || value > max)
+      fail("value " + std::to_string(value) + " out of range [" +
+           std::to_string(min) + ", " + std::to_string(max) + "]");
+    return value;
+  }
+  double number() const {
+    if (!node.is_number())
+      fail("expected a number");
+    return node.get<double>();
+  }
+  bool boolean() const {
+    if (!node.is_boolean())
+      fail("expected true or false");
+    return node.get<bool>();
+  }
+  std::string string() const {
+    if (!node.is_string())
+      fail("expected a string");
+    return node.get<std::string>();
+  }
+  std::vector<int64_t> integers(int64_t min = 0) const {
+    std::vector<int64_t> result;
+    for (const Reader &item : items())
+      result.push_back(item.integer(min));
+    return result;
+  }
+  const Json &json() const { return node; }
+  const std::string &where() const { return path; }
+
+private:
+  std::string join(const char *key) const {
+    return path.empty() ? key : path + "." + key;
+  }
+  const Json &node;
+  std::string path;
+  const std::string &source;
+};
+
+DType readDType(const Reader &reader) {
+  std::string name = reader.string();
+  if (std::optional<DType> type = parseDType(name))
+    return *type;
+  reader.fail("unknown dtype '" + name + "'");
+}
+
+std::vector<int64_t> readShape(const Reader &reader) {
+  std::vector<int64_t> shape = reader.integers(0);
+  return shape;
+}
+
+AttrValue readAttr(const Reader &reader) {
+  const Json &node = reader.json();
+  if (node.is_boolean())
+    return node.get<bool>();
+  if (node.is_number_integer())
+    return node.get<int64_t>();
+  if (node.is_number())
+    return node.get<double>();
+  if (node.is_string())
+    return node.get<std::string>();
+  if (node.is_array()) {
+    bool allIntegers = true;
+    for (const Json &item : node) {
+      if (!item.is_number())
+        reader.fail("an attribute array holds numbers only");
+      allIntegers &= item.is_number_integer();
+    }
+    if (allIntegers && !node.empty())
+      return node.get<std::vector<int64_t>>();
+    return node.get<std::vector<double>>();
+  }
+  reader.fail("unsupported attribute value");
+}
+
+class PlanBuilder {
+public:
+  PlanBuilder(const Json &root, const std::string &source)
+      : root(root, "", source) {
+    plan.source = source;
+  }
+
+  Plan build() {
+    checkHeader();
+    readTop();
+    readBuffers();
+    readValues();
+    readVariables();
+    readInputs();
+    plan.steps = valueIds(root.at("steps"));
+    plan.outputs = valueIds(root.at("outputs"));
+    readInstructions();
+    return std::move(plan);
+  }
+
+private:
+  void checkHeader() {
+    if (!root.json().is_object())
+      root.fail("not a ZeroSBP plan (the top level is not a JSON object)");
+    if (!root.has("format"))
+      root.fail("not a ZeroSBP plan (no 'format' key)");
+    std::string format = root.at("format").json().is_string()
+                             ? root.at("format").string()
+                             : std::string("?");
+    if (format != "zerosbp-plan")
+      root.fail("not a ZeroSBP plan (format '" + format +
+                "', expected 'zerosbp-plan')");
+    int64_t version = root.at("version").integer();
+    if (version != kPlanVersion)
+      root.fail("plan version " + std::to_string(version) +
+                " is not supported; this runtime reads version " +
+                std::to_string(kPlanVersion));
+  }
+
+  void readTop() {
+    plan.function = root.at("function").string();
+    if (root.has("stage"))
+      plan.stage = static_cast<int>(root.at("stage").integer(0, 3));
+    plan.world = static_cast<int>(root.at("world").integer(1, 1 << 20));
+    Reader placement = root.at("placement");
+    plan.device = placement.at("device").string();
+    if (plan.device != "cpu" && plan.device != "cuda")
+      placement.at("device").fail("unknown device '" + plan.device + "'");
+    for (int64_t rank : placement.at("ranks").integers(0))
+      plan.ranks.push_back(static_cast<int>(rank));
+    plan.hierarchy = placement.at("hierarchy").integers(1);
+    int64_t product = 1;
+    for (int64_t size : plan.hierarchy)
+      product *= size;
+    if (plan.hierarchy.empty() || product != plan.world ||
+        static_cast<int64_t>(plan.ranks.size()) != plan.world)
+      placement.fail("hierarchy and ranks do not match world " +
+                     std::to_string(plan.world));
+    if (root.has("config"))
+      plan.configJson = root.at("config").json().dump();
+    plan.arenaBytes = root.at("arena_bytes").integer(0);
+    Reader memory = root.at("memory");
+    plan.memory.arena = memory.at("arena").integer(0);
+    plan.memory.lowerBound = memory.at("lower_bound").integer(0);
+    plan.memory.modelStates = memory.at("model_states").integer(0);
+    Reader peak = memory.at("peak");
+    for (int role = 0; role < kNumRoles; ++role) {
+      const char *name = roleName(static_cast<Role>(role));
+      if (peak.has(name))
+        plan.memory.peak[role] = peak.at(name).integer(0);
+    }
+  }
+
+  void readBuffers() {
+    for (const Reader &item : root.at("buffers").items()) {
+      PlanBuffer buffer;
+      buffer.offset = item.at("offset").integer(0);
+      buffer.bytes = item.at("bytes").integer(0);
+      std::vector<int64_t> live = item.at("live").integers(0);
+      if (live.size() != 2 || live[0] > live[1])
+        item.at("live").fail("expected [first, last] with first <= last");
+      buffer.liveFirst = live[0];
+      buffer.liveLast = live[1];
+      std::string role = item.at("role").string();
+      std::optional<Role> parsed = parseRole(role);
+      if (!parsed)
+        item.at("role").fail("unknown role '" + role + "'");
+      buffer.role = *parsed;
+      if (buffer.offset + buffer.bytes > plan.arenaBytes)
+        item.fail("buffer ends at byte " +
+                  std::to_string(buffer.offset + buffer.bytes) +
+                  ", past the arena (" + std::to_string(plan.arenaBytes) +
+                  " bytes)");
+      plan.buffers.push_back(buffer);
+    }
+  }
+
+  void readValues() {
+    for (const Reader &item : root.at("values").items()) {
+      PlanValue value;
+      value.buffer = bufferId(item.at("buffer"));
+      value.offset = item.at("offset").integer(0);
+      value.dtype = readDType(item.at("dtype"));
+      value.shape = readShape(item.at("shape"));
+      const PlanBuffer &buffer = plan.buffers[value.buffer];
+      if (value.offset + value.bytes() > buffer.bytes)
+        item.fail("value of " + std::to_string(value.bytes()) +
+                  " bytes at offset " + std::to_string(value.offset) +
+                  " does not fit its buffer of " +
+                  std::to_string(buffer.bytes) + " bytes");
+      plan.values.push_back(std::move(value));
+    }
+  }
+
+  void readDistributed(const Reader &item, DistributedTensor &tensor) {
+    tensor.name = item.at("name").string();
+    tensor.value = valueId(item.at("value"));
+    tensor.dtype = readDType(item.at("dtype"));
+    tensor.localShape = readShape(item.at("local_shape"));
+    tensor.globalShape = readShape(item.at("global_shape"));
+    const PlanValue &value = plan.values[tensor.value];
+    if (value.shape != tensor.localShape || value.dtype != tensor.dtype)
+      item.fail("'" + tensor.name + "' does not match its value's type");
+    if (item.has("sbp"))
+      for (const Reader &entry : item.at("sbp").items())
+        tensor.sbp.push_back(entry.string());
+    Reader shards = item.at("shards");
+    std::vector<Reader> perRank = shards.items();
+    if (static_cast<int>(perRank.size()) != plan.world)
+      shards.fail("expected one entry per rank (" + std::to_string(plan.world) +
+                  ")");
+    for (const Reader &rank : perRank) {
+      std::vector<DimRange> ranges;
+      std::vector<Reader> dims = rank.items();
+      if (dims.size() != tensor.globalShape.size())
+        rank.fail("expected one range per dim of the global shape");
+      for (size_t d = 0; d < dims.size(); ++d) {
+        std::vector<int64_t> range = dims[d].integers(0);
+        if (range.size() != 2 || range[0] > range[1] ||
+            range[1] > tensor.globalShape[d] ||
+            range[1] - range[0] != tensor.localShape[d])
+          dims[d].fail("bad shard range for '" + tensor.name + "'");
+        ranges.emplace_back(range[0], range[1]);
+      }
+      tensor.shards.push_back(std::move(ranges));
+    }
+  }
+
+  void readVariables() {
+    std::set<std::string> names;
+    for (const Reader &item : root.at("variables").items()) {
+      PlanVariable variable;
+      readDistributed(item, variable);
+      std::string role = item.at("role").string();
+      std::optional<Role> parsed = parseRole(role);
+      if (!parsed || (*parsed != Role::Param && *parsed != Role::Master &&
+                      *parsed != Role::OptState))
+        item.at("role").fail("unknown variable role '" + role + "'");
+      variable.role = *parsed;
+      variable.init = item.at("init").string();
+      if (variable.init != "zeros" && variable.init != "ones" &&
+          variable.init != "normal" && variable.init != "uniform" &&
+          variable.init != "constant")
+        item.at("init").fail("unknown init '" + variable.init + "'");
+      variable.initScale = item.at("init_scale").number();
+      variable.frozen = item.at("frozen").boolean();
+      if (item.has("logical_shape")) {
+        variable.logicalShape = readShape(item.at("logical_shape"));
+        int64_t logical = 1, global = 1;
+        for (int64_t dim : *variable.logicalShape)
+          logical *= dim;
+        for (int64_t dim : variable.globalShape)
+          global *= dim;
+        if (logical > global)
+          item.at("logical_shape").fail("larger than the global shape");
+      }
+      if (item.has("copy_of"))
+        variable.copyOf = item.at("copy_of").string();
+      if (!names.insert(variable.name).second)
+        item.fail("variable '" + variable.name + "' appears twice");
+      plan.variables.push_back(std::move(variable));
+    }
+    for (const PlanVariable &variable : plan.variables)
+      if (variable.copyOf && !names.count(*variable.copyOf))
+        root.fail("variable '" + variable.name + "' is a copy of unknown '" +
+                  *variable.copyOf + "'");
+  }
+
+  void readInputs() {
+    for (const Reader &item : root.at("inputs").items()) {
+      PlanInput input;
+      readDistributed(item, input);
+      plan.inputs.push_back(std::move(input));
+    }
+  }
+
+  void readInstructions() {
+    std::vector<Reader> items = root.at("instructions").items();
+    std::set<int> started, waited;
+    for (const Reader &item : items) {
+      Instruction instruction;
+      instruction.op = item.at("op").string();
+      if (item.has("operands"))
+        instruction.operands = valueIds(item.at("operands"));
+      if (item.has("results"))
+        instruction.results = valueIds(item.at("results"));
+      if (item.has("free"))
+        for (const Reader &id : item.at("free").items())
+          instruction.free.push_back(bufferId(id));
+      if (item.has("attrs")) {
+        Reader attrs = item.at("attrs");
+        if (!attrs.json().is_object())
+          attrs.fail("expected an object");
+        for (auto it = attrs.json().begin(); it != attrs.json().end(); ++it)
+          instruction.attrs.set(
+              it.key(),
+              readAttr(Reader(it.value(), attrs.where() + "." + it.key(),
+                              plan.source)));
+      }
+      const std::string &op = instruction.op;
+      if (op == "collective_start") {
+        readCollective(item, instruction);
+        if (!started.insert(instruction.bucket).second)
+          item.at("bucket").fail("bucket " +
+                                 std::to_string(instruction.bucket) +
+                                 " is started twice");
+      } else if (op == "collective_wait") {
+        instruction.kind = InstructionKind::CollectiveWait;
+        instruction.bucket = static_cast<int>(item.at("bucket").integer(0));
+        if (!started.count(instruction.bucket))
+          item.at("bucket").fail("waits for bucket " +
+                                 std::to_string(instruction.bucket) +
+                                 " before it starts");
+        if (!waited.insert(instruction.bucket).second)
+          item.at("bucket").fail("bucket " +
+                                 std::to_string(instruction.bucket) +
+                                 " is waited for twice");
+      } else if (op == "copy") {
+        instruction.kind = InstructionKind::Copy;
+        instruction.variable = item.at("variable").string();
+        for (size_t i = 0; i < plan.variables.size(); ++i)
+          if (plan.variables[i].name == instruction.variable)
+            instruction.variableIndex = static_cast<int>(i);
+        if (instruction.variableIndex < 0)
+          item.at("variable")
+              .fail("unknown variable '" + instruction.variable + "'");
+        if (instruction.operands.size() != 1 ||
+            plan.values[instruction.operands[0]].bytes() !=
+                plan.values[plan.variables[instruction.variableIndex].value]
+                    .bytes())
+          item.fail("a copy takes one operand the size of its variable");
+      } else if (op == "shard.all_slice") {
+        instruction.kind = InstructionKind::AllSlice;
+        if (instruction.operands.size() != 1 || instruction.results.size() != 1)
+          item.fail("shard.all_slice takes one operand and one result");
+      } else if (op.rfind("nn.", 0) == 0) {
+        instruction.kind = InstructionKind::Kernel;
+      } else {
+        item.at("op").fail("unknown instruction '" + op + "'");
+      }
+      plan.instructions.push_back(std::move(instruction));
+    }
+    if (started != waited)
+      root.at("instructions")
+          .fail("bucket " + std::to_string(*started.rbegin()) +
+                " is started but never waited for");
+    plan.numBuckets = started.empty() ? 0 : *started.rbegin() + 1;
+    if (static_cast<int>(started.size()) != plan.numBuckets)
+      root.at("instructions").fail("bucket ids are not 0, 1, 2, ...");
+  }
+
+  void readCollective(const Reader &item, Instruction &instruction) {
+    instruction.kind = InstructionKind::CollectiveStart;
+    std::string kind = item.at("kind").string();
+    if (kind == "all_reduce")
+      instruction.collective = CollectiveKind::AllReduce;
+    else if (kind == "reduce_scatter")
+      instruction.collective = CollectiveKind::ReduceScatter;
+    else if (kind == "all_gather")
+      instruction.collective = CollectiveKind::AllGather;
+    else if (kind == "all_to_all")
+      instruction.collective = CollectiveKind::AllToAll;
+    else
+      item.at("kind").fail("unknown collective '" + kind + "'");
+    instruction.bucket = static_cast<int>(item.at("bucket").integer(0));
+    instruction.groupAxis = static_cast<int>(
+        item.at("group_axis")
+            .integer(0, static_cast<int64_t>(plan.hierarchy.size()) - 1));
+    instruction.groupSize = static_cast<int>(item.at("group_size").integer(1));
+    if (instruction.groupSize != plan.hierarchy[instruction.groupAxis])
+      item.at("group_size").fail("does not match the hierarchy");
+    std::string reduce = item.at("reduce").string();
+    if (reduce == "sum")
+      instruction.reduce = ReduceOp::Sum;
+    else if (reduce == "max")
+      instruction.reduce = ReduceOp::Max;
+    else
+      item.at("reduce").fail("unknown reduction '" + reduce + "'");
+    if (item.has("gather_axis"))
+      instruction.gatherAxis =
+          static_cast<int>(item.at("gather_axis").integer(0));
+    if (item.has("scatter_axis"))
+      instruction.scatterAxis =
+          static_cast<int>(item.at("scatter_axis").integer(0));
+    if (item.has("staging"))
+      instruction.staging = bufferId(item.at("staging"));
+    for (const Reader &entry : item.at("segments").items()) {
+      Segment segment;
+      segment.offset = entry.at("offset").integer(0);
+      segment.numel = entry.at("numel").integer(0);
+      instruction.segments.push_back(segment);
+    }
+    size_t count = instruction.operands.size();
+    if (count == 0 || instruction.results.size() != count ||
+        instruction.segments.size() != count)
+      item.fail("a collective needs as many operands, results and segments");
+    int64_t n = instruction.groupSize;
+    for (size_t i = 0; i < count; ++i) {
+      const PlanValue &operand = plan.values[instruction.operands[i]];
+      const PlanValue &result = plan.values[instruction.results[i]];
+      if (operand.dtype != result.dtype)
+        item.fail("operand and result " + std::to_string(i) +
+                  " differ in dtype");
+      auto axisOk = [&](std::optional<int> axis, const PlanValue &value) {
+        return axis && *axis < static_cast<int>(value.shape.size());
+      };
+      int64_t in = operand.numel(), out = result.numel();
+      bool ok = true;
+      switch (instruction.collective) {
+      case CollectiveKind::AllReduce:
+        ok = in == out;
+        break;
+      case CollectiveKind::ReduceScatter:
+        ok = axisOk(instruction.scatterAxis, operand) && in == out * n;
+        break;
+      case CollectiveKind::AllGather:
+        ok = axisOk(instruction.gatherAxis, result) && out == in * n;
+        break;
+      case CollectiveKind::AllToAll:
+        ok = axisOk(instruction.scatterAxis, operand) &&
+             axisOk(instruction.gatherAxis, result) && in == out && count == 1;
+        break;
+      }
+      if (!ok)
+        item.fail("segment " + std::to_string(i) + " does not fit a " +
+                  collectiveKindName(instruction.collective) + " over " +
+                  std::to_string(n) + " ranks");
+    }
+  }
+
+  int valueId(const Reader &reader) {
+    return static_cast<int>(
+        reader.integer(0, static_cast<int64_t>(plan.values.size()) - 1));
+  }
+  int bufferId(const Reader &reader) {
+    return static_cast<int>(
+        reader.integer(0, static_cast<int64_t>(plan.buffers.size()) - 1));
+  }
+  std::vector<int> valueIds(const Reader &reader) {
+    std::vector<int> ids;
+    for (const Reader &item : reader.items())
+      ids.push_back(valueId(item));
+    return ids;
+  }
+
+  Reader root;
+  Plan plan;
+};
+
+} // namespace
+
+Plan parsePlan(const std::string &text, const std::string &source) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error &error) {
+    std::string what = error.what();
+    // "[json.exception.parse_error.101] parse error at line 3, column 4: ..."
+    size_t start = what.find("] ");
+    throw RuntimeError(
+        source + ": not valid JSON (" +
+        (start == std::string::npos ? what : what.substr(start + 2)) + ")");
+  }
+  try {
+    return PlanBuilder(root, source).build();
+  } catch (const Json::exception &error) {
+    throw RuntimeError(source + ": malformed plan (" + error.what() + ")");
+  }
+}
+
+Plan readPlan(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    throw RuntimeError(path + ": cannot open the plan file");
+  std::stringstream text;
+  text << file.rdbuf();
+  if (file.bad())
+    throw RuntimeError(path + ": cannot read the plan file");
+  return parsePlan(text.str(), path);
+}
+
+void checkRankCount(const Plan &plan, int ranks) {
+  if (ranks != plan.world)
+    throw RuntimeError(
+        plan.source + ": the plan was compiled for " +
+        std::to_string(plan.world) + " ranks, not " + std::to_string(ranks) +
+        " (recompile with --world=" + std::to_string(ranks) + ")");
+}
+
+} // namespace zerosbp::runtime

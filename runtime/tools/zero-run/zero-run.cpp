@@ -1,0 +1,182 @@
+//===- zero-run.cpp - trains a compiled plan across ranks -----------------===//
+//
+//   zero-run model.zplan --ranks N [--backend inprocess|mpi] --steps K
+//            [--data DIR] [--init DIR] [--save DIR] [--report=json]
+//            [--report-file FILE] [--seed S] [--timeout SECONDS]
+//            [--threads T] [--quiet]
+//
+// Prints one progress line per step. With `--backend mpi` every process of
+// `mpirun -n N` is one rank; started outside mpirun, zero-run launches
+// itself under mpirun.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/Error.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/train/MpiTraining.h"
+#include "runtime/train/Report.h"
+#include "runtime/train/Trainer.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+using namespace zerosbp::runtime;
+
+namespace {
+
+const char *const kUsage =
+    "usage: zero-run model.zplan --ranks N [--backend inprocess|mpi] "
+    "--steps K [--data DIR] [--init DIR] [--save DIR] [--report=json] "
+    "[--report-file FILE] [--seed S] [--timeout SECONDS] [--threads T] "
+    "[--quiet]";
+
+[[noreturn]] void usageError(const std::string &message) {
+  throw RuntimeError(message + "\n" + kUsage);
+}
+
+int64_t parseInteger(const std::string &flag, const std::string &text,
+                     int64_t min, int64_t max) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < min || value > max)
+    usageError(flag + ": expected an integer in [" + std::to_string(min) +
+               ", " + std::to_string(max) + "], got '" + text + "'");
+  return value;
+}
+
+struct CommandLine {
+  TrainOptions options;
+  bool ranksGiven = false;
+  bool stepsGiven = false;
+  bool jsonToStdout = false;
+  std::optional<std::string> reportFile;
+};
+
+CommandLine parse(int argc, char **argv) {
+  CommandLine line;
+  TrainOptions &options = line.options;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string value;
+    bool inlineValue = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t equals = arg.find('=');
+      if (equals != std::string::npos) {
+        value = arg.substr(equals + 1);
+        arg = arg.substr(0, equals);
+        inlineValue = true;
+      }
+    }
+    auto next = [&]() -> std::string {
+      if (inlineValue)
+        return value;
+      if (i + 1 >= args.size())
+        usageError(arg + " needs a value");
+      return args[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage << "\n";
+      std::exit(0);
+    } else if (arg == "--ranks" || arg == "-n") {
+      options.ranks = static_cast<int>(parseInteger(arg, next(), 1, 4096));
+      line.ranksGiven = true;
+    } else if (arg == "--backend") {
+      options.backend = next();
+      if (options.backend != "inprocess" && options.backend != "mpi")
+        usageError("--backend: expected inprocess or mpi, got '" +
+                   options.backend + "'");
+    } else if (arg == "--steps") {
+      options.steps = parseInteger(arg, next(), 1, 1000000000);
+      line.stepsGiven = true;
+    } else if (arg == "--data") {
+      options.dataDir = next();
+    } else if (arg == "--init") {
+      options.initDir = next();
+    } else if (arg == "--save") {
+      options.saveDir = next();
+    } else if (arg == "--report") {
+      std::string kind = next();
+      if (kind == "json")
+        line.jsonToStdout = true;
+      else if (kind != "none")
+        usageError("--report: expected json or none, got '" + kind + "'");
+    } else if (arg == "--report-file") {
+      line.reportFile = next();
+    } else if (arg == "--seed") {
+      options.seed =
+          static_cast<uint64_t>(parseInteger(arg, next(), 0, INT64_MAX));
+    } else if (arg == "--timeout") {
+      options.timeoutSeconds =
+          static_cast<double>(parseInteger(arg, next(), 1, 86400));
+    } else if (arg == "--threads") {
+      options.threads = static_cast<int>(parseInteger(arg, next(), 1, 256));
+    } else if (arg == "--quiet") {
+      options.progress = false;
+    } else if (arg.rfind("-", 0) == 0) {
+      usageError("unknown option '" + arg + "'");
+    } else if (options.planPath.empty()) {
+      options.planPath = arg;
+    } else {
+      usageError("unexpected argument '" + arg + "'");
+    }
+  }
+  if (options.planPath.empty())
+    usageError("no plan file given");
+  if (!line.stepsGiven)
+    usageError("--steps is required");
+  return line;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int rank = 0;
+  try {
+    CommandLine line = parse(argc, argv);
+    TrainOptions &options = line.options;
+    if (options.backend == "mpi" && !MpiTraining::launchedByMpirun()) {
+      if (!line.ranksGiven)
+        usageError("--backend mpi needs --ranks");
+      return MpiTraining::relaunchUnderMpirun(argc, argv, options.ranks);
+    }
+    Plan plan = readPlan(options.planPath);
+    if (!line.ranksGiven)
+      options.ranks = plan.world;
+    // With the report on stdout, progress goes to stderr.
+    std::ostream &progress = line.jsonToStdout ? std::cerr : std::cout;
+    TrainResult result;
+    if (options.backend == "mpi") {
+      MpiTraining mpi;
+      rank = mpi.rank();
+      if (mpi.size() != options.ranks)
+        throw RuntimeError("mpirun started " + std::to_string(mpi.size()) +
+                           " processes but --ranks is " +
+                           std::to_string(options.ranks));
+      result = mpi.train(plan, options, progress);
+    } else {
+      result = trainInProcess(plan, options, progress);
+    }
+    if (rank == 0) {
+      std::string report = trainReportJson(plan, options, result);
+      if (line.reportFile) {
+        std::ofstream file(*line.reportFile);
+        file << report << "\n";
+        if (!file)
+          throw RuntimeError(*line.reportFile + ": cannot write the report");
+      }
+      if (line.jsonToStdout)
+        std::cout << report << std::endl;
+    }
+    return 0;
+  } catch (const std::exception &error) {
+    std::string message = error.what();
+    std::cerr << "zero-run: " << message << std::endl;
+    return 1;
+  }
+}

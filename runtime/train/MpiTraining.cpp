@@ -1,0 +1,81 @@
+//===- MpiTraining.cpp - one rank per process under mpirun ----------------===//
+
+#include "runtime/train/MpiTraining.h"
+
+#include "runtime/comm/MpiComm.h"
+#include "runtime/core/Error.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+MpiTraining::MpiTraining() : session(std::make_unique<MpiSession>()) {}
+MpiTraining::~MpiTraining() = default;
+
+int MpiTraining::rank() const { return session->rank(); }
+int MpiTraining::size() const { return session->size(); }
+
+bool MpiTraining::launchedByMpirun() { return MpiSession::launchedByMpirun(); }
+
+TrainResult MpiTraining::train(const Plan &plan, const TrainOptions &options,
+                               std::ostream &progress) {
+  std::unique_ptr<Communicator> comm = session->communicator();
+  // Records for the report travel outside the communicator, so that they
+  // are not counted as training traffic.
+  auto gather = [&](const std::vector<double> &mine) {
+    std::vector<double> all(mine.size() * session->size());
+    MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
+                  all.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
+                  MPI_COMM_WORLD);
+    return all;
+  };
+  try {
+    return trainOneRank(plan, options, *comm, gather, progress);
+  } catch (const std::exception &error) {
+    comm->abort(error.what()); // Ends every rank; does not return.
+    throw;
+  }
+}
+
+int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
+  std::vector<std::string> command = {
+      "mpirun",          "-n",        std::to_string(ranks),
+      "--oversubscribe", "--bind-to", "none"};
+  if (geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  // Shared memory between ranks of one machine, without the kernel's
+  // cross-memory attach (refused in containers).
+  for (const char *flag : {"--mca", "btl_vader_single_copy_mechanism", "none"})
+    command.push_back(flag);
+  // /proc/self/exe: the same binary, wherever it was started from.
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  command.push_back(length > 0 ? std::string(self, length)
+                               : std::string(argv[0]));
+  for (int i = 1; i < argc; ++i)
+    command.push_back(argv[i]);
+  std::vector<char *> pointers;
+  for (std::string &word : command)
+    pointers.push_back(word.data());
+  pointers.push_back(nullptr);
+  pid_t child = fork();
+  if (child < 0)
+    throw RuntimeError("cannot start mpirun");
+  if (child == 0) {
+    execvp("mpirun", pointers.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    throw RuntimeError("cannot run mpirun (install openmpi-bin)");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+} // namespace zerosbp::runtime

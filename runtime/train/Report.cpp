@@ -1,0 +1,105 @@
+//===- Report.cpp - the JSON report of a training run ---------------------===//
+
+#include "runtime/train/Report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace zerosbp::runtime {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+Json kindBytes(const KindBytes &bytes) {
+  Json object = Json::object();
+  for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
+    object[collectiveKindName(static_cast<CollectiveKind>(kind))] = bytes[kind];
+  return object;
+}
+
+Json roleBytes(const int64_t (&bytes)[kNumRoles]) {
+  Json object = Json::object();
+  for (int role = 0; role < kNumRoles; ++role)
+    object[roleName(static_cast<Role>(role))] = bytes[role];
+  return object;
+}
+
+} // namespace
+
+std::string trainReportJson(const Plan &plan, const TrainOptions &options,
+                            const TrainResult &result) {
+  Json report;
+  report["plan"] = options.planPath;
+  report["function"] = plan.function;
+  if (plan.stage)
+    report["stage"] = *plan.stage;
+  report["world"] = plan.world;
+  report["backend"] = options.backend;
+  report["steps"] = options.steps;
+  report["losses"] = result.losses;
+
+  int64_t steps = static_cast<int64_t>(result.losses.size());
+  std::vector<double> stepMs(steps, 0.0);
+  for (const RankRecord &rank : result.ranks)
+    for (int64_t s = 0; s < steps && s < (int64_t)rank.times.size(); ++s)
+      stepMs[s] = std::max(stepMs[s], rank.times[s].step);
+  report["step_ms"] = stepMs;
+  int64_t first = steps > 1 ? 1 : 0; // The first step warms caches up.
+  double meanStep = 0;
+  for (int64_t s = first; s < steps; ++s)
+    meanStep += stepMs[s];
+  meanStep = steps > first ? meanStep / (steps - first) : 0;
+  report["mean_step_ms"] = meanStep;
+  report["tokens_per_step"] = result.tokensPerStep;
+  report["tokens_per_second"] =
+      meanStep > 0 ? result.tokensPerStep / (meanStep / 1000) : 0.0;
+
+  StepTimes sum;
+  int64_t samples = 0;
+  for (const RankRecord &rank : result.ranks)
+    for (int64_t s = first; s < (int64_t)rank.times.size(); ++s, ++samples) {
+      const StepTimes &t = rank.times[s];
+      sum.forward += t.forward;
+      sum.backward += t.backward;
+      sum.optimizer += t.optimizer;
+      sum.commWait += t.commWait;
+      sum.commBusy += t.commBusy;
+    }
+  double scale = samples ? 1.0 / samples : 0;
+  report["phase_ms"] = {{"forward", sum.forward * scale},
+                        {"backward", sum.backward * scale},
+                        {"optimizer", sum.optimizer * scale},
+                        {"comm_wait", sum.commWait * scale},
+                        {"comm_busy", sum.commBusy * scale}};
+
+  Json peaks = Json::array();
+  for (size_t r = 0; r < result.ranks.size(); ++r) {
+    const MemoryPeaks &peak = result.ranks[r].peaks;
+    peaks.push_back({{"rank", r},
+                     {"total", peak.total},
+                     {"model_states", peak.modelStates},
+                     {"high_water", peak.highWater},
+                     {"by_role", roleBytes(peak.byRole)}});
+  }
+  report["peak_bytes"] = peaks;
+  report["planned_bytes"] = {{"arena", plan.memory.arena},
+                             {"lower_bound", plan.memory.lowerBound},
+                             {"model_states", plan.memory.modelStates},
+                             {"by_role", roleBytes(plan.memory.peak)}};
+
+  Json perStep = Json::array();
+  if (!result.ranks.empty())
+    for (const KindBytes &bytes : result.ranks[0].bytesSent)
+      perStep.push_back(kindBytes(bytes));
+  Json perRank = Json::array();
+  for (const RankRecord &rank : result.ranks)
+    perRank.push_back(rank.bytesSent.empty()
+                          ? Json::object()
+                          : kindBytes(rank.bytesSent.back()));
+  report["comm_bytes"] = {{"per_step", perStep}, {"per_rank", perRank}};
+  return report.dump(2);
+}
+
+} // namespace zerosbp::runtime

@@ -1,0 +1,21 @@
+//===- Report.h - the JSON report of a training run -------------*- C++ -*-===//
+
+#ifndef ZEROSBP_RUNTIME_TRAIN_REPORT_H
+#define ZEROSBP_RUNTIME_TRAIN_REPORT_H
+
+#include "runtime/train/Trainer.h"
+
+#include <string>
+
+namespace zerosbp::runtime {
+
+/// `losses` (one per step), `step_ms`, `phase_ms` (mean per step over
+/// ranks, the first step left out when there are more), `peak_bytes` (per
+/// rank: total, model states and by role) beside `planned_bytes`,
+/// `comm_bytes` (per step and kind, per rank), tokens per second.
+std::string trainReportJson(const Plan &plan, const TrainOptions &options,
+                            const TrainResult &result);
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_TRAIN_REPORT_H

@@ -1,0 +1,81 @@
+//===- Trainer.h - trains a plan for K steps across ranks -------*- C++ -*-===//
+//
+// The loop behind `zero-run`: every rank initializes its shard of the
+// variables, then for each step writes its shard of the inputs, runs the
+// plan and records the loss, its times, its bytes sent and its memory. A
+// rank that fails tells the others through its communicator; the run then
+// ends with the first failure's message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_TRAIN_TRAINER_H
+#define ZEROSBP_RUNTIME_TRAIN_TRAINER_H
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/exec/MemoryTracker.h"
+#include "runtime/exec/RankExecutor.h"
+#include "runtime/plan/Plan.h"
+
+#include <array>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+struct TrainOptions {
+  std::string planPath;
+  int ranks = 1;
+  std::string backend = "inprocess";
+  int64_t steps = 1;
+  std::optional<std::string> dataDir;
+  std::optional<std::string> initDir;
+  std::optional<std::string> saveDir;
+  uint64_t seed = 0;
+  double timeoutSeconds = 300;
+  int threads = 0; // BLAS threads per rank; 0 picks.
+  bool progress = true;
+};
+
+using KindBytes = std::array<int64_t, kNumCollectiveKinds>;
+
+struct RankRecord {
+  MemoryPeaks peaks;
+  std::vector<StepTimes> times;     // One per step.
+  std::vector<KindBytes> bytesSent; // One per step.
+};
+
+struct TrainResult {
+  std::vector<double> losses;
+  std::vector<RankRecord> ranks;
+  int64_t tokensPerStep = 0;
+};
+
+/// One thread per rank in this process, over the in-process communicator.
+TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
+                           std::ostream &progress);
+
+/// This process's rank of a run over `comm` (MPI: one process per rank).
+/// `gather` collects a fixed-size record from every rank (for the progress
+/// line, the report and the saved model); only rank 0's result is complete.
+TrainResult trainOneRank(
+    const Plan &plan, const TrainOptions &options, Communicator &comm,
+    const std::function<std::vector<double>(const std::vector<double> &)>
+        &gather,
+    std::ostream &progress);
+
+/// The progress line of one step.
+std::string progressLine(const TrainResult &result, int64_t step,
+                         int64_t steps);
+
+/// Writes the full parameters (PyTorch names, shapes, float32) to `dir`;
+/// `shard(rank, variable)` returns a rank's elements of a variable. A
+/// parameter with an fp32 master is saved from the master.
+void saveModel(const Plan &plan, const std::string &dir,
+               const std::function<std::vector<double>(int, int)> &shard);
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_TRAIN_TRAINER_H
