@@ -64,7 +64,7 @@ DType parseDescr(std::string descr, const std::string &source) {
     return DType::I32;
   if (descr == "|b1")
     return DType::I1;
-  throw RuntimeError(source + ": unsupported .npy dtype " + descr +
+  throw RuntimeError(source + ": unsupported .npy dtype '" + descr + "'" +
                      " (expected little-endian f4, f8, f2, i8, i4 or b1)");
 }
 
