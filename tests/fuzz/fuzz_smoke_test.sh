@@ -11,7 +11,7 @@ dict="$2"
 seeds="$3"
 seconds="${4:-20}"
 
-work="${TEST_TMPDIR:-$(mktemp -d)}/ir_fuzzer_smoke"
+work="${TEST_TMPDIR:-$(mktemp -d)}/$(basename "$fuzzer")_smoke"
 rm -rf "$work"
 mkdir -p "$work/corpus" "$work/artifacts"
 cp "$seeds"/* "$work/corpus/"
@@ -31,7 +31,7 @@ status=0
 
 artifacts=$(ls "$work/artifacts")
 if [[ $status -ne 0 || -n "$artifacts" ]]; then
-  echo "FAIL: ir_fuzzer exited with status $status" >&2
+  echo "FAIL: $(basename "$fuzzer") exited with status $status" >&2
   grep -E "ERROR: |ir_fuzzer: |SUMMARY: " "$work/fuzz.log" >&2 || true
   tail -n 60 "$work/fuzz.log" >&2
   for artifact in $artifacts; do
