@@ -83,9 +83,16 @@ InputFeed::InputFeed(const Plan &plan,
   // Synthetic ids stay below every table and class count that reads them.
   integerBound.assign(plan.inputs.size(), std::numeric_limits<int64_t>::max());
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    int value = plan.inputs[i].value;
+    // Reshapes have no instruction: a view of the input shares its bytes.
+    const PlanValue &input = plan.values[plan.inputs[i].value];
+    auto readsInput = [&](int id) {
+      const PlanValue &value = plan.values[id];
+      return value.buffer == input.buffer && value.offset == input.offset;
+    };
     for (const Instruction &instruction : plan.instructions) {
-      if (instruction.operands.size() < 2 || instruction.operands[1] != value)
+      if (instruction.kind != InstructionKind::Kernel ||
+          instruction.operands.size() < 2 ||
+          !readsInput(instruction.operands[1]))
         continue;
       const std::vector<int64_t> &source =
           plan.values[instruction.operands[0]].shape;
