@@ -44,15 +44,32 @@ TrainResult MpiTraining::train(const Plan &plan, const TrainOptions &options,
 }
 
 int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
-  std::vector<std::string> command = {
-      "mpirun",          "-n",        std::to_string(ranks),
-      "--oversubscribe", "--bind-to", "none"};
-  if (geteuid() == 0)
-    command.push_back("--allow-run-as-root");
-  // Shared memory between ranks of one machine, without the kernel's
-  // cross-memory attach (refused in containers).
-  for (const char *flag : {"--mca", "btl_vader_single_copy_mechanism", "none"})
-    command.push_back(flag);
+  // One machine (runs across machines start mpirun themselves, with a
+  // hostfile): shared memory between the ranks, no core binding, no ssh,
+  // and no cross-memory attach (containers refuse its ptrace).
+  std::vector<std::string> command = {"mpirun",
+                                      "-n",
+                                      std::to_string(ranks),
+                                      "--oversubscribe",
+                                      "--bind-to",
+                                      "none",
+                                      "--mca",
+                                      "btl",
+                                      "self,vader",
+                                      "--mca",
+                                      "pml",
+                                      "ob1",
+                                      "--mca",
+                                      "btl_vader_single_copy_mechanism",
+                                      "none",
+                                      "--mca",
+                                      "plm",
+                                      "isolated"};
+  if (geteuid() == 0) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  setenv("OMPI_MCA_btl_base_warn_component_unused", "0", 1);
   // /proc/self/exe: the same binary, wherever it was started from.
   char self[4096];
   ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);

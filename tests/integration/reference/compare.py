@@ -274,8 +274,9 @@ def run_close_mode(args) -> List[str]:
         param_atol = first(args.param_atol, param_atol)
         invariant_atol = first(args.invariant_atol, invariant_atol)
         param_rtol = first(args.param_rtol, rtol)
-        print("tolerances: params %.1e + %.1e |B|; loss-invariant entries %.1e"
-              % (param_atol, param_rtol, invariant_atol))
+        print("tolerances: params %.1e + %.1e |B|; loss-invariant entries %s"
+              % (param_atol, param_rtol,
+                 "none" if invariant_atol is None else "%.1e" % invariant_atol))
         b = load_params(require(args.saved_b, "--saved-b"))
         a = load_params(require(args.saved_a, "--saved-a"), list(b))
         failures += compare_params(a, b, param_rtol, param_atol, invariant_atol)
