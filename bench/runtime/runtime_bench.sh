@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# `bazel run -c opt //bench/runtime -- --csv=$PWD/bench/results/runtime.csv`
+exec /usr/bin/python3 bench/runtime/runtime_bench.py "$@"
