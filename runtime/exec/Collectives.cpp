@@ -99,6 +99,75 @@ void allReduceBucket(const Instruction &instruction,
                 results[i].bytes());
 }
 
+/// A bucket of several reduce-scatter or all-gather segments, each split
+/// or gathered along a leading axis: one collective over a rank-major flat
+/// buffer (part j of every segment, then part j + 1, ...), so the group
+/// synchronizes once per bucket rather than once per tensor.
+bool runFusedBucket(const Instruction &instruction,
+                    const std::vector<TensorRef> &operands,
+                    const std::vector<TensorRef> &results, void *staging,
+                    CommGroup &group, Communicator &comm) {
+  if (operands.size() < 2)
+    return false;
+  bool scatter = instruction.collective == CollectiveKind::ReduceScatter;
+  if (!scatter && instruction.collective != CollectiveKind::AllGather)
+    return false;
+  int64_t n = group.size();
+  DType type = operands[0].dtype;
+  size_t elementBytes = dtypeBytes(type);
+  int64_t partElements = 0; // One rank's part of the whole bucket.
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const TensorRef &full = scatter ? operands[i] : results[i];
+    int axis = scatter ? *instruction.scatterAxis : *instruction.gatherAxis;
+    if (full.dtype != type || !isRankMajor(full.shape, axis) ||
+        full.shape[axis] % n != 0)
+      return false;
+    partElements += full.numel() / n;
+  }
+  size_t partBytes = partElements * elementBytes;
+  // The full-size bucket (the planned staging buffer where there is one)
+  // and this rank's part.
+  std::vector<unsigned char> scratch((scatter && staging ? 0 : n * partBytes) +
+                                     partBytes);
+  unsigned char *whole = scatter && staging
+                             ? static_cast<unsigned char *>(staging)
+                             : scratch.data();
+  unsigned char *own = scratch.data() + scratch.size() - partBytes;
+  size_t at = 0;
+  if (scatter) {
+    // Part j of every segment, end to end, is rank j's block.
+    for (const TensorRef &operand : operands) {
+      size_t segmentPart = operand.bytes() / n;
+      for (int64_t j = 0; j < n; ++j)
+        std::memcpy(whole + j * partBytes + at,
+                    bytesOf(operand) + j * segmentPart, segmentPart);
+      at += segmentPart;
+    }
+    comm.reduceScatter(group, type, whole, own, partElements,
+                       instruction.reduce);
+    at = 0;
+    for (const TensorRef &result : results) {
+      std::memcpy(result.data, own + at, result.bytes());
+      at += result.bytes();
+    }
+    return true;
+  }
+  for (const TensorRef &operand : operands) {
+    std::memcpy(own + at, operand.data, operand.bytes());
+    at += operand.bytes();
+  }
+  comm.allGather(group, type, own, whole, partElements);
+  at = 0;
+  for (const TensorRef &result : results) {
+    size_t segmentPart = result.bytes() / n;
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(bytesOf(result) + j * segmentPart, whole + j * partBytes + at,
+                  segmentPart);
+    at += segmentPart;
+  }
+  return true;
+}
+
 } // namespace
 
 void runCollective(const Instruction &instruction,
@@ -110,6 +179,8 @@ void runCollective(const Instruction &instruction,
     allReduceBucket(instruction, operands, results, staging, group, comm);
     return;
   }
+  if (runFusedBucket(instruction, operands, results, staging, group, comm))
+    return;
   for (size_t i = 0; i < operands.size(); ++i) {
     const TensorRef &operand = operands[i];
     const TensorRef &result = results[i];
