@@ -1,0 +1,120 @@
+//===- Loss.cpp - softmax cross-entropy and its gradient ------------------===//
+//
+// The loss is the sum of the per-sample losses divided by `count` when it is
+// set (the global sample count), else by the local sample count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
+#include "runtime/kernels/cpu/Support.h"
+
+#include <cmath>
+
+namespace zerosbp::runtime::cpu {
+
+namespace {
+struct LossLayout {
+  int64_t samples;
+  int64_t classes;
+  double count; // what the sum of sample losses is divided by
+};
+
+LossLayout lossLayout(std::string_view op, const AttrMap &attrs,
+                      const TensorRef &logits, const TensorRef &labels) {
+  expectFloat(op, logits, "logits");
+  expectIndex(op, labels, "labels");
+  if (logits.rank() < 1)
+    fail(op, "logits must have a class dim");
+  std::vector<int64_t> leading(logits.shape.begin(), logits.shape.end() - 1);
+  expectShape(op, labels, leading, "labels");
+  LossLayout layout{labels.numel(), logits.shape.back(), 0.0};
+  layout.count = static_cast<double>(layout.samples);
+  if (std::optional<int64_t> count = attrs.findInt("count")) {
+    if (*count < 1)
+      fail(op, "count " + std::to_string(*count) + " is not positive");
+    layout.count = static_cast<double>(*count);
+  }
+  return layout;
+}
+
+std::vector<int64_t> checkedLabels(std::string_view op, const TensorRef &labels,
+                                   int64_t classes) {
+  std::vector<int64_t> values = readIndices(labels);
+  for (int64_t label : values)
+    if (label < 0 || label >= classes)
+      fail(op, "label " + std::to_string(label) + " is out of range for " +
+                   std::to_string(classes) + " classes");
+  return values;
+}
+
+/// e[j] = exp(x[j] - max(x)), n > 0; returns sum(e) and sets `max`.
+ZEROSBP_CPU_CLONES
+double shiftedExp(const float *__restrict x, float *__restrict e, int64_t n,
+                  float &max) {
+  max = maxOf(x, n);
+  for (int64_t j = 0; j < n; ++j)
+    e[j] = fastExp(x[j] - max);
+  return sumOf(e, n);
+}
+} // namespace
+
+void crossEntropyKernel(const AttrMap &attrs, const Tensors &operands,
+                        const Tensors &results) {
+  constexpr std::string_view op = "nn.cross_entropy";
+  expectArity(op, operands, results, 2, 1);
+  const TensorRef &logits = operands[0], &result = results[0];
+  LossLayout layout = lossLayout(op, attrs, logits, operands[1]);
+  expectFloat(op, result, "result");
+  expectNumel(op, result, 1, "result");
+  int64_t classes = layout.classes;
+  std::vector<int64_t> labels = checkedLabels(op, operands[1], classes);
+
+  FloatInput x(logits);
+  std::vector<float> e(static_cast<size_t>(classes));
+  double total = 0.0;
+  for (int64_t s = 0; s < layout.samples; ++s) {
+    const float *row = x.data() + s * classes;
+    float max;
+    double sum = shiftedExp(row, e.data(), classes, max);
+    // -log softmax(x)[label] = log(sum) + max - x[label]
+    total += std::log(sum) + static_cast<double>(max) -
+             static_cast<double>(row[labels[s]]);
+  }
+  writeScalar(result, static_cast<float>(total / layout.count));
+}
+
+void crossEntropyGradKernel(const AttrMap &attrs, const Tensors &operands,
+                            const Tensors &results) {
+  constexpr std::string_view op = "nn.cross_entropy_grad";
+  expectArity(op, operands, results, 3, 1);
+  const TensorRef &gradLoss = operands[0], &logits = operands[1];
+  const TensorRef &result = results[0];
+  expectFloat(op, gradLoss, "grad_loss");
+  expectNumel(op, gradLoss, 1, "grad_loss");
+  LossLayout layout = lossLayout(op, attrs, logits, operands[2]);
+  expectFloat(op, result, "result");
+  expectShape(op, result, logits.shape, "result");
+  int64_t classes = layout.classes;
+  std::vector<int64_t> labels = checkedLabels(op, operands[2], classes);
+
+  // dx = dloss (softmax(x) - onehot(label)) / count
+  auto factor = static_cast<float>(static_cast<double>(readScalar(gradLoss)) /
+                                   layout.count);
+  FloatInput x(logits);
+  FloatOutput out(result, overlapsAny(result, operands));
+  for (int64_t s = 0; s < layout.samples; ++s) {
+    const float *row = x.data() + s * classes;
+    float *dx = out.data() + s * classes;
+    float max;
+    double sum = shiftedExp(row, dx, classes, max);
+    auto inverse = static_cast<float>(1.0 / sum);
+    float atLabel = dx[labels[s]] * inverse;
+    for (int64_t j = 0; j < classes; ++j)
+      dx[j] = dx[j] * inverse * factor;
+    dx[labels[s]] = (atLabel - 1.0f) * factor;
+  }
+  out.finish();
+}
+
+} // namespace zerosbp::runtime::cpu

@@ -1,0 +1,142 @@
+//===- Normalization.cpp - layer_norm and its gradient --------------------===//
+//
+// Over the last axis, biased variance. Row statistics are summed in double;
+// the forward and the gradient compute them identically.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/FastMath.h"
+#include "runtime/kernels/cpu/Support.h"
+
+#include <cmath>
+
+namespace zerosbp::runtime::cpu {
+
+namespace {
+constexpr double kDefaultEpsilon = 1e-5;
+
+struct RowStats {
+  float mean;
+  float rstd; // 1 / sqrt(var + epsilon)
+};
+
+RowStats rowStats(const float *x, int64_t n, double epsilon) {
+  double mean = sumOf(x, n) / static_cast<double>(n);
+  double variance = squaredDeviationOf(x, n, mean) / static_cast<double>(n);
+  return {static_cast<float>(mean),
+          static_cast<float>(1.0 / std::sqrt(variance + epsilon))};
+}
+
+ZEROSBP_CPU_CLONES
+void layerNormRow(const float *__restrict x, const float *__restrict gamma,
+                  const float *__restrict beta, float *__restrict y, int64_t n,
+                  double epsilon) {
+  RowStats stats = rowStats(x, n, epsilon);
+  float mean = stats.mean, rstd = stats.rstd;
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = (x[j] - mean) * rstd * gamma[j] + beta[j];
+}
+
+/// One row of the gradient: writes dx and adds to the gamma and beta sums.
+/// `xhat` and `scaled` are scratch rows.
+ZEROSBP_CPU_CLONES
+void layerNormGradRow(const float *__restrict dy, const float *__restrict x,
+                      const float *__restrict gamma, float *__restrict dx,
+                      float *__restrict xhat, float *__restrict scaled,
+                      double *__restrict dgamma, double *__restrict dbeta,
+                      int64_t n, double epsilon) {
+  RowStats stats = rowStats(x, n, epsilon);
+  float mean = stats.mean, rstd = stats.rstd;
+  for (int64_t j = 0; j < n; ++j) {
+    xhat[j] = (x[j] - mean) * rstd;
+    scaled[j] = dy[j] * gamma[j];
+  }
+  // dx = rstd (g dy - mean(g dy) - xhat mean(g dy xhat))
+  auto meanScaled =
+      static_cast<float>(sumOf(scaled, n) / static_cast<double>(n));
+  auto meanProjection =
+      static_cast<float>(dotOf(scaled, xhat, n) / static_cast<double>(n));
+  for (int64_t j = 0; j < n; ++j)
+    dx[j] = rstd * (scaled[j] - meanScaled - xhat[j] * meanProjection);
+  for (int64_t j = 0; j < n; ++j) {
+    dgamma[j] += static_cast<double>(dy[j]) * static_cast<double>(xhat[j]);
+    dbeta[j] += static_cast<double>(dy[j]);
+  }
+}
+
+/// The size of the normalized (last) axis; checks that the 1-D `param` has
+/// it.
+int64_t normalizedSize(std::string_view op, const TensorRef &input,
+                       const TensorRef &param, const char *what) {
+  if (input.rank() < 1)
+    fail(op, "input must have at least one dim");
+  int64_t n = input.shape.back();
+  expectFloat(op, param, what);
+  expectShape(op, param, {n}, what);
+  return n;
+}
+} // namespace
+
+void layerNormKernel(const AttrMap &attrs, const Tensors &operands,
+                     const Tensors &results) {
+  constexpr std::string_view op = "nn.layer_norm";
+  expectArity(op, operands, results, 3, 1);
+  const TensorRef &input = operands[0], &result = results[0];
+  expectFloat(op, input, "input");
+  int64_t n = normalizedSize(op, input, operands[1], "gamma");
+  normalizedSize(op, input, operands[2], "beta");
+  expectFloat(op, result, "result");
+  expectShape(op, result, input.shape, "result");
+  double epsilon = attrs.getFloat("epsilon", kDefaultEpsilon);
+  if (input.numel() == 0)
+    return;
+
+  FloatInput x(input), gamma(operands[1]), beta(operands[2]);
+  FloatOutput out(result, overlapsAny(result, operands));
+  const float *g = gamma.data(), *b = beta.data();
+  int64_t rows = input.numel() / n;
+  for (int64_t row = 0; row < rows; ++row)
+    layerNormRow(x.data() + row * n, g, b, out.data() + row * n, n, epsilon);
+  out.finish();
+}
+
+void layerNormGradKernel(const AttrMap &attrs, const Tensors &operands,
+                         const Tensors &results) {
+  constexpr std::string_view op = "nn.layer_norm_grad";
+  expectArity(op, operands, results, 3, 3);
+  const TensorRef &gradOutput = operands[0], &input = operands[1];
+  const TensorRef &gamma = operands[2];
+  expectFloat(op, gradOutput, "grad_output");
+  expectFloat(op, input, "input");
+  expectShape(op, gradOutput, input.shape, "grad_output");
+  int64_t n = normalizedSize(op, input, gamma, "gamma");
+  const char *names[] = {"grad_input", "grad_gamma", "grad_beta"};
+  for (int k = 0; k < 3; ++k) {
+    expectFloat(op, results[k], names[k]);
+    expectShape(op, results[k], k == 0 ? input.shape : gamma.shape, names[k]);
+  }
+  double epsilon = attrs.getFloat("epsilon", kDefaultEpsilon);
+
+  FloatInput dy(gradOutput), x(input), g(gamma);
+  FloatOutput dx(results[0], overlapsAny(results[0], operands));
+  std::vector<double> dgamma(static_cast<size_t>(n), 0.0);
+  std::vector<double> dbeta(static_cast<size_t>(n), 0.0);
+  std::vector<float> xhat(static_cast<size_t>(n)),
+      scaled(static_cast<size_t>(n));
+  int64_t rows = n ? input.numel() / n : 0;
+  for (int64_t row = 0; row < rows; ++row)
+    layerNormGradRow(dy.data() + row * n, x.data() + row * n, g.data(),
+                     dx.data() + row * n, xhat.data(), scaled.data(),
+                     dgamma.data(), dbeta.data(), n, epsilon);
+  dx.finish();
+  std::vector<float> sums(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    sums[j] = static_cast<float>(dgamma[j]);
+  narrow(sums.data(), n, results[1], 0);
+  for (int64_t j = 0; j < n; ++j)
+    sums[j] = static_cast<float>(dbeta[j]);
+  narrow(sums.data(), n, results[2], 0);
+}
+
+} // namespace zerosbp::runtime::cpu
