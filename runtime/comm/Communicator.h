@@ -1,0 +1,137 @@
+//===- Communicator.h - collectives between ranks ---------------*- C++ -*-===//
+//
+// The collectives a plan issues, on flat contiguous buffers, within a group
+// of ranks. Every backend reduces in rank order (group index 0, 1, 2, ...),
+// accumulating f32/f16/bf16 in f32 and f64 in f64, so that a reduction's
+// result does not depend on the backend or on how tensors were bucketed:
+// element i of a bucket is the same sum whatever else is in the bucket.
+//
+// Algorithms are direct (each rank sends each peer exactly the part that
+// peer needs), so the bytes a rank sends are those of DESIGN.md section 3:
+// all-reduce 2T(n-1)/n (a reduce-scatter then an all-gather), reduce-scatter
+// and all-gather T(n-1)/n, all-to-all T(n-1)/n^2 per part... where T is the
+// full-size bytes. Each backend counts the bytes it sends, by kind.
+//
+// A Communicator is used by one thread of its rank at a time (the rank's
+// communication stream). Failures: a rank that fails calls abort(); every
+// other rank's pending or next collective then throws RuntimeError naming
+// the failed rank. A collective that waits longer than the timeout throws
+// RuntimeError naming the ranks that did not arrive.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_COMM_COMMUNICATOR_H
+#define ZEROSBP_RUNTIME_COMM_COMMUNICATOR_H
+
+#include "runtime/core/DType.h"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, AllToAll };
+constexpr int kNumCollectiveKinds = 4;
+const char *collectiveKindName(CollectiveKind kind); // "all_reduce", ...
+
+enum class ReduceOp { Sum, Max };
+
+/// A set of ranks that run collectives together, made by
+/// Communicator::createGroup.
+class CommGroup {
+public:
+  virtual ~CommGroup() = default;
+  /// World ranks in group order.
+  const std::vector<int> &ranks() const { return members; }
+  /// This rank's index in ranks().
+  int index() const { return myIndex; }
+  int size() const { return static_cast<int>(members.size()); }
+
+protected:
+  CommGroup(std::vector<int> members, int myIndex)
+      : members(std::move(members)), myIndex(myIndex) {}
+
+private:
+  std::vector<int> members;
+  int myIndex;
+};
+
+struct CommStats {
+  std::array<int64_t, kNumCollectiveKinds> bytesSent{};
+  std::array<int64_t, kNumCollectiveKinds> calls{};
+  int64_t &sent(CollectiveKind kind) {
+    return bytesSent[static_cast<int>(kind)];
+  }
+  int64_t sent(CollectiveKind kind) const {
+    return bytesSent[static_cast<int>(kind)];
+  }
+  int64_t &called(CollectiveKind kind) { return calls[static_cast<int>(kind)]; }
+  int64_t called(CollectiveKind kind) const {
+    return calls[static_cast<int>(kind)];
+  }
+};
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int worldSize() const = 0;
+
+  /// Collective over the whole world: every rank calls it with the same
+  /// groups in the same order (each rank passes the group it belongs to,
+  /// `ranks` in group order). The group lives as long as the communicator.
+  virtual CommGroup &createGroup(const std::vector<int> &ranks) = 0;
+
+  /// `data` holds `count` elements; every rank ends with the reduction.
+  virtual void allReduce(CommGroup &group, DType type, void *data,
+                         int64_t count, ReduceOp op) = 0;
+  /// `send` holds n parts of `count` elements; rank i gets the reduction of
+  /// part i in `recv` (`count` elements).
+  virtual void reduceScatter(CommGroup &group, DType type, const void *send,
+                             void *recv, int64_t count, ReduceOp op) = 0;
+  /// `send` holds `count` elements; `recv` gets n parts, part j from rank j.
+  virtual void allGather(CommGroup &group, DType type, const void *send,
+                         void *recv, int64_t count) = 0;
+  /// `send` holds n parts of `count` elements, part j for rank j; `recv`
+  /// gets n parts, part j from rank j.
+  virtual void allToAll(CommGroup &group, DType type, const void *send,
+                        void *recv, int64_t count) = 0;
+
+  /// Tells every other rank that this one failed (best effort, never
+  /// throws); their collectives then fail with a message naming this rank.
+  virtual void abort(const std::string &reason) = 0;
+
+  void setTimeout(std::chrono::milliseconds value) { timeout = value; }
+  const CommStats &stats() const { return counters; }
+  void resetStats() { counters = CommStats(); }
+
+protected:
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  CommStats counters;
+};
+
+/// Reduces `sources` (one pointer per group rank, in rank order) into
+/// `out`, element by element in rank order: the one reduction every backend
+/// uses. `out` may alias sources[0].
+void reduceInRankOrder(DType type, const std::vector<const void *> &sources,
+                       void *out, int64_t count, ReduceOp op);
+
+/// Part `index` of `count` elements cut into `parts` balanced parts (sizes
+/// differ by at most one, larger parts first): all-reduce's chunks.
+struct PartRange {
+  int64_t offset;
+  int64_t size;
+};
+PartRange balancedPart(int64_t count, int parts, int index);
+
+/// "all_reduce of 10 f32 elements": the collective a message is about.
+std::string describeCollective(CollectiveKind kind, DType type, int64_t count);
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_COMM_COMMUNICATOR_H

@@ -1,0 +1,416 @@
+//===- MpiComm.cpp - collectives between MPI processes --------------------===//
+//
+// Data movement per collective (n ranks in the group, rank i):
+//   reduce-scatter: MPI_Ialltoall of the input's parts into a staging buffer
+//                   (part j from rank j), then reduceInRankOrder into recv;
+//   all-gather:     MPI_Iallgather (MPI_IN_PLACE when the input is the
+//                   rank's own part of the output);
+//   all-to-all:     MPI_Ialltoall;
+//   all-reduce:     MPI_Ialltoallv sends chunk j to rank j, the rank reduces
+//                   its chunk in rank order in place, MPI_Iallgatherv
+//                   (in place) spreads the chunks.
+// Elements travel as unsigned integers of their width, so counts are in
+// elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/MpiComm.h"
+
+#include "runtime/core/Error.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string mpiErrorText(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, length);
+}
+
+void check(int code, const std::string &what) {
+  if (code != MPI_SUCCESS)
+    throw RuntimeError(what + ": " + mpiErrorText(code));
+}
+
+std::string formatRanks(const std::vector<int> &ranks) {
+  std::string text = "[";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text + "]";
+}
+
+std::string formatDuration(std::chrono::milliseconds value) {
+  if (value.count() % 1000 == 0)
+    return std::to_string(value.count() / 1000) + " s";
+  return std::to_string(value.count()) + " ms";
+}
+
+bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
+  auto begin = [](const void *p) { return reinterpret_cast<uintptr_t>(p); };
+  return aBytes && bBytes && begin(a) < begin(b) + bBytes &&
+         begin(b) < begin(a) + aBytes;
+}
+
+template <typename T> T *advance(T *base, int64_t bytes) {
+  using Byte = std::conditional_t<std::is_const_v<T>, const char, char>;
+  return reinterpret_cast<T *>(reinterpret_cast<Byte *>(base) + bytes);
+}
+
+/// An MPI datatype as wide as an element of `type`: bytes travel unchanged.
+MPI_Datatype wireType(DType type) {
+  switch (dtypeBytes(type)) {
+  case 1:
+    return MPI_UINT8_T;
+  case 2:
+    return MPI_UINT16_T;
+  case 4:
+    return MPI_UINT32_T;
+  default:
+    return MPI_UINT64_T;
+  }
+}
+
+class MpiGroup : public CommGroup {
+public:
+  MpiGroup(std::vector<int> members, int index, MPI_Comm comm)
+      : CommGroup(std::move(members), index), comm(comm) {}
+  ~MpiGroup() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm != MPI_COMM_NULL)
+      MPI_Comm_free(&comm);
+  }
+  MPI_Comm comm;
+};
+
+class MpiComm : public Communicator {
+public:
+  explicit MpiComm(MPI_Comm world) : world(world) {
+    MPI_Comm_rank(world, &myRank);
+    MPI_Comm_size(world, &mySize);
+  }
+  ~MpiComm() override {
+    groups.clear();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Comm_free(&world);
+  }
+
+  int rank() const override { return myRank; }
+  int worldSize() const override { return mySize; }
+  CommGroup &createGroup(const std::vector<int> &ranks) override;
+
+  void allReduce(CommGroup &group, DType type, void *data, int64_t count,
+                 ReduceOp op) override;
+  void reduceScatter(CommGroup &group, DType type, const void *send, void *recv,
+                     int64_t count, ReduceOp op) override;
+  void allGather(CommGroup &group, DType type, const void *send, void *recv,
+                 int64_t count) override;
+  void allToAll(CommGroup &group, DType type, const void *send, void *recv,
+                int64_t count) override;
+
+  void abort(const std::string &reason) override;
+
+private:
+  /// Checks the communicator and the arguments; returns the MPI group.
+  MpiGroup &begin(CommGroup &group, CollectiveKind kind, DType type,
+                  int64_t count, bool hasBuffers);
+  /// Completes `request`, polling so that the timeout can fire.
+  void wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
+            Clock::time_point deadline);
+  void finish(CollectiveKind kind, int64_t bytes) {
+    counters.called(kind) += 1;
+    counters.sent(kind) += bytes;
+  }
+
+  MPI_Comm world;
+  int myRank = 0;
+  int mySize = 1;
+  std::vector<std::unique_ptr<MpiGroup>> groups;
+  /// Set when a collective timed out; every later call throws it.
+  std::string broken;
+};
+
+CommGroup &MpiComm::createGroup(const std::vector<int> &ranks) {
+  std::string where = "createGroup " + formatRanks(ranks) + " on rank " +
+                      std::to_string(myRank);
+  if (ranks.empty())
+    throw RuntimeError(where + ": a group needs at least one rank");
+  std::set<int> seen;
+  int index = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= mySize)
+      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
+                         " is not in a world of " + std::to_string(mySize));
+    if (!seen.insert(ranks[i]).second)
+      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
+                         " appears twice");
+    if (ranks[i] == myRank)
+      index = static_cast<int>(i);
+  }
+  if (index < 0)
+    throw RuntimeError(where + ": the calling rank is not a member");
+  // Groups of one call are disjoint, so their smallest ranks tell them apart.
+  int color = *std::min_element(ranks.begin(), ranks.end());
+  MPI_Comm comm = MPI_COMM_NULL;
+  check(MPI_Comm_split(world, color, index, &comm), where);
+  auto group = std::make_unique<MpiGroup>(ranks, index, comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  // Every member must have asked for the same group.
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> actual(size);
+  MPI_Group worldGroup, newGroup;
+  MPI_Comm_group(world, &worldGroup);
+  MPI_Comm_group(comm, &newGroup);
+  std::vector<int> local(size);
+  for (int i = 0; i < size; ++i)
+    local[i] = i;
+  MPI_Group_translate_ranks(newGroup, size, local.data(), worldGroup,
+                            actual.data());
+  MPI_Group_free(&newGroup);
+  MPI_Group_free(&worldGroup);
+  if (actual != ranks)
+    throw RuntimeError(where + ": the ranks with the same first member form " +
+                       formatRanks(actual));
+  groups.push_back(std::move(group));
+  return *groups.back();
+}
+
+void MpiComm::abort(const std::string &reason) {
+  std::fprintf(stderr, "zero-run: rank %d failed: %s\n", myRank,
+               reason.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
+                         int64_t count, bool hasBuffers) {
+  std::string what = "rank " + std::to_string(myRank) + ": " +
+                     describeCollective(kind, type, count);
+  if (!broken.empty())
+    throw RuntimeError(what + ": communicator unusable after: " + broken);
+  MpiGroup *found = nullptr;
+  for (auto &candidate : groups)
+    if (candidate.get() == &group)
+      found = candidate.get();
+  if (!found)
+    throw RuntimeError(what + " on a group this rank did not create");
+  if (count < 0)
+    throw RuntimeError(what + ": negative element count");
+  if (count > 0 && !hasBuffers)
+    throw RuntimeError(what + ": null buffer");
+  // MPI counts are int; all-reduce's displacements reach `count`, the other
+  // collectives' counts are per part.
+  int64_t limit = kind == CollectiveKind::AllReduce
+                      ? count
+                      : count * static_cast<int64_t>(found->size());
+  if (limit > INT_MAX)
+    throw RuntimeError(what + ": more than " + std::to_string(INT_MAX) +
+                       " elements for MPI");
+  return *found;
+}
+
+void MpiComm::wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
+                   Clock::time_point deadline) {
+  auto pause = std::chrono::microseconds(10);
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE),
+          std::string("MPI error in ") + collectiveKindName(kind));
+    if (done)
+      return;
+    if (Clock::now() >= deadline) {
+      broken = "timed out after " + formatDuration(timeout) + " in " +
+               collectiveKindName(kind) + " on group " +
+               formatRanks(group.ranks());
+      throw RuntimeError(broken);
+    }
+    // Progress needs MPI_Test calls; poll busily at first, then back off so
+    // that oversubscribed ranks leave each other the cores.
+    if (polls > 64) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(500));
+    }
+  }
+}
+
+void MpiComm::reduceScatter(CommGroup &group, DType type, const void *send,
+                            void *recv, int64_t count, ReduceOp op) {
+  CollectiveKind kind = CollectiveKind::ReduceScatter;
+  MpiGroup &own = begin(group, kind, type, count, send && recv);
+  auto deadline = Clock::now() + timeout;
+  int n = own.size();
+  int64_t partBytes = count * static_cast<int64_t>(dtypeBytes(type));
+  if (n == 1) {
+    if (count && send != recv)
+      std::memmove(recv, send, partBytes);
+    return finish(kind, 0);
+  }
+  std::vector<char> staging(static_cast<size_t>(n * partBytes));
+  MPI_Request request;
+  int elements = static_cast<int>(count);
+  check(MPI_Ialltoall(send, elements, wireType(type), staging.data(), elements,
+                      wireType(type), own.comm, &request),
+        "MPI_Ialltoall in reduce_scatter");
+  wait(request, kind, own, deadline);
+  std::vector<const void *> sources(n);
+  for (int j = 0; j < n; ++j)
+    sources[j] = staging.data() + j * partBytes;
+  reduceInRankOrder(type, sources, recv, count, op);
+  finish(kind, (n - 1) * partBytes);
+}
+
+void MpiComm::allGather(CommGroup &group, DType type, const void *send,
+                        void *recv, int64_t count) {
+  CollectiveKind kind = CollectiveKind::AllGather;
+  MpiGroup &own = begin(group, kind, type, count, send && recv);
+  auto deadline = Clock::now() + timeout;
+  int n = own.size(), me = own.index();
+  int64_t partBytes = count * static_cast<int64_t>(dtypeBytes(type));
+  if (n == 1) {
+    if (count && send != recv)
+      std::memmove(recv, send, partBytes);
+    return finish(kind, 0);
+  }
+  bool inPlace = send == advance(recv, me * partBytes);
+  if (!inPlace && overlaps(send, partBytes, recv, n * partBytes))
+    throw RuntimeError("rank " + std::to_string(myRank) + ": " +
+                       describeCollective(kind, type, count) +
+                       ": input overlaps the output");
+  MPI_Request request;
+  int elements = static_cast<int>(count);
+  check(MPI_Iallgather(inPlace ? MPI_IN_PLACE : send, elements, wireType(type),
+                       recv, elements, wireType(type), own.comm, &request),
+        "MPI_Iallgather in all_gather");
+  wait(request, kind, own, deadline);
+  finish(kind, (n - 1) * partBytes);
+}
+
+void MpiComm::allToAll(CommGroup &group, DType type, const void *send,
+                       void *recv, int64_t count) {
+  CollectiveKind kind = CollectiveKind::AllToAll;
+  MpiGroup &own = begin(group, kind, type, count, send && recv);
+  auto deadline = Clock::now() + timeout;
+  int n = own.size();
+  int64_t partBytes = count * static_cast<int64_t>(dtypeBytes(type));
+  if (overlaps(send, n * partBytes, recv, n * partBytes))
+    throw RuntimeError("rank " + std::to_string(myRank) + ": " +
+                       describeCollective(kind, type, count) +
+                       ": input overlaps the output");
+  if (n == 1) {
+    if (count)
+      std::memcpy(recv, send, partBytes);
+    return finish(kind, 0);
+  }
+  MPI_Request request;
+  int elements = static_cast<int>(count);
+  check(MPI_Ialltoall(send, elements, wireType(type), recv, elements,
+                      wireType(type), own.comm, &request),
+        "MPI_Ialltoall in all_to_all");
+  wait(request, kind, own, deadline);
+  finish(kind, (n - 1) * partBytes);
+}
+
+void MpiComm::allReduce(CommGroup &group, DType type, void *data, int64_t count,
+                        ReduceOp op) {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  MpiGroup &own = begin(group, kind, type, count, data != nullptr);
+  auto deadline = Clock::now() + timeout;
+  int n = own.size(), me = own.index();
+  int64_t elementBytes = static_cast<int64_t>(dtypeBytes(type));
+  PartRange mine = balancedPart(count, n, me);
+  if (n == 1)
+    return finish(kind, 0);
+  // Reduce-scatter: chunk j to rank j; this rank receives its chunk from
+  // every rank, in rank order, and reduces it into place.
+  std::vector<int> sendCounts(n), sendOffsets(n), recvCounts(n), recvOffsets(n);
+  for (int j = 0; j < n; ++j) {
+    PartRange part = balancedPart(count, n, j);
+    sendCounts[j] = static_cast<int>(part.size);
+    sendOffsets[j] = static_cast<int>(part.offset);
+    recvCounts[j] = static_cast<int>(mine.size);
+    recvOffsets[j] = static_cast<int>(j * mine.size);
+  }
+  std::vector<char> staging(static_cast<size_t>(n * mine.size * elementBytes));
+  MPI_Request request;
+  check(MPI_Ialltoallv(data, sendCounts.data(), sendOffsets.data(),
+                       wireType(type), staging.data(), recvCounts.data(),
+                       recvOffsets.data(), wireType(type), own.comm, &request),
+        "MPI_Ialltoallv in all_reduce");
+  wait(request, kind, own, deadline);
+  std::vector<const void *> sources(n);
+  for (int j = 0; j < n; ++j)
+    sources[j] = staging.data() + j * mine.size * elementBytes;
+  reduceInRankOrder(type, sources, advance(data, mine.offset * elementBytes),
+                    mine.size, op);
+  // All-gather of the reduced chunks, in place.
+  check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                        sendCounts.data(), sendOffsets.data(), wireType(type),
+                        own.comm, &request),
+        "MPI_Iallgatherv in all_reduce");
+  wait(request, kind, own, deadline);
+  finish(kind, ((count - mine.size) + (n - 1) * mine.size) * elementBytes);
+}
+
+} // namespace
+
+MpiSession::MpiSession(int *argc, char ***argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized)
+    throw RuntimeError("MPI is already initialized: one MpiSession per "
+                       "process");
+  int provided = 0;
+  check(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided),
+        "MPI_Init_thread");
+  if (provided < MPI_THREAD_MULTIPLE) {
+    MPI_Finalize();
+    throw RuntimeError("the MPI library does not provide "
+                       "MPI_THREAD_MULTIPLE (provided level " +
+                       std::to_string(provided) + ")");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+bool MpiSession::launchedByMpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+}
+
+std::unique_ptr<Communicator> MpiSession::communicator() {
+  MPI_Comm comm = MPI_COMM_NULL;
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  return std::make_unique<MpiComm>(comm);
+}
+
+} // namespace zerosbp::runtime

@@ -1,0 +1,62 @@
+//===- MpiComm.h - collectives between MPI processes ------------*- C++ -*-===//
+//
+// The multi-process CPU backend: one process per rank, launched by mpirun
+// (OpenMPI). MPI only moves bytes (nonblocking all-to-all and all-gather on
+// raw element types); every reduction is the local reduceInRankOrder, so
+// results equal the in-process backend's bit for bit, and the bytes counted
+// are the same as there.
+//
+//   MpiSession session(&argc, &argv);
+//   std::unique_ptr<Communicator> comm = session.communicator();
+//   CommGroup &all = comm->createGroup(allRanks);
+//
+// Waits poll MPI_Test with short sleeps, so a collective that waits longer
+// than the communicator's timeout throws RuntimeError naming the collective
+// and the time; the communicator is unusable afterwards (MPI cannot cancel
+// a collective), and its buffers may still be written: the caller should
+// abort(). abort() prints "zero-run: rank R failed: <reason>" to stderr and
+// calls MPI_Abort, which makes mpirun end every rank; it may be called from
+// any thread.
+//
+// Communicators must be destroyed before their session.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_COMM_MPICOMM_H
+#define ZEROSBP_RUNTIME_COMM_MPICOMM_H
+
+#include "runtime/comm/Communicator.h"
+
+#include <memory>
+
+namespace zerosbp::runtime {
+
+/// MPI_Init_thread (MPI_THREAD_MULTIPLE) for its lifetime, MPI_Finalize at
+/// the end. At most one per process.
+class MpiSession {
+public:
+  /// `argc` and `argv` may be null.
+  MpiSession(int *argc = nullptr, char ***argv = nullptr);
+  ~MpiSession();
+  MpiSession(const MpiSession &) = delete;
+  MpiSession &operator=(const MpiSession &) = delete;
+
+  int rank() const { return worldRank; }
+  int size() const { return worldSize; }
+
+  /// Whether this process was started by OpenMPI's mpirun (it sets
+  /// OMPI_COMM_WORLD_SIZE).
+  static bool launchedByMpirun();
+
+  /// A communicator over MPI_COMM_WORLD (a duplicate of it). Collective:
+  /// every rank calls it.
+  std::unique_ptr<Communicator> communicator();
+
+private:
+  int worldRank = 0;
+  int worldSize = 1;
+};
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_COMM_MPICOMM_H

@@ -1,0 +1,240 @@
+//===- mpi_comm_check.cc - the MPI communicator under mpirun --------------===//
+//
+// Run with `mpirun -n N mpi_comm_check`. Every rank runs each collective on
+// the world and on groups of two consecutive ranks, and checks its result
+// and its bytes-sent counter against the rank-order reference and, bit for
+// bit, against the in-process backend run in this process. Rank 0 prints
+// "mpi_comm_check: OK" when every rank passed; the exit status is non-zero
+// otherwise.
+//
+// Fault injection (the run must then end non-zero, naming the rank):
+//   --abort-rank=R    rank R's second thread calls abort() while its main
+//                     thread waits in a collective and the others wait in
+//                     another one.
+//   --kill-rank=R     the same, but the second thread SIGKILLs the process.
+//   --timeout-rank=R  rank R stays away; the others time out after 500 ms
+//                     and abort.
+//   --tag=TEXT        ignored; lets a test find its processes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/InProcessComm.h"
+#include "runtime/comm/MpiComm.h"
+#include "runtime/core/Error.h"
+#include "tests/unit/runtime/comm/collective_cases.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+using namespace zerosbp::runtime;
+using namespace std::chrono_literals;
+namespace cases = zerosbp::runtime::testing;
+
+namespace {
+
+struct Options {
+  int abortRank = -1;
+  int killRank = -1;
+  int timeoutRank = -1;
+};
+
+bool parseFlag(const char *arg, const char *name, int &value) {
+  size_t length = std::strlen(name);
+  if (std::strncmp(arg, name, length) != 0 || arg[length] != '=')
+    return false;
+  value = std::atoi(arg + length + 1);
+  return true;
+}
+
+/// The groups a rank belongs to: the world and consecutive pairs (the last
+/// one alone when the size is odd).
+std::vector<std::vector<int>> groupsOf(int rank, int size) {
+  std::vector<int> world(size);
+  std::iota(world.begin(), world.end(), 0);
+  std::vector<int> pair = {rank - rank % 2};
+  if (pair[0] + 1 < size)
+    pair.push_back(pair[0] + 1);
+  return {world, pair};
+}
+
+std::vector<cases::CollectiveCase> allCases() {
+  return cases::makeCases(
+      {DType::F32, DType::BF16, DType::F64, DType::F16, DType::I64, DType::I32},
+      {0, 1, 3, 7, 64, 1001, 100003});
+}
+
+uint64_t seedOf(size_t caseIndex, const std::vector<int> &group) {
+  return caseIndex * 31 + group[0] * 7 + group.size();
+}
+
+/// Every rank's outputs from the in-process backend, [group][case][rank].
+std::vector<std::vector<std::vector<cases::Bytes>>>
+inProcessOutputs(int size, const std::vector<cases::CollectiveCase> &list) {
+  InProcessWorld world(size);
+  std::vector<std::vector<std::vector<cases::Bytes>>> outputs(
+      2, std::vector<std::vector<cases::Bytes>>(
+             list.size(), std::vector<cases::Bytes>(size)));
+  std::vector<std::exception_ptr> errors =
+      world.runOnAllRanks([&](Communicator &comm) {
+        std::vector<std::vector<int>> members = groupsOf(comm.rank(), size);
+        for (size_t g = 0; g < members.size(); ++g) {
+          CommGroup &group = comm.createGroup(members[g]);
+          for (size_t i = 0; i < list.size(); ++i)
+            outputs[g][i][comm.rank()] = cases::runCase(
+                comm, group, list[i],
+                cases::makeInput(list[i], group.size(), group.index(),
+                                 seedOf(i, members[g])));
+        }
+      });
+  for (std::exception_ptr &error : errors)
+    if (error)
+      std::rethrow_exception(error);
+  return outputs;
+}
+
+int checkCollectives(MpiSession &session, Communicator &comm) {
+  int rank = session.rank(), size = session.size();
+  std::vector<cases::CollectiveCase> list = allCases();
+  auto reference = inProcessOutputs(size, list);
+  std::vector<std::vector<int>> members = groupsOf(rank, size);
+  int failures = 0;
+  for (size_t g = 0; g < members.size(); ++g) {
+    CommGroup &group = comm.createGroup(members[g]);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const cases::CollectiveCase &c = list[i];
+      uint64_t seed = seedOf(i, members[g]);
+      comm.resetStats();
+      cases::Bytes out = cases::runCase(
+          comm, group, c,
+          cases::makeInput(c, group.size(), group.index(), seed));
+      std::string where = "rank " + std::to_string(rank) + ", group " +
+                          std::to_string(g) + ", " + c.name();
+      std::string diff = cases::firstDifference(
+          c, out, cases::expectedOutput(c, group.size(), group.index(), seed));
+      if (!diff.empty()) {
+        std::fprintf(stderr, "%s: differs from the reference: %s\n",
+                     where.c_str(), diff.c_str());
+        ++failures;
+      }
+      if (out != reference[g][i][rank]) {
+        std::fprintf(stderr, "%s: differs from the in-process backend\n",
+                     where.c_str());
+        ++failures;
+      }
+      int64_t expected =
+          cases::expectedBytesSent(c, group.size(), group.index());
+      if (comm.stats().sent(c.kind) != expected ||
+          comm.stats().called(c.kind) != 1) {
+        std::fprintf(stderr,
+                     "%s: counted %lld bytes in %lld calls, expected "
+                     "%lld in 1\n",
+                     where.c_str(), (long long)comm.stats().sent(c.kind),
+                     (long long)comm.stats().called(c.kind),
+                     (long long)expected);
+        ++failures;
+      }
+    }
+  }
+  return failures;
+}
+
+/// Fault injection: never returns normally on the failing rank.
+void injectFault(MpiSession &session, Communicator &comm,
+                 const Options &options) {
+  int rank = session.rank();
+  std::vector<int> all(session.size());
+  std::iota(all.begin(), all.end(), 0);
+  CommGroup &world = comm.createGroup(all);
+  // A second communicator on which the failing rank waits while the others
+  // wait on the first: nobody can complete.
+  std::unique_ptr<Communicator> other = session.communicator();
+  CommGroup &otherWorld = other->createGroup(all);
+  float value = 1.0f;
+  comm.allReduce(world, DType::F32, &value, 1, ReduceOp::Sum);
+
+  int failing =
+      std::max({options.abortRank, options.killRank, options.timeoutRank});
+  if (rank == failing) {
+    std::thread killer;
+    if (options.abortRank == rank)
+      killer = std::thread([&] {
+        std::this_thread::sleep_for(300ms);
+        comm.abort("injected failure");
+      });
+    if (options.killRank == rank)
+      killer = std::thread([&] {
+        std::this_thread::sleep_for(300ms);
+        std::fprintf(stderr, "mpi_comm_check: rank %d kills itself\n", rank);
+        std::fflush(stderr);
+        ::kill(::getpid(), SIGKILL);
+      });
+    other->allReduce(otherWorld, DType::F32, &value, 1, ReduceOp::Sum);
+    killer.join();
+    return;
+  }
+  if (options.timeoutRank >= 0)
+    comm.setTimeout(500ms);
+  try {
+    comm.allReduce(world, DType::F32, &value, 1, ReduceOp::Sum);
+  } catch (const RuntimeError &error) {
+    comm.abort(error.what());
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    if (parseFlag(argv[i], "--abort-rank", options.abortRank) ||
+        parseFlag(argv[i], "--kill-rank", options.killRank) ||
+        parseFlag(argv[i], "--timeout-rank", options.timeoutRank) ||
+        std::strncmp(argv[i], "--tag=", 6) == 0)
+      continue;
+    std::fprintf(stderr, "mpi_comm_check: unknown argument '%s'\n", argv[i]);
+    return 2;
+  }
+  if (!MpiSession::launchedByMpirun())
+    std::fprintf(stderr, "mpi_comm_check: not under mpirun; running as one "
+                         "rank\n");
+  try {
+    MpiSession session(&argc, &argv);
+    std::unique_ptr<Communicator> comm = session.communicator();
+    if (options.abortRank >= 0 || options.killRank >= 0 ||
+        options.timeoutRank >= 0) {
+      injectFault(session, *comm, options);
+      std::fprintf(stderr,
+                   "mpi_comm_check: rank %d: the fault did not stop "
+                   "the run\n",
+                   session.rank());
+      return 1;
+    }
+    int failures = checkCollectives(session, *comm);
+    // Agree on the verdict through the communicator under test.
+    std::vector<int> all(session.size());
+    std::iota(all.begin(), all.end(), 0);
+    CommGroup &world = comm->createGroup(all);
+    int64_t total = failures;
+    comm->allReduce(world, DType::I64, &total, 1, ReduceOp::Sum);
+    if (session.rank() == 0) {
+      if (total == 0)
+        std::printf("mpi_comm_check: OK (%d ranks, %zu collectives per "
+                    "group)\n",
+                    session.size(), allCases().size());
+      else
+        std::printf("mpi_comm_check: %lld failures\n", (long long)total);
+    }
+    comm.reset();
+    return total == 0 ? 0 : 1;
+  } catch (const std::exception &error) {
+    std::fprintf(stderr, "mpi_comm_check: %s\n", error.what());
+    return 1;
+  }
+}

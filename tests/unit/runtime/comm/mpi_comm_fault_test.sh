@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A failing rank ends the whole MPI run: mpirun exits non-zero well within
+# 60 s, its output names the failed rank, and no rank is left running.
+# Usage: mpi_comm_fault_test.sh MPIRUN_FLAGS_SH MPI_COMM_CHECK
+set -euo pipefail
+source "$1"
+binary=$2
+export ZEROSBP_MPIRUN_TIMEOUT=60
+
+failures=0
+
+# expect_failure NAME RANKS EXPECTED_TEXT BINARY_FLAG
+expect_failure() {
+  local name=$1 ranks=$2 expected=$3 flag=$4
+  local tag="fault-$name-$$-$RANDOM"
+  local start status output elapsed
+  start=$(date +%s)
+  status=0
+  output=$(zerosbp_mpirun -n "$ranks" "$binary" "$flag" "--tag=$tag" 2>&1) ||
+    status=$?
+  elapsed=$(($(date +%s) - start))
+  echo "--- $name ($ranks ranks): status $status after ${elapsed}s"
+  echo "$output"
+  if [[ $status -eq 0 ]]; then
+    echo "FAIL: $name: mpirun exited 0"
+    failures=$((failures + 1))
+  elif [[ $status -eq 124 || $elapsed -ge 60 ]]; then
+    echo "FAIL: $name: mpirun did not end within 60 s"
+    failures=$((failures + 1))
+  fi
+  if ! grep -qF -- "$expected" <<<"$output"; then
+    echo "FAIL: $name: output does not contain '$expected'"
+    failures=$((failures + 1))
+  fi
+  # mpirun reaps its ranks before it exits; allow a moment all the same.
+  local waited=0
+  while pgrep -f -- "--tag=$tag" >/dev/null && [[ $waited -lt 10 ]]; do
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  if pgrep -f -- "--tag=$tag" >/dev/null; then
+    echo "FAIL: $name: processes left running:"
+    pgrep -af -- "--tag=$tag" || true
+    pkill -KILL -f -- "--tag=$tag" || true
+    failures=$((failures + 1))
+  fi
+}
+
+expect_failure abort 3 "zero-run: rank 1 failed: injected failure" \
+  --abort-rank=1
+expect_failure abort 2 "zero-run: rank 1 failed: injected failure" \
+  --abort-rank=1
+expect_failure kill 3 "process rank 1 with PID" --kill-rank=1
+expect_failure kill 2 "process rank 0 with PID" --kill-rank=0
+expect_failure timeout 3 "failed: timed out after 500 ms in all_reduce" \
+  --timeout-rank=2
+
+if [[ $failures -ne 0 ]]; then
+  echo "FAIL: $failures checks failed"
+  exit 1
+fi
+echo "PASS"
