@@ -7,8 +7,9 @@
 #   source runtime/comm/mpirun_flags.sh
 #   zerosbp_mpirun -n 2 path/to/binary --flag
 #
-# or put "${ZEROSBP_MPIRUN_FLAGS[@]}" on an mpirun command line of your own
-# after sourcing (the environment it exports is needed as well).
+# An mpirun command line of your own needs, after sourcing (for the
+# environment), "${ZEROSBP_MPIRUN_FLAGS[@]}" and the two private-directory
+# flags below; zerosbp_mpirun adds those and removes the directory.
 #
 # What the flags are for:
 #   OMPI_ALLOW_RUN_AS_ROOT*      CI and containers run as root; mpirun
@@ -47,7 +48,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No warnings about network components the job does not use.
 export OMPI_MCA_btl_base_warn_component_unused=0
-export OMPI_MCA_rmaps_base_oversubscribe=1
 
 ZEROSBP_MPIRUN_FLAGS=(
   --oversubscribe
@@ -58,15 +58,10 @@ ZEROSBP_MPIRUN_FLAGS=(
   --mca plm isolated
 )
 
-# A short, private session directory (removed by zerosbp_mpirun).
-zerosbp_mpirun_tmpdir() {
-  mktemp -d /tmp/zerosbp-mpi.XXXXXX
-}
-
 # zerosbp_mpirun ARGS...: mpirun with the flags above; returns its status.
 zerosbp_mpirun() {
   local session status
-  session=$(zerosbp_mpirun_tmpdir)
+  session=$(mktemp -d /tmp/zerosbp-mpi.XXXXXX)
   status=0
   local limit=()
   if [[ -n "${ZEROSBP_MPIRUN_TIMEOUT:-}" ]]; then
@@ -74,7 +69,7 @@ zerosbp_mpirun() {
   fi
   "${limit[@]}" "${ZEROSBP_MPIRUN:-mpirun}" \
     "${ZEROSBP_MPIRUN_FLAGS[@]}" --mca orte_tmpdir_base "$session" \
-    "$@" ||
+    --mca btl_vader_backing_directory "$session" "$@" ||
     status=$?
   rm -rf "$session"
   return "$status"

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +71,17 @@ int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
   setenv("OMPI_MCA_btl_base_warn_component_unused", "0", 1);
+  // A private session directory and shared-memory backing directory: jobs
+  // started at the same time in PID namespaces (test sandboxes) can get the
+  // same job id, and OpenMPI names its segments after it.
+  char session[] = "/tmp/zerosbp-mpi.XXXXXX";
+  if (!mkdtemp(session))
+    throw RuntimeError("cannot create a directory for mpirun under /tmp");
+  for (const char *flag : {"orte_tmpdir_base", "btl_vader_backing_directory"}) {
+    command.push_back("--mca");
+    command.push_back(flag);
+    command.push_back(session);
+  }
   // /proc/self/exe: the same binary, wherever it was started from.
   char self[4096];
   ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -90,6 +102,8 @@ int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
   }
   int status = 0;
   waitpid(child, &status, 0);
+  std::error_code ignored;
+  std::filesystem::remove_all(session, ignored);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     throw RuntimeError("cannot run mpirun (install openmpi-bin)");
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
