@@ -169,13 +169,18 @@ NpyArray readNpy(const std::string &path) {
   return parseNpy(bytes.str(), path);
 }
 
+std::string npyShapeText(const std::vector<int64_t> &shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
 void writeNpy(const std::string &path, const NpyArray &array) {
-  std::string shape = "(";
-  for (size_t i = 0; i < array.shape.size(); ++i)
-    shape += (i ? ", " : "") + std::to_string(array.shape[i]);
-  shape += array.shape.size() == 1 ? ",)" : ")";
-  std::string header = std::string("{'descr': '") + descrOf(array.dtype) +
-                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      std::string("{'descr': '") + descrOf(array.dtype) +
+      "', 'fortran_order': False, 'shape': " + npyShapeText(array.shape) +
+      ", }";
   // Pad so that the data starts at a multiple of 64 bytes.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

@@ -32,6 +32,9 @@ NpyArray parseNpy(const std::string &bytes, const std::string &source);
 /// no NumPy type: callers widen it to f32 first.
 void writeNpy(const std::string &path, const NpyArray &array);
 
+/// A shape as NumPy writes it: "(2, 3)", "(5,)", "()".
+std::string npyShapeText(const std::vector<int64_t> &shape);
+
 /// Element i of a float or integer array, as double.
 double npyElement(const NpyArray &array, int64_t index);
 

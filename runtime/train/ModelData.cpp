@@ -13,13 +13,6 @@ namespace zerosbp::runtime {
 
 namespace {
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + (shape.size() == 1 ? ",)" : ")");
-}
-
 /// Rounds `values` through `type`, as storing them in it would.
 std::vector<double> roundThrough(DType type, std::vector<double> values) {
   TensorRef scratch;
@@ -53,9 +46,9 @@ InitialModel::InitialModel(const Plan &plan,
     std::string path = *initDir + "/" + variable.name + ".npy";
     NpyArray array = readNpy(path);
     if (array.shape != variable.modelShape())
-      throw RuntimeError(path + ": shape " + shapeText(array.shape) +
+      throw RuntimeError(path + ": shape " + npyShapeText(array.shape) +
                          ", but parameter '" + variable.name + "' is " +
-                         shapeText(variable.modelShape()));
+                         npyShapeText(variable.modelShape()));
     if (!isFloat(array.dtype))
       throw RuntimeError(path + ": expected floating-point values");
     std::vector<double> values(array.numel());
@@ -119,8 +112,8 @@ InputFeed::InputFeed(const Plan &plan,
     std::vector<int64_t> perStep(
         array.shape.begin() + (array.shape.empty() ? 0 : 1), array.shape.end());
     if (array.shape.empty() || perStep != input.globalShape)
-      throw RuntimeError(path + ": shape " + shapeText(array.shape) +
-                         ", expected (steps, ...) = " + shapeText(expected) +
+      throw RuntimeError(path + ": shape " + npyShapeText(array.shape) +
+                         ", expected (steps, ...) = " + npyShapeText(expected) +
                          " for input '" + input.name + "'");
     if (array.shape[0] < steps)
       throw RuntimeError(path + ": holds " + std::to_string(array.shape[0]) +

@@ -47,7 +47,8 @@ TrainResult MpiTraining::train(const Plan &plan, const TrainOptions &options,
 int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
   // One machine (runs across machines start mpirun themselves, with a
   // hostfile): shared memory between the ranks, no core binding, no ssh,
-  // and no cross-memory attach (containers refuse its ptrace).
+  // and no cross-memory attach (containers refuse its ptrace). The same
+  // flags as runtime/comm/mpirun_flags.sh, which explains each.
   std::vector<std::string> command = {"mpirun",
                                       "-n",
                                       std::to_string(ranks),

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -26,13 +27,6 @@ KindBytes bytesDelta(const CommStats &now, const CommStats &before) {
   for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
     delta[kind] = now.bytesSent[kind] - before.bytesSent[kind];
   return delta;
-}
-
-int64_t shardElements(const DistributedTensor &tensor, int rank) {
-  int64_t count = 1;
-  for (const DimRange &range : tensor.shards[rank])
-    count *= range.second - range.first;
-  return count;
 }
 
 void writeInputs(const Plan &plan, const InputFeed &feed,
@@ -77,6 +71,20 @@ std::string progressLine(const TrainResult &result, int64_t step,
   return line;
 }
 
+std::vector<SavedParameter> savedParameters(const Plan &plan) {
+  std::vector<SavedParameter> saved;
+  for (size_t i = 0; i < plan.variables.size(); ++i) {
+    if (plan.variables[i].role != Role::Param)
+      continue;
+    SavedParameter entry{static_cast<int>(i), static_cast<int>(i)};
+    for (size_t j = 0; j < plan.variables.size(); ++j)
+      if (plan.variables[j].copyOf == plan.variables[i].name)
+        entry.source = static_cast<int>(j);
+    saved.push_back(entry);
+  }
+  return saved;
+}
+
 void saveModel(const Plan &plan, const std::string &dir,
                const std::function<std::vector<double>(int, int)> &shard) {
   std::error_code error;
@@ -84,18 +92,12 @@ void saveModel(const Plan &plan, const std::string &dir,
   if (error)
     throw RuntimeError(dir + ": cannot create directory (" + error.message() +
                        ")");
-  for (size_t i = 0; i < plan.variables.size(); ++i) {
-    const PlanVariable &param = plan.variables[i];
-    if (param.role != Role::Param)
-      continue;
-    int source = static_cast<int>(i);
-    for (size_t j = 0; j < plan.variables.size(); ++j)
-      if (plan.variables[j].copyOf == param.name)
-        source = static_cast<int>(j);
-    const PlanVariable &variable = plan.variables[source];
+  for (const SavedParameter &saved : savedParameters(plan)) {
+    const PlanVariable &param = plan.variables[saved.param];
+    const PlanVariable &variable = plan.variables[saved.source];
     std::vector<double> global(numElements(variable.globalShape), 0.0);
     for (int rank = 0; rank < plan.world; ++rank)
-      placeShard(variable, rank, shard(rank, source), global);
+      placeShard(variable, rank, shard(rank, saved.source), global);
     NpyArray array;
     array.dtype = DType::F32;
     array.shape = param.modelShape();
@@ -237,23 +239,16 @@ TrainResult trainOneRank(
       progress << progressLine(result, step, options.steps) << std::endl;
   }
   if (options.saveDir) {
-    // Every rank's shard of every variable, padded to the largest shard.
-    std::vector<std::vector<std::vector<double>>> shards(plan.variables.size());
-    for (size_t v = 0; v < plan.variables.size(); ++v) {
-      if (plan.variables[v].role == Role::OptState)
-        continue;
-      const PlanVariable &variable = plan.variables[v];
-      int64_t widest = 0;
+    // Every rank's shard of each saved variable; shards of a variable all
+    // have its local shape, so they gather as equal parts.
+    std::map<int, std::vector<std::vector<double>>> shards;
+    for (const SavedParameter &saved : savedParameters(plan)) {
+      int64_t count = numElements(plan.variables[saved.source].localShape);
+      std::vector<double> all = gather(executor.variableShard(saved.source));
+      std::vector<std::vector<double>> &parts = shards[saved.source];
       for (int r = 0; r < n; ++r)
-        widest = std::max(widest, shardElements(variable, r));
-      std::vector<double> mine = executor.variableShard(static_cast<int>(v));
-      mine.resize(widest, 0.0);
-      std::vector<double> all = gather(mine);
-      shards[v].resize(n);
-      for (int r = 0; r < n; ++r)
-        shards[v][r].assign(all.begin() + r * widest,
-                            all.begin() + r * widest +
-                                shardElements(variable, r));
+        parts.emplace_back(all.begin() + r * count,
+                           all.begin() + (r + 1) * count);
     }
     if (rank == 0)
       saveModel(plan, *options.saveDir,

@@ -70,6 +70,14 @@ TrainResult trainOneRank(
 std::string progressLine(const TrainResult &result, int64_t step,
                          int64_t steps);
 
+/// A parameter and the variable its saved values come from: its fp32
+/// master where there is one, else itself (indices into plan.variables).
+struct SavedParameter {
+  int param;
+  int source;
+};
+std::vector<SavedParameter> savedParameters(const Plan &plan);
+
 /// Writes the full parameters (PyTorch names, shapes, float32) to `dir`;
 /// `shard(rank, variable)` returns a rank's elements of a variable. A
 /// parameter with an fp32 master is saved from the master.
