@@ -11,8 +11,7 @@
 
 #include "compiler/config/DeepSpeedConfig.h"
 #include "compiler/config/PipelineOptions.h"
-#include "compiler/estimator/ModelStateReport.h"
-#include "compiler/estimator/PlanReport.h"
+#include "compiler/driver/CompileDriver.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/InitAllDialects.h"
 #include "examples/gpt2/Gpt2.h"
@@ -180,6 +179,54 @@ static FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &context,
   return module;
 }
 
+/// The keys of a JSON object in sorted order (llvm::json::Object is
+/// unordered).
+static std::vector<std::string> sortedKeys(const llvm::json::Object *object) {
+  std::vector<std::string> keys;
+  if (object)
+    for (const auto &entry : *object)
+      keys.push_back(entry.first.str());
+  llvm::sort(keys);
+  return keys;
+}
+
+/// The human-readable summary of zero-compile's JSON report.
+static void printTextReport(const llvm::json::Object &json) {
+  auto integer = [](const llvm::json::Object *object, llvm::StringRef key) {
+    return object ? object->getInteger(key).value_or(0) : 0;
+  };
+  auto number = [](const llvm::json::Object *object, llvm::StringRef key) {
+    return object ? object->getNumber(key).value_or(0.0) : 0.0;
+  };
+  llvm::outs() << llvm::formatv(
+      "params {0}  world {1}  stage {2}  ops {3}  compile {4:f1} ms\n",
+      integer(&json, "params"), integer(&json, "world"),
+      integer(&json, "stage"), integer(&json, "ops"),
+      number(&json, "compile_ms"));
+  const auto *bytes = json.getObject("bytes_per_rank");
+  for (const std::string &role : sortedKeys(bytes))
+    llvm::outs() << llvm::formatv("  {0,-10} {1,16} bytes per rank\n", role,
+                                  integer(bytes, role));
+  const auto *calls = json.getObject("collectives");
+  const auto *comm = json.getObject("comm_bytes_per_step");
+  for (const std::string &kind : sortedKeys(comm))
+    if (integer(calls, kind))
+      llvm::outs() << llvm::formatv(
+          "  {0,-15} {1,16:f0} bytes sent per rank per step ({2} calls)\n",
+          kind, number(comm, kind), integer(calls, kind));
+  const auto *plan = json.getObject("plan");
+  const auto *memory = plan ? plan->getObject("memory_plan") : nullptr;
+  const auto *buckets = plan ? plan->getObject("buckets") : nullptr;
+  const auto *overlap = plan ? plan->getObject("overlap") : nullptr;
+  llvm::outs() << llvm::formatv(
+      "  planned peak {0} bytes per rank (lower bound {1}), model states "
+      "{2}, {3} buckets, {4:f0} of {5:f0} bytes sent overlap compute\n",
+      integer(memory, "peak_bytes_per_rank"),
+      integer(memory, "lower_bound_bytes"),
+      integer(memory, "model_state_bytes"), integer(buckets, "count"),
+      number(overlap, "overlapped_bytes"), number(overlap, "comm_bytes"));
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -213,68 +260,18 @@ int main(int argc, char **argv) {
     return 1;
   double captureMs = msSince(start);
 
-  llvm::json::Array passMs;
-  passMs.push_back(llvm::json::Object{{"pass", "capture"}, {"ms", captureMs}});
-  for (const zerosbp::PipelineStep &step : *steps) {
-    PassManager pm(&context);
-    std::string pipeline = "func.func(" + step.textual() + ")";
-    if (failed(parsePassPipeline(pipeline, pm)))
-      return fail("cannot build pass " + step.pass);
-    auto passStart = std::chrono::steady_clock::now();
-    if (failed(pm.run(**module)))
-      return fail(step.pass + " failed");
-    passMs.push_back(
-        llvm::json::Object{{"pass", step.pass}, {"ms", msSince(passStart)}});
-  }
-  func::FuncOp func;
-  for (auto candidate : (*module)->getOps<func::FuncOp>())
-    if (!candidate.isExternal()) {
-      if (func)
-        return fail("the model has more than one graph function");
-      func = candidate;
-    }
-  if (!func)
-    return fail("the model has no graph function");
-  // Model states and traffic in the global view, where roles and SBP are
-  // still on every value.
-  auto analysis = zerosbp::analyzeModelStates(func);
-  if (failed(analysis))
-    return 1;
-
-  // The local view, one pass at a time so each gets its time, and the plan.
-  {
-    auto passStart = std::chrono::steady_clock::now();
-    PassManager partition(&context);
-    partition.addPass(zerosbp::createZeroPartition());
-    if (failed(partition.run(**module)))
-      return fail("zero-partition failed");
-    passMs.push_back(llvm::json::Object{{"pass", "zero-partition"},
-                                        {"ms", msSince(passStart)}});
-    for (const zerosbp::PipelineStep &step :
-         zerosbp::localPipelineSteps(*config)) {
-      PassManager local(&context);
-      if (failed(parsePassPipeline("func.func(" + step.textual() + ")", local)))
-        return fail("cannot build pass " + step.pass);
-      passStart = std::chrono::steady_clock::now();
-      if (failed(local.run(**module)))
-        return fail(step.pass + " failed");
-      passMs.push_back(
-          llvm::json::Object{{"pass", step.pass}, {"ms", msSince(passStart)}});
-    }
-    if (!outputFile.empty()) {
-      PassManager exporter(&context);
-      exporter.addPass(zerosbp::createPlanExport(*config, outputFile));
-      passStart = std::chrono::steady_clock::now();
-      if (failed(exporter.run(**module)))
-        return fail("zero-export-plan failed");
-      passMs.push_back(llvm::json::Object{{"pass", "zero-export-plan"},
-                                          {"ms", msSince(passStart)}});
-    }
-  }
-  double compileMs = msSince(start);
-  auto plan = zerosbp::analyzePlan(func);
-  if (failed(plan))
-    return 1;
+  std::string planFile = outputFile;
+  zerosbp::CompileOptions options;
+  options.planFile = planFile;
+  auto compiled = zerosbp::compileGraph(**module, *config, options);
+  if (!compiled)
+    return fail(llvm::toString(compiled.takeError()));
+  llvm::json::Object json = std::move(*compiled);
+  // Capture counts as the first step of the compile.
+  if (auto *passMs = json.getArray("pass_ms"))
+    passMs->insert(passMs->begin(),
+                   llvm::json::Object{{"pass", "capture"}, {"ms", captureMs}});
+  json["compile_ms"] = msSince(start);
 
   if (!irFile.empty()) {
     std::string error;
@@ -285,44 +282,11 @@ int main(int argc, char **argv) {
     output->keep();
   }
 
-  llvm::json::Object json = analysis->toJson();
-  json["pass_ms"] = std::move(passMs);
-  json["compile_ms"] = compileMs;
-  json["config"] = config->toJson();
-  llvm::json::Object planJson = plan->toJson();
-  // The planned model states against the section-4 formula read off the
-  // global IR; the bucket buffers come on top of them.
-  int64_t formula = analysis->modelStateBytes();
-  planJson["model_states_vs_formula"] = llvm::json::Object{
-      {"planned_bytes", plan->modelStateBytes},
-      {"formula_bytes", formula},
-      {"equal", plan->modelStateBytes == formula},
-      {"bucket_buffer_bytes", plan->peakBytesByRole.count("comm_buffer")
-                                  ? plan->peakBytesByRole.at("comm_buffer")
-                                  : 0}};
-  json["plan"] = std::move(planJson);
-  if (!outputFile.empty())
-    json["plan_file"] = outputFile;
   if (report == "json") {
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(json)))
                  << "\n";
   } else if (report == "text") {
-    llvm::outs() << llvm::formatv(
-        "params {0}  world {1}  stage {2}  ops {3}  compile {4:f1} ms\n",
-        analysis->params, analysis->world, analysis->stage, analysis->ops,
-        compileMs);
-    for (const auto &[role, bytes] : analysis->bytesPerRank)
-      llvm::outs() << llvm::formatv("  {0,-10} {1,16} bytes per rank\n", role,
-                                    bytes);
-    for (const auto &[kind, bytes] : analysis->commBytesPerStep)
-      llvm::outs() << llvm::formatv(
-          "  {0,-15} {1,16:f0} bytes sent per rank per step ({2} calls)\n",
-          kind, bytes, analysis->collectives.at(kind));
-    llvm::outs() << llvm::formatv(
-        "  planned peak {0} bytes per rank (lower bound {1}), model states "
-        "{2}, {3} buckets, {4:f0} of {5:f0} bytes sent overlap compute\n",
-        plan->arenaBytes, plan->lowerBoundBytes, plan->modelStateBytes,
-        plan->bucketCount(), plan->overlappedBytes, plan->commBytes);
+    printTextReport(json);
   }
   return 0;
 }

@@ -102,4 +102,4 @@ func.func @linear() -> tensor<f32> {
 // CONFIG: zero-compile: {{.*}}.json: unknown key 'zero_optimization.stag'; did you mean 'stage'?
 // NOMODEL: zero-compile: no model: give a .mlir file or GPT-2 flags
 // PRESET: zero-compile: unknown preset 'huge' (expected tiny, small, medium, large or xl)
-// WORLD: error: zero-sbp-propagation: @linear is placed on 4 ranks but world=2
+// WORLD: zero-compile: zero-sbp-propagation: @linear is placed on 4 ranks but world=2

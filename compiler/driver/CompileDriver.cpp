@@ -1,0 +1,151 @@
+//===- CompileDriver.cpp - a captured graph to a plan, pass by pass -------===//
+
+#include "compiler/driver/CompileDriver.h"
+
+#include "compiler/estimator/ModelStateReport.h"
+#include "compiler/estimator/PlanReport.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace zerosbp {
+
+namespace {
+
+llvm::Error driverError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Runs passes one at a time, keeping the first error diagnostic of each.
+class PassRunner {
+public:
+  PassRunner(ModuleOp module, const CompileOptions &options)
+      : module(module), options(options),
+        handler(module->getContext(), [this](Diagnostic &diag) {
+          if (diag.getSeverity() == DiagnosticSeverity::Error &&
+              firstDiagnostic.empty())
+            firstDiagnostic = diag.str();
+          return success();
+        }) {}
+
+  /// Runs `pm` (already filled) as step `name`.
+  llvm::Error run(PassManager &pm, llvm::StringRef name) {
+    firstDiagnostic.clear();
+    auto start = std::chrono::steady_clock::now();
+    if (failed(pm.run(module))) {
+      if (firstDiagnostic.empty())
+        return driverError(name + " failed");
+      // Pass diagnostics usually start with the pass's name already.
+      if (llvm::StringRef(firstDiagnostic).starts_with(name))
+        return driverError(firstDiagnostic);
+      return driverError(name + ": " + firstDiagnostic);
+    }
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    totalMs += ms;
+    passMs.push_back(llvm::json::Object{{"pass", name.str()}, {"ms", ms}});
+    if (options.afterPass)
+      options.afterPass(name, module);
+    return llvm::Error::success();
+  }
+
+  /// Runs the textual pass `step` nested on functions.
+  llvm::Error runStep(const PipelineStep &step) {
+    PassManager pm(module->getContext());
+    if (failed(parsePassPipeline("func.func(" + step.textual() + ")", pm)))
+      return driverError("cannot build pass " + step.textual());
+    return run(pm, step.pass);
+  }
+
+  std::string diagnostic() const { return firstDiagnostic; }
+
+  ModuleOp module;
+  const CompileOptions &options;
+  ScopedDiagnosticHandler handler;
+  std::string firstDiagnostic;
+  llvm::json::Array passMs;
+  double totalMs = 0;
+};
+
+} // namespace
+
+llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
+                                                const ZeroConfig &config,
+                                                const CompileOptions &options) {
+  auto steps = globalPipelineSteps(config);
+  if (!steps)
+    return steps.takeError();
+  func::FuncOp func;
+  for (auto candidate : module.getOps<func::FuncOp>())
+    if (!candidate.isExternal()) {
+      if (func)
+        return driverError("the model has more than one graph function");
+      func = candidate;
+    }
+  if (!func)
+    return driverError("the model has no graph function");
+
+  PassRunner runner(module, options);
+  if (options.afterPass)
+    options.afterPass("capture", module);
+  for (const PipelineStep &step : *steps)
+    if (llvm::Error error = runner.runStep(step))
+      return std::move(error);
+  if (options.onGlobalView)
+    options.onGlobalView(func);
+  auto analysis = analyzeModelStates(func);
+  if (failed(analysis))
+    return driverError("cannot read model states off the compiled graph" +
+                       (runner.diagnostic().empty()
+                            ? std::string()
+                            : ": " + runner.diagnostic()));
+
+  {
+    PassManager partition(module->getContext());
+    partition.addPass(createZeroPartition());
+    if (llvm::Error error = runner.run(partition, "zero-partition"))
+      return std::move(error);
+  }
+  for (const PipelineStep &step : localPipelineSteps(config))
+    if (llvm::Error error = runner.runStep(step))
+      return std::move(error);
+  if (!options.planFile.empty()) {
+    PassManager exporter(module->getContext());
+    exporter.addPass(createPlanExport(config, options.planFile));
+    if (llvm::Error error = runner.run(exporter, "zero-export-plan"))
+      return std::move(error);
+  }
+  auto plan = analyzePlan(func);
+  if (failed(plan))
+    return driverError("cannot read the plan off the compiled graph");
+
+  llvm::json::Object json = analysis->toJson();
+  json["pass_ms"] = std::move(runner.passMs);
+  json["compile_ms"] = runner.totalMs;
+  json["config"] = config.toJson();
+  llvm::json::Object planJson = plan->toJson();
+  // The planned model states against the section-4 formula read off the
+  // global IR; the bucket buffers come on top of them.
+  int64_t formula = analysis->modelStateBytes();
+  planJson["model_states_vs_formula"] = llvm::json::Object{
+      {"planned_bytes", plan->modelStateBytes},
+      {"formula_bytes", formula},
+      {"equal", plan->modelStateBytes == formula},
+      {"bucket_buffer_bytes", plan->peakBytesByRole.count("comm_buffer")
+                                  ? plan->peakBytesByRole.at("comm_buffer")
+                                  : 0}};
+  json["plan"] = std::move(planJson);
+  if (!options.planFile.empty())
+    json["plan_file"] = options.planFile;
+  return json;
+}
+
+} // namespace zerosbp

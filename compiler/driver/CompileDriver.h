@@ -1,0 +1,46 @@
+//===- CompileDriver.h - a captured graph to a plan, pass by pass -*- C++ -*-=//
+//
+// What `zero-compile` and the Python `nn.Graph` share: run the global-view
+// passes a config asks for, read the model-state report off the global IR,
+// partition, run the local-view passes, export the plan, and read the plan
+// report. Each pass runs on its own so that callers can time it and see the
+// IR after it. Diagnostics of a failing pass are collected into the error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_COMPILER_DRIVER_COMPILEDRIVER_H
+#define ZEROSBP_COMPILER_DRIVER_COMPILEDRIVER_H
+
+#include "compiler/config/ZeroConfig.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
+namespace zerosbp {
+
+struct CompileOptions {
+  /// Where zero-export-plan writes the plan; empty skips the export.
+  std::string planFile;
+  /// Called after each pass (and once with "capture" before the first)
+  /// with the module; may print it.
+  llvm::function_ref<void(llvm::StringRef pass, mlir::ModuleOp module)>
+      afterPass = nullptr;
+  /// Called once on the global view after the last global pass, where
+  /// roles and SBP are still on every value.
+  llvm::function_ref<void(mlir::func::FuncOp func)> onGlobalView = nullptr;
+};
+
+/// Compiles `module` (one graph function) for `config`. Returns
+/// zero-compile's JSON report: the model-state report, `pass_ms`,
+/// `compile_ms` (passes only), `config` and `plan`. The error is one line,
+/// naming the pass and the first diagnostic.
+llvm::Expected<llvm::json::Object> compileGraph(mlir::ModuleOp module,
+                                                const ZeroConfig &config,
+                                                const CompileOptions &options);
+
+} // namespace zerosbp
+
+#endif // ZEROSBP_COMPILER_DRIVER_COMPILEDRIVER_H
