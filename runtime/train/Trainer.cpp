@@ -2,7 +2,6 @@
 
 #include "runtime/train/Trainer.h"
 
-#include "runtime/comm/InProcessComm.h"
 #include "runtime/core/Error.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/io/Npy.h"
@@ -10,32 +9,15 @@
 #include "runtime/train/ModelData.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <thread>
 
 namespace zerosbp::runtime {
 
 namespace {
-
-KindBytes bytesDelta(const CommStats &now, const CommStats &before) {
-  KindBytes delta;
-  for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
-    delta[kind] = now.bytesSent[kind] - before.bytesSent[kind];
-  return delta;
-}
-
-void writeInputs(const Plan &plan, const InputFeed &feed,
-                 RankExecutor &executor, int64_t step) {
-  for (size_t i = 0; i < plan.inputs.size(); ++i)
-    executor.writeInput(static_cast<int>(i),
-                        shardOf(plan.inputs[i], executor.rank(),
-                                feed.globalInput(static_cast<int>(i), step)));
-}
 
 void pickThreads(const TrainOptions &options, int ranksHere) {
   int threads = options.threads;
@@ -86,7 +68,7 @@ std::vector<SavedParameter> savedParameters(const Plan &plan) {
 }
 
 void saveModel(const Plan &plan, const std::string &dir,
-               const std::function<std::vector<double>(int, int)> &shard) {
+               const std::function<std::vector<double>(int)> &globalValue) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error)
@@ -94,10 +76,7 @@ void saveModel(const Plan &plan, const std::string &dir,
                        ")");
   for (const SavedParameter &saved : savedParameters(plan)) {
     const PlanVariable &param = plan.variables[saved.param];
-    const PlanVariable &variable = plan.variables[saved.source];
-    std::vector<double> global(numElements(variable.globalShape), 0.0);
-    for (int rank = 0; rank < plan.world; ++rank)
-      placeShard(variable, rank, shard(rank, saved.source), global);
+    std::vector<double> global = globalValue(saved.source);
     NpyArray array;
     array.dtype = DType::F32;
     array.shape = param.modelShape();
@@ -111,150 +90,55 @@ void saveModel(const Plan &plan, const std::string &dir,
   }
 }
 
-TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
-                           std::ostream &progress) {
-  checkRankCount(plan, options.ranks);
+namespace {
+
+/// The step loop both backends share: initial values, one step per input
+/// row, a progress line per step, the saved model.
+TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
+                     bool reporter, std::ostream &progress) {
+  const Plan &plan = session.plan();
   InitialModel model(plan, options.initDir, options.seed);
   InputFeed feed(plan, options.dataDir, options.steps, options.seed);
-  pickThreads(options, options.ranks);
-
-  int n = options.ranks;
-  InProcessWorld world(n);
-  TrainResult result;
-  result.tokensPerStep = feed.tokensPerStep();
-  result.losses.assign(options.steps, 0.0);
-  result.ranks.resize(n);
-  std::vector<std::unique_ptr<RankExecutor>> executors(n);
-  std::vector<int> finished(options.steps, 0);
-  std::mutex mutex;
-  std::string firstError;
-
-  auto runRank = [&](int rank) {
-    Communicator &comm = world.communicator(rank);
-    comm.setTimeout(std::chrono::milliseconds(
-        static_cast<int64_t>(options.timeoutSeconds * 1000)));
-    try {
-      executors[rank] = std::make_unique<RankExecutor>(plan, rank, comm);
-      RankExecutor &executor = *executors[rank];
-      executor.initializeVariables([&](const PlanVariable &variable) {
-        return model.valuesOf(variable);
-      });
-      RankRecord &record = result.ranks[rank];
-      for (int64_t step = 0; step < options.steps; ++step) {
-        writeInputs(plan, feed, executor, step);
-        CommStats before = comm.stats();
-        double loss = executor.runStep(step + 1);
-        std::lock_guard<std::mutex> lock(mutex);
-        record.times.push_back(executor.lastStepTimes());
-        record.bytesSent.push_back(bytesDelta(comm.stats(), before));
-        record.peaks = executor.memoryPeaks();
-        if (rank == 0)
-          result.losses[step] = loss;
-        if (++finished[step] == n && options.progress)
-          progress << progressLine(result, step, options.steps) << std::endl;
-      }
-    } catch (const std::exception &error) {
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (firstError.empty())
-          firstError = "rank " + std::to_string(rank) + ": " + error.what();
-      }
-      comm.abort(error.what());
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < n; ++rank)
-    threads.emplace_back(runRank, rank);
-  for (std::thread &thread : threads)
-    thread.join();
-  if (!firstError.empty())
-    throw RuntimeError(firstError);
-  if (options.saveDir)
-    saveModel(plan, *options.saveDir, [&](int rank, int variable) {
-      return executors[rank]->variableShard(variable);
-    });
-  return result;
-}
-
-TrainResult trainOneRank(
-    const Plan &plan, const TrainOptions &options, Communicator &comm,
-    const std::function<std::vector<double>(const std::vector<double> &)>
-        &gather,
-    std::ostream &progress) {
-  checkRankCount(plan, comm.worldSize());
-  InitialModel model(plan, options.initDir, options.seed);
-  InputFeed feed(plan, options.dataDir, options.steps, options.seed);
-  pickThreads(options, 1);
-  comm.setTimeout(std::chrono::milliseconds(
-      static_cast<int64_t>(options.timeoutSeconds * 1000)));
-  int rank = comm.rank();
-  int n = comm.worldSize();
-  RankExecutor executor(plan, rank, comm);
-  executor.initializeVariables(
+  session.initialize(
       [&](const PlanVariable &variable) { return model.valuesOf(variable); });
   TrainResult result;
   result.tokensPerStep = feed.tokensPerStep();
-  result.ranks.resize(n);
   for (int64_t step = 0; step < options.steps; ++step) {
-    writeInputs(plan, feed, executor, step);
-    CommStats before = comm.stats();
-    double loss = executor.runStep(step + 1);
-    KindBytes sent = bytesDelta(comm.stats(), before);
-    const StepTimes &times = executor.lastStepTimes();
-    const MemoryPeaks &peaks = executor.memoryPeaks();
-    // One record per rank: times, bytes by kind, peaks by role.
-    std::vector<double> mine = {times.step,
-                                times.forward,
-                                times.backward,
-                                times.optimizer,
-                                times.commWait,
-                                times.commBusy,
-                                double(peaks.total),
-                                double(peaks.modelStates),
-                                double(peaks.highWater)};
-    for (int64_t bytes : sent)
-      mine.push_back(static_cast<double>(bytes));
-    for (int64_t bytes : peaks.byRole)
-      mine.push_back(static_cast<double>(bytes));
-    std::vector<double> all = gather(mine);
-    size_t width = mine.size();
-    for (int r = 0; r < n; ++r) {
-      const double *at = all.data() + r * width;
-      StepTimes record{at[0], at[1], at[2], at[3], at[4], at[5]};
-      RankRecord &target = result.ranks[r];
-      target.times.push_back(record);
-      target.peaks.total = static_cast<int64_t>(at[6]);
-      target.peaks.modelStates = static_cast<int64_t>(at[7]);
-      target.peaks.highWater = static_cast<int64_t>(at[8]);
-      KindBytes bytes;
-      for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
-        bytes[kind] = static_cast<int64_t>(at[9 + kind]);
-      target.bytesSent.push_back(bytes);
-      for (int role = 0; role < kNumRoles; ++role)
-        target.peaks.byRole[role] =
-            static_cast<int64_t>(at[9 + kNumCollectiveKinds + role]);
-    }
-    result.losses.push_back(loss);
-    if (rank == 0 && options.progress)
+    result.losses.push_back(
+        session.step([&](int input) { return feed.globalInput(input, step); }));
+    result.ranks = session.records();
+    if (reporter && options.progress)
       progress << progressLine(result, step, options.steps) << std::endl;
   }
   if (options.saveDir) {
-    // Every rank's shard of each saved variable; shards of a variable all
-    // have its local shape, so they gather as equal parts.
-    std::map<int, std::vector<std::vector<double>>> shards;
-    for (const SavedParameter &saved : savedParameters(plan)) {
-      int64_t count = numElements(plan.variables[saved.source].localShape);
-      std::vector<double> all = gather(executor.variableShard(saved.source));
-      std::vector<std::vector<double>> &parts = shards[saved.source];
-      for (int r = 0; r < n; ++r)
-        parts.emplace_back(all.begin() + r * count,
-                           all.begin() + (r + 1) * count);
-    }
-    if (rank == 0)
+    // Collective over a communicator: every rank gathers, one writes.
+    std::map<int, std::vector<double>> values;
+    for (const SavedParameter &saved : savedParameters(plan))
+      values[saved.source] = session.globalValue(saved.source);
+    if (reporter)
       saveModel(plan, *options.saveDir,
-                [&](int r, int variable) { return shards[variable][r]; });
+                [&](int variable) { return values.at(variable); });
   }
   return result;
+}
+
+} // namespace
+
+TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
+                           std::ostream &progress) {
+  checkRankCount(plan, options.ranks);
+  pickThreads(options, options.ranks);
+  TrainingSession session(plan, options.timeoutSeconds);
+  return runSteps(session, options, /*reporter=*/true, progress);
+}
+
+TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
+                         Communicator &comm, const GatherFn &gather,
+                         std::ostream &progress) {
+  checkRankCount(plan, comm.worldSize());
+  pickThreads(options, 1);
+  TrainingSession session(plan, comm, gather, options.timeoutSeconds);
+  return runSteps(session, options, /*reporter=*/comm.rank() == 0, progress);
 }
 
 } // namespace zerosbp::runtime

@@ -12,9 +12,8 @@
 #define ZEROSBP_RUNTIME_TRAIN_TRAINER_H
 
 #include "runtime/comm/Communicator.h"
-#include "runtime/exec/MemoryTracker.h"
-#include "runtime/exec/RankExecutor.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/train/TrainingSession.h"
 
 #include <array>
 #include <functional>
@@ -39,14 +38,6 @@ struct TrainOptions {
   bool progress = true;
 };
 
-using KindBytes = std::array<int64_t, kNumCollectiveKinds>;
-
-struct RankRecord {
-  MemoryPeaks peaks;
-  std::vector<StepTimes> times;     // One per step.
-  std::vector<KindBytes> bytesSent; // One per step.
-};
-
 struct TrainResult {
   std::vector<double> losses;
   std::vector<RankRecord> ranks;
@@ -59,12 +50,10 @@ TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
 
 /// This process's rank of a run over `comm` (MPI: one process per rank).
 /// `gather` collects a fixed-size record from every rank (for the progress
-/// line, the report and the saved model); only rank 0's result is complete.
-TrainResult trainOneRank(
-    const Plan &plan, const TrainOptions &options, Communicator &comm,
-    const std::function<std::vector<double>(const std::vector<double> &)>
-        &gather,
-    std::ostream &progress);
+/// line, the report and the saved model); only rank 0 prints and saves.
+TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
+                         Communicator &comm, const GatherFn &gather,
+                         std::ostream &progress);
 
 /// The progress line of one step.
 std::string progressLine(const TrainResult &result, int64_t step,
@@ -79,10 +68,10 @@ struct SavedParameter {
 std::vector<SavedParameter> savedParameters(const Plan &plan);
 
 /// Writes the full parameters (PyTorch names, shapes, float32) to `dir`;
-/// `shard(rank, variable)` returns a rank's elements of a variable. A
+/// `globalValue(variable)` returns a variable's global elements. A
 /// parameter with an fp32 master is saved from the master.
 void saveModel(const Plan &plan, const std::string &dir,
-               const std::function<std::vector<double>(int, int)> &shard);
+               const std::function<std::vector<double>(int)> &globalValue);
 
 } // namespace zerosbp::runtime
 

@@ -1,0 +1,382 @@
+//===- GraphCapture.cpp - graph capture and compile for Python ------------===//
+
+#include "python_api/capture/GraphCapture.h"
+
+#include "compiler/builder/GraphBuilder.h"
+#include "compiler/config/DeepSpeedConfig.h"
+#include "compiler/config/EnableZero.h"
+#include "compiler/config/PipelineOptions.h"
+#include "compiler/driver/CompileDriver.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <stdexcept>
+
+using namespace mlir;
+
+namespace zerosbp::python {
+
+namespace {
+
+[[noreturn]] void fail(const llvm::Twine &message) {
+  throw std::runtime_error(message.str());
+}
+
+std::string typeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+/// `base` (ZeroConfig::str() pairs) with `overrides` applied: a key given
+/// again replaces its value. Changing the optimizer drops the base's
+/// hyperparameters and leaving fp16 drops its loss-scaling keys, which would
+/// otherwise not apply.
+std::string mergeOptions(llvm::StringRef base, llvm::StringRef overrides) {
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  auto read = [](llvm::StringRef text) {
+    Pairs pairs;
+    llvm::SmallVector<llvm::StringRef> words;
+    text.split(words, ' ', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef word : words) {
+      auto [key, value] = word.split('=');
+      pairs.emplace_back(key.str(), value.str());
+    }
+    return pairs;
+  };
+  auto find = [](Pairs &pairs, llvm::StringRef key) {
+    return llvm::find_if(pairs,
+                         [&](auto &entry) { return entry.first == key; });
+  };
+  auto erase = [&](Pairs &pairs, llvm::StringRef key) {
+    auto it = find(pairs, key);
+    if (it != pairs.end())
+      pairs.erase(it);
+  };
+  Pairs pairs = read(base);
+  Pairs updates = read(overrides);
+  if (find(updates, "optimizer") != updates.end())
+    for (const char *key : {"lr", "beta1", "beta2", "eps", "weight-decay"})
+      erase(pairs, key);
+  auto precision = find(updates, "precision");
+  if (precision != updates.end() && precision->second != "fp16")
+    for (const char *key :
+         {"loss-scale", "initial-scale-power", "loss-scale-window",
+          "hysteresis", "min-loss-scale"})
+      erase(pairs, key);
+  for (auto &[key, value] : updates) {
+    auto it = find(pairs, key);
+    if (it != pairs.end())
+      it->second = value;
+    else
+      pairs.emplace_back(key, value);
+  }
+  std::string merged;
+  for (auto &[key, value] : pairs)
+    merged += (merged.empty() ? "" : " ") + key + "=" + value;
+  return merged;
+}
+
+ZeroConfig buildConfig(const ConfigSpec &spec, int64_t world) {
+  ZeroConfig config;
+  config.world = world;
+  if (!spec.deepspeedJson.empty()) {
+    if (spec.zeroSet)
+      fail("enable_zero and set_deepspeed_config exclude each other: the "
+           "DeepSpeed config's zero_optimization section sets the stage");
+    auto parsed = parseDeepSpeedConfig(spec.deepspeedJson, world);
+    if (!parsed)
+      fail("DeepSpeed config: " + llvm::toString(parsed.takeError()));
+    config = *parsed;
+  } else if (spec.zeroSet) {
+    auto parsed = enableZero(world, spec.zeroMode, spec.stage,
+                             spec.shardMinSize, spec.shardRestoreLevel);
+    if (!parsed)
+      fail("enable_zero: " + llvm::toString(parsed.takeError()));
+    config = *parsed;
+  }
+
+  std::string overrides;
+  auto set = [&](llvm::StringRef key, const llvm::Twine &value) {
+    overrides += (overrides.empty() ? "" : " ") + key.str() + "=" + value.str();
+  };
+  if (!spec.optimizer.empty()) {
+    set("optimizer", spec.optimizer);
+    set("lr", llvm::formatv("{0}", spec.lr).str());
+    if (spec.optimizer != "sgd") {
+      set("beta1", llvm::formatv("{0}", spec.beta1).str());
+      set("beta2", llvm::formatv("{0}", spec.beta2).str());
+      set("eps", llvm::formatv("{0}", spec.eps).str());
+      set("weight-decay", llvm::formatv("{0}", spec.weightDecay).str());
+    }
+  }
+  if (!spec.precision.empty()) {
+    if (config.precision.precision != Precision::FP32 &&
+        stringifyPrecision(config.precision.precision) != spec.precision)
+      fail("enable_amp(" + spec.precision +
+           ") contradicts the DeepSpeed "
+           "config's " +
+           stringifyPrecision(config.precision.precision));
+    set("precision", spec.precision);
+  }
+  if (spec.accumulationSteps > 0)
+    set("gradient-accumulation-steps", llvm::Twine(spec.accumulationSteps));
+  if (spec.clipping >= 0)
+    set("gradient-clipping", llvm::formatv("{0}", spec.clipping).str());
+  if (!spec.overrides.empty())
+    overrides += (overrides.empty() ? "" : " ") + spec.overrides;
+  if (overrides.empty()) {
+    if (llvm::Error error = config.verify())
+      fail(llvm::toString(std::move(error)));
+    return config;
+  }
+  auto merged = parsePipelineOptions(mergeOptions(config.str(), overrides));
+  if (!merged)
+    fail(llvm::toString(merged.takeError()));
+  if (llvm::Error error = merged->verify())
+    fail(llvm::toString(std::move(error)));
+  return *merged;
+}
+
+/// One line per op: `%5 = nn.matmul(%0, %2) : tensor<...>`.
+std::string summarize(func::FuncOp func) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  AsmState state(func);
+  func.walk([&](Operation *op) {
+    if (op == func.getOperation())
+      return;
+    os << "  ";
+    for (auto [index, result] : llvm::enumerate(op->getResults())) {
+      os << (index ? ", " : "");
+      result.printAsOperand(os, state);
+    }
+    if (op->getNumResults())
+      os << " = ";
+    os << op->getName() << "(";
+    for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+      os << (index ? ", " : "");
+      operand.printAsOperand(os, state);
+    }
+    os << ")";
+    for (Type type : op->getResultTypes())
+      os << " : " << typeName(type);
+    os << "\n";
+  });
+  return text;
+}
+
+} // namespace
+
+struct GraphCapture::Impl {
+  Impl(const std::string &name, int64_t world)
+      : world(world),
+        builder(context, name, GraphBuilder::cpuPlacement(context, world)) {
+    context.disableMultithreading();
+  }
+
+  Value value(int handle) const {
+    if (handle < 0 || handle >= static_cast<int>(values.size()))
+      fail("value " + llvm::Twine(handle) + " does not belong to this graph");
+    return values[handle];
+  }
+
+  int add(Value value) {
+    if (!builder.ok() || !value)
+      fail(builder.error().empty() ? "the graph could not be built"
+                                   : builder.error());
+    values.push_back(value);
+    return static_cast<int>(values.size()) - 1;
+  }
+
+  Type elementType(const std::string &name) {
+    Builder b(&context);
+    Type type = llvm::StringSwitch<Type>(name)
+                    .Case("f32", b.getF32Type())
+                    .Case("f16", b.getF16Type())
+                    .Case("bf16", b.getBF16Type())
+                    .Case("f64", b.getF64Type())
+                    .Case("i64", b.getI64Type())
+                    .Case("i32", b.getI32Type())
+                    .Default(Type());
+    if (!type)
+      fail("unsupported dtype '" + name + "'");
+    return type;
+  }
+
+  MLIRContext context;
+  int64_t world;
+  GraphBuilder builder;
+  std::vector<Value> values;
+  bool finished = false;
+};
+
+GraphCapture::GraphCapture(const std::string &name, int64_t world) {
+  if (world < 1)
+    fail("a placement needs at least one rank");
+  impl = std::make_unique<Impl>(name, world);
+}
+
+GraphCapture::~GraphCapture() = default;
+
+int64_t GraphCapture::world() const { return impl->world; }
+
+int GraphCapture::input(const std::string &name,
+                        const std::vector<int64_t> &shape,
+                        const std::string &dtype) {
+  return impl->add(impl->builder.input(name, shape, impl->elementType(dtype)));
+}
+
+int GraphCapture::parameter(const std::string &name,
+                            const std::vector<int64_t> &shape, bool trainable) {
+  int handle = impl->add(impl->builder.variable(name, shape));
+  if (!trainable)
+    impl->builder.freeze(impl->values[handle]);
+  return handle;
+}
+
+int GraphCapture::apply(const std::string &op, const std::vector<int> &operands,
+                        const OpAttrs &attrs) {
+  if (impl->finished)
+    fail("the graph is already compiled");
+  GraphBuilder &b = impl->builder;
+  std::vector<Value> in;
+  for (int handle : operands)
+    in.push_back(impl->value(handle));
+  auto need = [&](size_t count) {
+    if (in.size() != count)
+      fail(op + " takes " + llvm::Twine(count) + " operands, got " +
+           llvm::Twine(in.size()));
+  };
+  Value result;
+  if (op == "matmul" || op == "batch_matmul") {
+    need(2);
+    result = op == "matmul" ? b.matmul(in[0], in[1], attrs.transposeLhs,
+                                       attrs.transposeRhs)
+                            : b.batchMatmul(in[0], in[1], attrs.transposeLhs,
+                                            attrs.transposeRhs);
+  } else if (op == "add" || op == "sub" || op == "mul" || op == "div" ||
+             op == "bias_add" || op == "embedding" || op == "cross_entropy") {
+    need(2);
+    if (op == "add")
+      result = b.add(in[0], in[1]);
+    else if (op == "sub")
+      result = b.sub(in[0], in[1]);
+    else if (op == "mul")
+      result = b.mul(in[0], in[1]);
+    else if (op == "div")
+      result = b.div(in[0], in[1]);
+    else if (op == "bias_add")
+      result = b.biasAdd(in[0], in[1]);
+    else if (op == "embedding")
+      result = b.embedding(in[0], in[1]);
+    else
+      result = b.crossEntropy(in[0], in[1]);
+  } else if (op == "relu" || op == "gelu" || op == "tanh") {
+    need(1);
+    result = op == "relu"   ? b.relu(in[0])
+             : op == "gelu" ? b.gelu(in[0])
+                            : b.tanh(in[0]);
+  } else if (op == "scale") {
+    need(1);
+    result = b.scale(in[0], attrs.scalar);
+  } else if (op == "cast") {
+    need(1);
+    result = b.cast(in[0], impl->elementType(attrs.dtype));
+  } else if (op == "layer_norm") {
+    need(3);
+    result = b.layerNorm(in[0], in[1], in[2], attrs.scalar);
+  } else if (op == "softmax") {
+    need(1);
+    result = b.softmax(in[0], attrs.axis, attrs.causal);
+  } else if (op == "reshape") {
+    need(1);
+    result = b.reshape(in[0], attrs.ints);
+  } else if (op == "transpose") {
+    need(1);
+    result = b.transpose(in[0], attrs.ints);
+  } else if (op == "slice") {
+    need(1);
+    result = b.slice(in[0], attrs.ints, attrs.ints2);
+  } else if (op == "concat") {
+    result = b.concat(in, attrs.axis);
+  } else if (op == "reduce_sum" || op == "reduce_mean") {
+    need(1);
+    result = op == "reduce_sum"
+                 ? b.reduceSum(in[0], attrs.ints, attrs.keepdim)
+                 : b.reduceMean(in[0], attrs.ints, attrs.keepdim);
+  } else if (op == "fill") {
+    need(0);
+    result = b.fill(attrs.scalar, attrs.ints, impl->elementType(attrs.dtype));
+  } else {
+    fail("unknown op '" + op + "'");
+  }
+  return impl->add(result);
+}
+
+std::vector<int> GraphCapture::split(int value, int64_t axis,
+                                     const std::vector<int64_t> &sizes) {
+  std::vector<int> handles;
+  for (Value part : impl->builder.split(impl->value(value), axis, sizes))
+    handles.push_back(impl->add(part));
+  if (handles.size() != sizes.size())
+    impl->add(Value()); // Reports the builder's error.
+  return handles;
+}
+
+std::vector<int64_t> GraphCapture::shape(int value) const {
+  llvm::ArrayRef<int64_t> shape = GraphBuilder::shapeOf(impl->value(value));
+  return {shape.begin(), shape.end()};
+}
+
+std::string GraphCapture::dtype(int value) const {
+  Type type = llvm::cast<RankedTensorType>(impl->value(value).getType())
+                  .getElementType();
+  return typeName(type);
+}
+
+CompiledGraph GraphCapture::compile(int loss, const ConfigSpec &spec,
+                                    const std::string &planFile, bool keepIr) {
+  if (impl->finished)
+    fail("the graph is already compiled");
+  ZeroConfig config = buildConfig(spec, impl->world);
+  Value lossValue = impl->value(loss);
+  if (!GraphBuilder::shapeOf(lossValue).empty())
+    fail("the loss must be a scalar, got a tensor of type " +
+         typeName(lossValue.getType()));
+  impl->finished = true;
+  auto module = impl->builder.finish({lossValue});
+  if (failed(module))
+    fail(impl->builder.error());
+
+  CompiledGraph compiled;
+  compiled.config = config.str();
+  CompileOptions options;
+  options.planFile = planFile;
+  auto print = [&](llvm::StringRef pass, ModuleOp op) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    op.print(os);
+    compiled.passIr.emplace_back(pass.str(), std::move(text));
+  };
+  if (keepIr)
+    options.afterPass = print;
+  auto describe = [&](func::FuncOp func) {
+    compiled.summary = summarize(func);
+  };
+  options.onGlobalView = describe;
+  auto report = compileGraph(**module, config, options);
+  if (!report)
+    fail(llvm::toString(report.takeError()));
+  llvm::raw_string_ostream os(compiled.reportJson);
+  os << llvm::json::Value(std::move(*report));
+  return compiled;
+}
+
+} // namespace zerosbp::python

@@ -1,0 +1,114 @@
+//===- GraphCapture.h - graph capture and compile for Python ----*- C++ -*-===//
+//
+// The compiler side of the Python `nn.Graph`, behind an interface of plain
+// C++ types: the pybind11 module is built with RTTI and MLIR without, so
+// no MLIR type crosses this header. Values are integer handles. Every
+// method throws std::runtime_error with a one-line message on bad input;
+// after a failed build step the capture is unusable.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_PYTHON_API_CAPTURE_GRAPHCAPTURE_H
+#define ZEROSBP_PYTHON_API_CAPTURE_GRAPHCAPTURE_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zerosbp::python {
+
+/// The attributes an op may take; each op reads the ones it needs.
+struct OpAttrs {
+  bool transposeLhs = false;
+  bool transposeRhs = false;
+  bool causal = false;
+  bool keepdim = false;
+  int64_t axis = -1;
+  double scalar = 0.0;
+  std::vector<int64_t> ints;  // shape, permutation, offsets, axes
+  std::vector<int64_t> ints2; // slice sizes
+  std::string dtype;          // cast target, fill type
+};
+
+/// How the graph is configured, as the Python config methods set it.
+struct ConfigSpec {
+  /// A DeepSpeed JSON config; empty when none was given.
+  std::string deepspeedJson;
+  /// OneFlow's enable_zero(mode, stage, shard_min_size, shard_restore_level)
+  /// when `zeroSet`.
+  bool zeroSet = false;
+  bool zeroMode = true;
+  int64_t stage = 2;
+  int64_t shardMinSize = 1024;
+  int64_t shardRestoreLevel = 1;
+  /// The optimizer added with add_optimizer: sgd, adam or adamw; empty keeps
+  /// the DeepSpeed config's.
+  std::string optimizer;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+  /// enable_amp: fp16 or bf16; empty when not called.
+  std::string precision;
+  /// set_gradient_accumulation_steps; 0 when not called.
+  int64_t accumulationSteps = 0;
+  /// set_gradient_clipping; negative when not called.
+  double clipping = -1;
+  /// Further `key=value` pairs (zero-opt --zero-pipeline syntax) applied
+  /// last, e.g. "overlap-comm=true reduce-bucket-size=1000".
+  std::string overrides;
+};
+
+struct CompiledGraph {
+  /// The IR after each pass, "capture" first.
+  std::vector<std::pair<std::string, std::string>> passIr;
+  /// zero-compile's JSON report.
+  std::string reportJson;
+  /// One line per op of the global view after the last global pass: its
+  /// result, operands, shape, dtype, SBP and role.
+  std::string summary;
+  /// The config as `key=value` pairs.
+  std::string config;
+};
+
+class GraphCapture {
+public:
+  /// Starts graph `name` on CPU ranks 0..world-1.
+  GraphCapture(const std::string &name, int64_t world);
+  ~GraphCapture();
+  GraphCapture(const GraphCapture &) = delete;
+  GraphCapture &operator=(const GraphCapture &) = delete;
+
+  int64_t world() const;
+
+  /// A data input split along axis 0; dtype is f32 or i64.
+  int input(const std::string &name, const std::vector<int64_t> &shape,
+            const std::string &dtype);
+  /// A parameter (f32, broadcast); frozen ones get no gradient or update.
+  int parameter(const std::string &name, const std::vector<int64_t> &shape,
+                bool trainable);
+  /// Op `op` (matmul, add, layer_norm, ...; see GraphCapture.cpp) on
+  /// `operands`, returning its result.
+  int apply(const std::string &op, const std::vector<int> &operands,
+            const OpAttrs &attrs);
+  /// Splits `value` along `axis` into parts of `sizes`.
+  std::vector<int> split(int value, int64_t axis,
+                         const std::vector<int64_t> &sizes);
+
+  std::vector<int64_t> shape(int value) const;
+  /// f32, f16, bf16, i64, i32, ...
+  std::string dtype(int value) const;
+
+  /// Finishes the graph with `loss` as its result, compiles it for `spec`
+  /// and writes the plan to `planFile`. With `keepIr`, the IR after each
+  /// pass is returned. The capture cannot be used afterwards.
+  CompiledGraph compile(int loss, const ConfigSpec &spec,
+                        const std::string &planFile, bool keepIr);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace zerosbp::python
+
+#endif // ZEROSBP_PYTHON_API_CAPTURE_GRAPHCAPTURE_H

@@ -1,0 +1,222 @@
+//===- TrainingSession.cpp - a plan trained one step at a time ------------===//
+
+#include "runtime/train/TrainingSession.h"
+
+#include "runtime/comm/InProcessComm.h"
+#include "runtime/core/Error.h"
+#include "runtime/exec/Distribution.h"
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace zerosbp::runtime {
+
+namespace {
+
+std::chrono::milliseconds toMilliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+KindBytes bytesDelta(const CommStats &now, const CommStats &before) {
+  KindBytes delta;
+  for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
+    delta[kind] = now.bytesSent[kind] - before.bytesSent[kind];
+  return delta;
+}
+
+/// One rank's step record as a flat vector, for gathering, and back.
+std::vector<double> flatten(const StepTimes &times, const KindBytes &sent,
+                            const MemoryPeaks &peaks) {
+  std::vector<double> flat = {times.step,
+                              times.forward,
+                              times.backward,
+                              times.optimizer,
+                              times.commWait,
+                              times.commBusy,
+                              double(peaks.total),
+                              double(peaks.modelStates),
+                              double(peaks.highWater)};
+  for (int64_t bytes : sent)
+    flat.push_back(static_cast<double>(bytes));
+  for (int64_t bytes : peaks.byRole)
+    flat.push_back(static_cast<double>(bytes));
+  return flat;
+}
+
+void unflatten(const double *at, RankRecord &record) {
+  record.times.push_back({at[0], at[1], at[2], at[3], at[4], at[5]});
+  record.peaks.total = static_cast<int64_t>(at[6]);
+  record.peaks.modelStates = static_cast<int64_t>(at[7]);
+  record.peaks.highWater = static_cast<int64_t>(at[8]);
+  KindBytes bytes;
+  for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
+    bytes[kind] = static_cast<int64_t>(at[9 + kind]);
+  record.bytesSent.push_back(bytes);
+  for (int role = 0; role < kNumRoles; ++role)
+    record.peaks.byRole[role] =
+        static_cast<int64_t>(at[9 + kNumCollectiveKinds + role]);
+}
+
+} // namespace
+
+TrainingSession::TrainingSession(const Plan &plan, double timeoutSeconds)
+    : thePlan(plan), timeoutSeconds(timeoutSeconds),
+      world(std::make_unique<InProcessWorld>(plan.world)) {
+  checkRankCount(plan, plan.world);
+  executors.resize(plan.world);
+  rankRecords.resize(plan.world);
+  // Executors create their groups collectively, so each on its rank's thread.
+  std::mutex mutex;
+  std::string firstError;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < plan.world; ++rank)
+    threads.emplace_back([&, rank] {
+      Communicator &comm = world->communicator(rank);
+      comm.setTimeout(toMilliseconds(timeoutSeconds));
+      try {
+        executors[rank] = std::make_unique<RankExecutor>(thePlan, rank, comm);
+      } catch (const std::exception &error) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (firstError.empty())
+          firstError = "rank " + std::to_string(rank) + ": " + error.what();
+        comm.abort(error.what());
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  if (!firstError.empty())
+    throw RuntimeError(firstError);
+}
+
+TrainingSession::TrainingSession(const Plan &plan, Communicator &comm,
+                                 GatherFn gather, double timeoutSeconds)
+    : thePlan(plan), timeoutSeconds(timeoutSeconds), externalComm(&comm),
+      gather(std::move(gather)) {
+  checkRankCount(plan, comm.worldSize());
+  comm.setTimeout(toMilliseconds(timeoutSeconds));
+  executors.push_back(std::make_unique<RankExecutor>(plan, comm.rank(), comm));
+  rankRecords.resize(plan.world);
+}
+
+TrainingSession::~TrainingSession() = default;
+
+int TrainingSession::rank() const {
+  return externalComm ? externalComm->rank() : 0;
+}
+
+void TrainingSession::checkUsable() const {
+  if (!failure.empty())
+    throw RuntimeError("training stopped after an earlier failure: " + failure);
+}
+
+void TrainingSession::onLocalRanks(
+    const std::function<void(RankExecutor &)> &body) {
+  checkUsable();
+  if (externalComm) {
+    try {
+      body(*executors[0]);
+    } catch (const std::exception &error) {
+      failure = error.what();
+      externalComm->abort(error.what());
+      throw;
+    }
+    return;
+  }
+  std::mutex mutex;
+  std::string firstError;
+  std::vector<std::thread> threads;
+  for (auto &executor : executors)
+    threads.emplace_back([&, rank = executor->rank()] {
+      try {
+        body(*executors[rank]);
+      } catch (const std::exception &error) {
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (firstError.empty())
+            firstError = "rank " + std::to_string(rank) + ": " + error.what();
+        }
+        executors[rank]->communicator().abort(error.what());
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  if (!firstError.empty()) {
+    failure = firstError;
+    throw RuntimeError(firstError);
+  }
+}
+
+void TrainingSession::initialize(const ModelValuesFn &model) {
+  onLocalRanks(
+      [&](RankExecutor &executor) { executor.initializeVariables(model); });
+}
+
+void TrainingSession::setVariable(int index, const std::vector<double> &model) {
+  checkUsable();
+  const PlanVariable &variable = thePlan.variables.at(index);
+  for (auto &executor : executors)
+    storeElements(executor->tensor(variable.value),
+                  shardOf(variable, executor->rank(), model));
+}
+
+double TrainingSession::step(
+    const std::function<std::vector<double>(int)> &globalInputs) {
+  std::vector<std::vector<double>> inputs;
+  for (size_t i = 0; i < thePlan.inputs.size(); ++i)
+    inputs.push_back(globalInputs(static_cast<int>(i)));
+  int64_t stepNumber = steps + 1;
+  std::vector<double> losses(executors.size(), 0.0);
+  std::vector<KindBytes> sent(executors.size());
+  onLocalRanks([&](RankExecutor &executor) {
+    size_t local = externalComm ? 0 : executor.rank();
+    for (size_t i = 0; i < thePlan.inputs.size(); ++i)
+      executor.writeInput(
+          static_cast<int>(i),
+          shardOf(thePlan.inputs[i], executor.rank(), inputs[i]));
+    CommStats before = executor.communicator().stats();
+    losses[local] = executor.runStep(stepNumber);
+    sent[local] = bytesDelta(executor.communicator().stats(), before);
+  });
+  ++steps;
+  if (!externalComm) {
+    for (auto &executor : executors) {
+      RankRecord &record = rankRecords[executor->rank()];
+      record.times.push_back(executor->lastStepTimes());
+      record.bytesSent.push_back(sent[executor->rank()]);
+      record.peaks = executor->memoryPeaks();
+    }
+    return losses[0];
+  }
+  RankExecutor &executor = *executors[0];
+  std::vector<double> mine =
+      flatten(executor.lastStepTimes(), sent[0], executor.memoryPeaks());
+  std::vector<double> all = gather(mine);
+  for (int r = 0; r < thePlan.world; ++r)
+    unflatten(all.data() + r * mine.size(), rankRecords[r]);
+  return losses[0];
+}
+
+std::vector<double> TrainingSession::globalValue(int index) {
+  checkUsable();
+  const PlanVariable &variable = thePlan.variables.at(index);
+  std::vector<double> global(numElements(variable.globalShape), 0.0);
+  if (!externalComm) {
+    for (auto &executor : executors)
+      placeShard(variable, executor->rank(), executor->variableShard(index),
+                 global);
+    return global;
+  }
+  // Every rank's shard has the variable's local shape, so shards gather as
+  // equal parts.
+  int64_t count = numElements(variable.localShape);
+  std::vector<double> all = gather(executors[0]->variableShard(index));
+  for (int r = 0; r < thePlan.world; ++r)
+    placeShard(variable, r,
+               std::vector<double>(all.begin() + r * count,
+                                   all.begin() + (r + 1) * count),
+               global);
+  return global;
+}
+
+} // namespace zerosbp::runtime

@@ -1,0 +1,105 @@
+//===- TrainingSession.h - a plan trained one step at a time ----*- C++ -*-===//
+//
+// The ranks this process runs, kept between steps: their executors (arena,
+// communication stream) and communicators. A caller (zero-run's loop, the
+// Python nn.Graph) initializes the variables, then feeds one step's global
+// inputs at a time and reads the loss, the records and the variables.
+//
+// In process, every rank is a thread of this process; each step runs them
+// all and joins them. Over a communicator (MPI), this process is one rank;
+// `gather` collects equal-sized records from every rank (outside the
+// communicator, so that it is not counted as training traffic) and every
+// rank must call step() and globalValue() together.
+//
+// A rank that fails aborts its communicator, so the others stop with an
+// error naming it; the step then throws the first failure, and the session
+// is unusable afterwards.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_TRAIN_TRAININGSESSION_H
+#define ZEROSBP_RUNTIME_TRAIN_TRAININGSESSION_H
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/exec/MemoryTracker.h"
+#include "runtime/exec/RankExecutor.h"
+#include "runtime/plan/Plan.h"
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+class InProcessWorld;
+
+using KindBytes = std::array<int64_t, kNumCollectiveKinds>;
+
+/// What one rank measured: its memory peaks, and per step its times and
+/// bytes sent by collective kind.
+struct RankRecord {
+  MemoryPeaks peaks;
+  std::vector<StepTimes> times;
+  std::vector<KindBytes> bytesSent;
+};
+
+using GatherFn =
+    std::function<std::vector<double>(const std::vector<double> &)>;
+using ModelValuesFn = std::function<std::vector<double>(const PlanVariable &)>;
+
+class TrainingSession {
+public:
+  /// All plan.world ranks as threads of this process. `timeoutSeconds`
+  /// bounds every wait for a peer.
+  TrainingSession(const Plan &plan, double timeoutSeconds);
+  /// This process's rank of a run over `comm` (one process per rank).
+  TrainingSession(const Plan &plan, Communicator &comm, GatherFn gather,
+                  double timeoutSeconds);
+  ~TrainingSession();
+  TrainingSession(const TrainingSession &) = delete;
+  TrainingSession &operator=(const TrainingSession &) = delete;
+
+  const Plan &plan() const { return thePlan; }
+  /// The rank this process reports for (0 in process).
+  int rank() const;
+
+  /// Sets every variable of every local rank to its shard of `model`'s
+  /// value for it (the model tensor: PyTorch shape, row-major).
+  void initialize(const ModelValuesFn &model);
+  /// Sets variable `index` to its shards of `model` on every local rank.
+  void setVariable(int index, const std::vector<double> &model);
+
+  /// Runs one step. `globalInputs(index)` is the global value of input
+  /// `index`. Returns the loss, which every rank holds.
+  double step(const std::function<std::vector<double>(int)> &globalInputs);
+
+  /// The global elements of variable `index` (the model tensor, padded at
+  /// the end for a ZeRO partition). Over a communicator, collective.
+  std::vector<double> globalValue(int index);
+
+  int64_t stepsRun() const { return steps; }
+  /// Every rank's records, complete on every process.
+  const std::vector<RankRecord> &records() const { return rankRecords; }
+
+private:
+  /// Runs `body(executor)` on every local rank; rethrows the first failure
+  /// and marks the session failed.
+  void onLocalRanks(const std::function<void(RankExecutor &)> &body);
+  void checkUsable() const;
+
+  const Plan &thePlan;
+  double timeoutSeconds;
+  std::unique_ptr<InProcessWorld> world;
+  Communicator *externalComm = nullptr;
+  GatherFn gather;
+  std::vector<std::unique_ptr<RankExecutor>> executors;
+  std::vector<RankRecord> rankRecords;
+  int64_t steps = 0;
+  std::string failure;
+};
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_TRAIN_TRAININGSESSION_H
