@@ -12,6 +12,7 @@
 #include "mlir/Pass/PassRegistry.h"
 
 #include <chrono>
+#include <mutex>
 
 using namespace mlir;
 
@@ -80,6 +81,9 @@ public:
 llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
                                                 const ZeroConfig &config,
                                                 const CompileOptions &options) {
+  // The steps name passes textually; make sure they are known.
+  static std::once_flag registered;
+  std::call_once(registered, [] { registerZeroPasses(); });
   auto steps = globalPipelineSteps(config);
   if (!steps)
     return steps.takeError();

@@ -4,6 +4,7 @@
 
 #include "compiler/builder/GraphBuilder.h"
 #include "compiler/config/DeepSpeedConfig.h"
+#include "compiler/config/Diagnostics.h"
 #include "compiler/config/EnableZero.h"
 #include "compiler/config/PipelineOptions.h"
 #include "compiler/driver/CompileDriver.h"
@@ -108,12 +109,12 @@ ZeroConfig buildConfig(const ConfigSpec &spec, int64_t world) {
   };
   if (!spec.optimizer.empty()) {
     set("optimizer", spec.optimizer);
-    set("lr", llvm::formatv("{0}", spec.lr).str());
+    set("lr", formatNumber(spec.lr));
     if (spec.optimizer != "sgd") {
-      set("beta1", llvm::formatv("{0}", spec.beta1).str());
-      set("beta2", llvm::formatv("{0}", spec.beta2).str());
-      set("eps", llvm::formatv("{0}", spec.eps).str());
-      set("weight-decay", llvm::formatv("{0}", spec.weightDecay).str());
+      set("beta1", formatNumber(spec.beta1));
+      set("beta2", formatNumber(spec.beta2));
+      set("eps", formatNumber(spec.eps));
+      set("weight-decay", formatNumber(spec.weightDecay));
     }
   }
   if (!spec.precision.empty()) {
@@ -128,7 +129,7 @@ ZeroConfig buildConfig(const ConfigSpec &spec, int64_t world) {
   if (spec.accumulationSteps > 0)
     set("gradient-accumulation-steps", llvm::Twine(spec.accumulationSteps));
   if (spec.clipping >= 0)
-    set("gradient-clipping", llvm::formatv("{0}", spec.clipping).str());
+    set("gradient-clipping", formatNumber(spec.clipping));
   if (!spec.overrides.empty())
     overrides += (overrides.empty() ? "" : " ") + spec.overrides;
   if (overrides.empty()) {
@@ -159,7 +160,11 @@ std::string summarize(func::FuncOp func) {
     }
     if (op->getNumResults())
       os << " = ";
-    os << op->getName() << "(";
+    os << op->getName();
+    if (auto name = op->getInherentAttr("name"))
+      if (auto text = llvm::dyn_cast_or_null<StringAttr>(*name))
+        os << " \"" << text.getValue() << "\"";
+    os << "(";
     for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
       os << (index ? ", " : "");
       operand.printAsOperand(os, state);
@@ -173,6 +178,10 @@ std::string summarize(func::FuncOp func) {
 }
 
 } // namespace
+
+std::string checkConfig(const ConfigSpec &spec, int64_t world) {
+  return buildConfig(spec, world).str();
+}
 
 struct GraphCapture::Impl {
   Impl(const std::string &name, int64_t world)

@@ -70,6 +70,11 @@ struct CompiledGraph {
   std::string config;
 };
 
+/// The config `spec` gives on `world` ranks, as `key=value` pairs; throws
+/// the error a compile would (so that config calls fail where they are
+/// made).
+std::string checkConfig(const ConfigSpec &spec, int64_t world);
+
 class GraphCapture {
 public:
   /// Starts graph `name` on CPU ranks 0..world-1.

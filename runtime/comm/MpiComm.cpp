@@ -413,4 +413,13 @@ std::unique_ptr<Communicator> MpiSession::communicator() {
   return std::make_unique<MpiComm>(comm);
 }
 
+std::vector<double> MpiSession::gatherRecords(const std::vector<double> &mine) {
+  std::vector<double> all(mine.size() * worldSize);
+  check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
+                      all.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
+                      MPI_COMM_WORLD),
+        "MPI_Allgather");
+  return all;
+}
+
 } // namespace zerosbp::runtime

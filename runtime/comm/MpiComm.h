@@ -28,6 +28,7 @@
 #include "runtime/comm/Communicator.h"
 
 #include <memory>
+#include <vector>
 
 namespace zerosbp::runtime {
 
@@ -51,6 +52,11 @@ public:
   /// A communicator over MPI_COMM_WORLD (a duplicate of it). Collective:
   /// every rank calls it.
   std::unique_ptr<Communicator> communicator();
+
+  /// Every rank's `mine` (equal sizes on every rank), in rank order, over
+  /// MPI_COMM_WORLD: for records that must not count as training traffic.
+  /// Collective.
+  std::vector<double> gatherRecords(const std::vector<double> &mine);
 
 private:
   int worldRank = 0;

@@ -58,6 +58,23 @@ InitialModel::InitialModel(const Plan &plan,
   }
 }
 
+InitialModel::InitialModel(const Plan &plan,
+                           std::map<std::string, std::vector<double>> values)
+    : plan(plan), seed(0), loaded(std::move(values)) {
+  for (const PlanVariable &variable : plan.variables) {
+    if (variable.role != Role::Param || variable.copyOf)
+      continue;
+    auto it = loaded.find(variable.name);
+    if (it == loaded.end())
+      throw RuntimeError("no value for parameter '" + variable.name + "'");
+    int64_t expected = numElements(variable.modelShape());
+    if (static_cast<int64_t>(it->second.size()) != expected)
+      throw RuntimeError("parameter '" + variable.name + "' has " +
+                         std::to_string(expected) + " elements, got " +
+                         std::to_string(it->second.size()));
+  }
+}
+
 std::vector<double> InitialModel::valuesOf(const PlanVariable &variable) const {
   if (variable.copyOf) {
     const PlanVariable *source = plan.findVariable(*variable.copyOf);

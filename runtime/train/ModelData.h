@@ -26,6 +26,11 @@ public:
   /// another; throws naming the missing or mis-shaped file.
   InitialModel(const Plan &plan, const std::optional<std::string> &initDir,
                uint64_t seed);
+  /// Takes every parameter that is not a copy of another from `values`
+  /// (model tensors by name, row-major); throws naming a missing or
+  /// mis-sized one.
+  InitialModel(const Plan &plan,
+               std::map<std::string, std::vector<double>> values);
   /// The model tensor variable `variable` starts from (row-major).
   std::vector<double> valuesOf(const PlanVariable &variable) const;
 

@@ -5,8 +5,6 @@
 #include "runtime/comm/MpiComm.h"
 #include "runtime/core/Error.h"
 
-#include <mpi.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -30,11 +28,7 @@ TrainResult MpiTraining::train(const Plan &plan, const TrainOptions &options,
   // Records for the report travel outside the communicator, so that they
   // are not counted as training traffic.
   auto gather = [&](const std::vector<double> &mine) {
-    std::vector<double> all(mine.size() * session->size());
-    MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
-                  all.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
-                  MPI_COMM_WORLD);
-    return all;
+    return session->gatherRecords(mine);
   };
   try {
     return trainOneRank(plan, options, *comm, gather, progress);
@@ -44,7 +38,8 @@ TrainResult MpiTraining::train(const Plan &plan, const TrainOptions &options,
   }
 }
 
-int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
+std::vector<std::string> MpiTraining::mpirunCommand(int ranks,
+                                                    const std::string &dir) {
   // One machine (runs across machines start mpirun themselves, with a
   // hostfile): shared memory between the ranks, no core binding, no ssh,
   // and no cross-memory attach (containers refuse its ptrace). The same
@@ -67,22 +62,31 @@ int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
                                       "--mca",
                                       "plm",
                                       "isolated"};
+  // A private session directory and shared-memory backing directory: jobs
+  // started at the same time in PID namespaces (test sandboxes) can get the
+  // same job id, and OpenMPI names its segments after it.
+  for (const char *flag : {"orte_tmpdir_base", "btl_vader_backing_directory"}) {
+    command.push_back("--mca");
+    command.push_back(flag);
+    command.push_back(dir);
+  }
+  return command;
+}
+
+void MpiTraining::prepareMpirunEnvironment() {
   if (geteuid() == 0) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
   setenv("OMPI_MCA_btl_base_warn_component_unused", "0", 1);
-  // A private session directory and shared-memory backing directory: jobs
-  // started at the same time in PID namespaces (test sandboxes) can get the
-  // same job id, and OpenMPI names its segments after it.
+}
+
+int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
+  prepareMpirunEnvironment();
   char session[] = "/tmp/zerosbp-mpi.XXXXXX";
   if (!mkdtemp(session))
     throw RuntimeError("cannot create a directory for mpirun under /tmp");
-  for (const char *flag : {"orte_tmpdir_base", "btl_vader_backing_directory"}) {
-    command.push_back("--mca");
-    command.push_back(flag);
-    command.push_back(session);
-  }
+  std::vector<std::string> command = mpirunCommand(ranks, session);
   // /proc/self/exe: the same binary, wherever it was started from.
   char self[4096];
   ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <ostream>
+#include <string>
+#include <vector>
 
 namespace zerosbp::runtime {
 
@@ -28,6 +30,12 @@ public:
   static bool launchedByMpirun();
   /// Runs `mpirun -n ranks <this command>` and returns its exit status.
   static int relaunchUnderMpirun(int argc, char **argv, int ranks);
+  /// `mpirun -n ranks` with the flags for one machine and `dir` (an empty,
+  /// private directory) for its session files; the program comes after.
+  static std::vector<std::string> mpirunCommand(int ranks,
+                                                const std::string &dir);
+  /// The environment mpirun needs here (running as root is allowed).
+  static void prepareMpirunEnvironment();
 
 private:
   std::unique_ptr<MpiSession> session;

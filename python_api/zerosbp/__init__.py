@@ -1,0 +1,63 @@
+"""ZeroSBP: ZeRO as SBP rewriting of a captured training graph.
+
+    import zerosbp as zs
+    from zerosbp import nn
+
+    class TrainGraph(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(zs.optim.Adam(model.parameters(), lr=1e-3))
+            self.config.enable_zero(True, stage=2)
+
+        def build(self, x, y):
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            loss.backward()
+            return loss
+
+    g = TrainGraph().to(zs.placement("cpu", ranks=[0, 1, 2, 3]))
+    loss = g(x, y)          # numpy in, numpy out; compiled on the first call
+    print(g.ir(after="zero-stage"))
+"""
+
+import os as _os
+import sys as _sys
+
+# OpenMPI loads its components as plugins that need libmpi's symbols, so the
+# extension (which links libmpi) is loaded with global symbols.
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | _os.RTLD_GLOBAL)
+try:
+    from . import _zerosbp
+finally:
+    _sys.setdlopenflags(_flags)
+
+Error = _zerosbp.Error
+
+if _zerosbp.launched_by_mpirun():
+    import atexit as _atexit
+    _atexit.register(_zerosbp.mpi_finalize)
+
+from ._random import manual_seed  # noqa: E402
+from ._placement import placement  # noqa: E402
+from ._distributed import rank, world_size  # noqa: E402
+from ._tensor import Tensor  # noqa: E402
+from ._serialization import save, load  # noqa: E402
+from . import nn, optim  # noqa: E402
+
+float32 = "f32"
+float16 = "fp16"
+bfloat16 = "bf16"
+
+__all__ = [
+    "Error",
+    "Tensor",
+    "load",
+    "manual_seed",
+    "nn",
+    "optim",
+    "placement",
+    "rank",
+    "save",
+    "world_size",
+]

@@ -1,0 +1,29 @@
+"""Where a graph runs: a device kind and its ranks."""
+
+
+class placement:
+    """``placement("cpu", ranks=[0, 1, 2, 3])``: ranks 0..N-1 of one device
+    kind. The graph's inputs are split along the batch over these ranks."""
+
+    def __init__(self, type="cpu", ranks=(0,)):
+        if type != "cpu":
+            raise ValueError(
+                f"placement type '{type}' is not supported here "
+                "(cpu; CUDA plans run through zero-run --device cuda)")
+        ranks = list(ranks)
+        if not ranks or ranks != list(range(len(ranks))):
+            raise ValueError(
+                f"placement ranks must be 0..N-1 in order, got {ranks}")
+        self.type = type
+        self.ranks = ranks
+
+    @property
+    def world(self):
+        return len(self.ranks)
+
+    def __repr__(self):
+        return f"placement(type='{self.type}', ranks={self.ranks})"
+
+    def __eq__(self, other):
+        return (isinstance(other, placement) and self.type == other.type
+                and self.ranks == other.ranks)

@@ -1,0 +1,42 @@
+"""The graph being traced: the C++ capture, and the parameters it has met."""
+
+_current = None
+
+
+class Trace:
+    """One run of ``build``: creates graph values for inputs and parameters
+    and remembers the loss ``backward()`` was called on."""
+
+    def __init__(self, capture, parameter_names):
+        self.capture = capture
+        self.parameter_names = parameter_names  # id(Parameter) -> name
+        self.parameter_values = {}  # id(Parameter) -> handle
+        self.used_parameters = {}  # name -> Parameter
+        self.loss = None
+
+    def parameter(self, param):
+        key = id(param)
+        if key not in self.parameter_values:
+            name = self.parameter_names.get(key)
+            if name is None:
+                raise ValueError(
+                    f"a parameter of shape {tuple(param.shape)} is used in "
+                    "build() but belongs to no module of the graph; assign "
+                    "its module to the graph (self.model = model)")
+            self.parameter_values[key] = self.capture.parameter(
+                name, list(param.shape), bool(param.requires_grad))
+            self.used_parameters[name] = param
+        return self.parameter_values[key]
+
+
+def current():
+    if _current is None:
+        raise RuntimeError(
+            "graph tensors exist only inside nn.Graph.build(); call the "
+            "graph to trace it")
+    return _current
+
+
+def set_current(trace):
+    global _current
+    _current = trace

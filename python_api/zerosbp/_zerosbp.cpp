@@ -1,0 +1,392 @@
+//===- _zerosbp.cpp - the zerosbp extension module ------------------------===//
+//
+// pybind11 bindings of the graph capture and compile (python_api/capture)
+// and of the runtime's training session, for the Python package around
+// them. Errors arrive as zerosbp.Error (a RuntimeError) with the C++
+// message unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "python_api/capture/GraphCapture.h"
+#include "runtime/comm/MpiComm.h"
+#include "runtime/core/Error.h"
+#include "runtime/exec/Distribution.h"
+#include "runtime/kernels/Kernel.h"
+#include "runtime/plan/Plan.h"
+#include "runtime/train/ModelData.h"
+#include "runtime/train/MpiTraining.h"
+#include "runtime/train/TrainingSession.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <thread>
+
+namespace py = pybind11;
+using namespace zerosbp;
+using namespace zerosbp::runtime;
+
+namespace {
+
+using DoubleArray =
+    py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+std::vector<double> toVector(const DoubleArray &array) {
+  return std::vector<double>(array.data(), array.data() + array.size());
+}
+
+py::array_t<float> toArray(const std::vector<double> &values,
+                           const std::vector<int64_t> &shape) {
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  py::array_t<float> array(dims);
+  float *out = array.mutable_data();
+  for (py::ssize_t i = 0; i < array.size(); ++i)
+    out[i] = static_cast<float>(values[i]);
+  return array;
+}
+
+/// MPI for the process, started on first use and finished at exit.
+struct MpiProcess {
+  std::unique_ptr<MpiSession> session;
+  std::unique_ptr<Communicator> comm;
+};
+MpiProcess &mpiProcess() {
+  static MpiProcess process;
+  if (!process.session) {
+    process.session = std::make_unique<MpiSession>();
+    process.comm = process.session->communicator();
+  }
+  return process;
+}
+bool mpiStarted = false;
+
+/// A compiled plan trained step by step, in process or as this MPI rank.
+class PySession {
+public:
+  PySession(const std::string &planFile, const std::string &backend,
+            double timeoutSeconds, int threads)
+      : plan(readPlan(planFile)) {
+    int ranksHere = plan.world;
+    if (backend == "inprocess") {
+      session = std::make_unique<TrainingSession>(plan, timeoutSeconds);
+    } else if (backend == "mpi") {
+      MpiProcess &mpi = mpiProcess();
+      mpiStarted = true;
+      MpiSession *mpiSession = mpi.session.get();
+      session = std::make_unique<TrainingSession>(
+          plan, *mpi.comm,
+          [mpiSession](const std::vector<double> &mine) {
+            return mpiSession->gatherRecords(mine);
+          },
+          timeoutSeconds);
+      ranksHere = 1;
+    } else {
+      throw RuntimeError("unknown backend '" + backend +
+                         "' (expected inprocess or mpi)");
+    }
+    if (threads <= 0) {
+      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      threads = std::max(1, static_cast<int>(cores) / ranksHere);
+    }
+    setCpuKernelThreads(threads);
+  }
+
+  void initialize(const std::map<std::string, DoubleArray> &values) {
+    std::map<std::string, std::vector<double>> model;
+    for (const auto &[name, array] : values)
+      model[name] = toVector(array);
+    InitialModel initial(plan, std::move(model));
+    session->initialize([&](const PlanVariable &variable) {
+      return initial.valuesOf(variable);
+    });
+  }
+
+  double step(const std::vector<DoubleArray> &inputs) {
+    if (inputs.size() != plan.inputs.size())
+      throw RuntimeError("the graph takes " +
+                         std::to_string(plan.inputs.size()) + " inputs, got " +
+                         std::to_string(inputs.size()));
+    std::vector<std::vector<double>> values;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      int64_t expected = numElements(plan.inputs[i].globalShape);
+      if (inputs[i].size() != expected)
+        throw RuntimeError("input '" + plan.inputs[i].name + "' has " +
+                           std::to_string(expected) + " elements, got " +
+                           std::to_string(inputs[i].size()));
+      values.push_back(toVector(inputs[i]));
+    }
+    py::gil_scoped_release release;
+    return session->step([&](int index) { return values[index]; });
+  }
+
+  /// The trained value of a parameter (from its fp32 master if any).
+  py::array_t<float> parameter(const std::string &name) {
+    const SavedParameter &saved = savedParameter(name);
+    std::vector<double> global;
+    {
+      py::gil_scoped_release release;
+      global = session->globalValue(saved.source);
+    }
+    return toArray(global, plan.variables[saved.param].modelShape());
+  }
+
+  /// Sets a parameter and its fp32 master; optimizer state is kept.
+  void setParameter(const std::string &name, const DoubleArray &values) {
+    const SavedParameter &saved = savedParameter(name);
+    const PlanVariable &param = plan.variables[saved.param];
+    if (values.size() != numElements(param.modelShape()))
+      throw RuntimeError("parameter '" + name + "' has " +
+                         std::to_string(numElements(param.modelShape())) +
+                         " elements, got " + std::to_string(values.size()));
+    std::vector<double> model = toVector(values);
+    session->setVariable(saved.source, model);
+    if (saved.source != saved.param)
+      session->setVariable(saved.param, model);
+  }
+
+  py::list parameters() const {
+    py::list names;
+    for (const SavedParameter &saved : savedParameters(plan)) {
+      const PlanVariable &param = plan.variables[saved.param];
+      names.append(
+          py::make_tuple(param.name, param.modelShape(), !param.frozen));
+    }
+    return names;
+  }
+
+  py::list inputs() const {
+    py::list list;
+    for (const PlanInput &input : plan.inputs)
+      list.append(py::make_tuple(input.name, input.globalShape,
+                                 dtypeName(input.dtype)));
+    return list;
+  }
+
+  /// Per rank: memory peaks by role and per step times and bytes sent.
+  py::list records() const {
+    py::list ranks;
+    for (const RankRecord &record : session->records()) {
+      py::dict byRole;
+      for (int role = 0; role < kNumRoles; ++role)
+        byRole[roleName(static_cast<Role>(role))] = record.peaks.byRole[role];
+      py::dict peaks;
+      peaks["total"] = record.peaks.total;
+      peaks["model_states"] = record.peaks.modelStates;
+      peaks["high_water"] = record.peaks.highWater;
+      peaks["by_role"] = byRole;
+      py::list steps;
+      for (size_t s = 0; s < record.times.size(); ++s) {
+        const StepTimes &t = record.times[s];
+        py::dict sent;
+        for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
+          sent[collectiveKindName(static_cast<CollectiveKind>(kind))] =
+              record.bytesSent[s][kind];
+        py::dict step;
+        step["step_ms"] = t.step;
+        step["forward_ms"] = t.forward;
+        step["backward_ms"] = t.backward;
+        step["optimizer_ms"] = t.optimizer;
+        step["comm_wait_ms"] = t.commWait;
+        step["comm_busy_ms"] = t.commBusy;
+        step["bytes_sent"] = sent;
+        steps.append(step);
+      }
+      py::dict entry;
+      entry["peak_bytes"] = peaks;
+      entry["steps"] = steps;
+      ranks.append(entry);
+    }
+    return ranks;
+  }
+
+  int world() const { return plan.world; }
+  int rank() const { return session->rank(); }
+  int64_t arenaBytes() const { return plan.arenaBytes; }
+
+private:
+  const SavedParameter &savedParameter(const std::string &name) {
+    if (saved.empty())
+      saved = savedParameters(plan);
+    for (const SavedParameter &entry : saved)
+      if (plan.variables[entry.param].name == name)
+        return entry;
+    throw RuntimeError("the graph has no parameter '" + name + "'");
+  }
+
+  Plan plan;
+  std::unique_ptr<TrainingSession> session;
+  std::vector<SavedParameter> saved;
+};
+
+python::OpAttrs opAttrs(const py::kwargs &kwargs) {
+  python::OpAttrs attrs;
+  for (auto item : kwargs) {
+    std::string key = py::str(item.first);
+    py::handle value = item.second;
+    if (key == "transpose_lhs")
+      attrs.transposeLhs = value.cast<bool>();
+    else if (key == "transpose_rhs")
+      attrs.transposeRhs = value.cast<bool>();
+    else if (key == "causal")
+      attrs.causal = value.cast<bool>();
+    else if (key == "keepdim")
+      attrs.keepdim = value.cast<bool>();
+    else if (key == "axis")
+      attrs.axis = value.cast<int64_t>();
+    else if (key == "scalar")
+      attrs.scalar = value.cast<double>();
+    else if (key == "ints")
+      attrs.ints = value.cast<std::vector<int64_t>>();
+    else if (key == "ints2")
+      attrs.ints2 = value.cast<std::vector<int64_t>>();
+    else if (key == "dtype")
+      attrs.dtype = value.cast<std::string>();
+    else
+      throw py::type_error("unknown op attribute '" + key + "'");
+  }
+  return attrs;
+}
+
+python::ConfigSpec configSpec(const py::dict &dict) {
+  python::ConfigSpec spec;
+  for (auto item : dict) {
+    std::string key = py::str(item.first);
+    py::handle value = item.second;
+    if (key == "deepspeed_json")
+      spec.deepspeedJson = value.cast<std::string>();
+    else if (key == "zero")
+      spec.zeroSet = value.cast<bool>();
+    else if (key == "zero_mode")
+      spec.zeroMode = value.cast<bool>();
+    else if (key == "stage")
+      spec.stage = value.cast<int64_t>();
+    else if (key == "shard_min_size")
+      spec.shardMinSize = value.cast<int64_t>();
+    else if (key == "shard_restore_level")
+      spec.shardRestoreLevel = value.cast<int64_t>();
+    else if (key == "optimizer")
+      spec.optimizer = value.cast<std::string>();
+    else if (key == "lr")
+      spec.lr = value.cast<double>();
+    else if (key == "beta1")
+      spec.beta1 = value.cast<double>();
+    else if (key == "beta2")
+      spec.beta2 = value.cast<double>();
+    else if (key == "eps")
+      spec.eps = value.cast<double>();
+    else if (key == "weight_decay")
+      spec.weightDecay = value.cast<double>();
+    else if (key == "precision")
+      spec.precision = value.cast<std::string>();
+    else if (key == "accumulation_steps")
+      spec.accumulationSteps = value.cast<int64_t>();
+    else if (key == "clipping")
+      spec.clipping = value.cast<double>();
+    else if (key == "overrides")
+      spec.overrides = value.cast<std::string>();
+    else
+      throw py::type_error("unknown config field '" + key + "'");
+  }
+  return spec;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_zerosbp, m) {
+  m.doc() = "ZeroSBP's compiler and runtime (use the zerosbp package)";
+  static py::exception<std::runtime_error> error(m, "Error",
+                                                 PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr pointer) {
+    try {
+      if (pointer)
+        std::rethrow_exception(pointer);
+    } catch (const py::builtin_exception &) {
+      throw; // pybind11's own (TypeError, ValueError, ...).
+    } catch (const std::runtime_error &caught) {
+      error(caught.what());
+    }
+  });
+
+  py::class_<python::GraphCapture>(m, "GraphCapture")
+      .def(py::init<const std::string &, int64_t>(), py::arg("name"),
+           py::arg("world"))
+      .def_property_readonly("world", &python::GraphCapture::world)
+      .def("input", &python::GraphCapture::input, py::arg("name"),
+           py::arg("shape"), py::arg("dtype"))
+      .def("parameter", &python::GraphCapture::parameter, py::arg("name"),
+           py::arg("shape"), py::arg("trainable"))
+      .def(
+          "apply",
+          [](python::GraphCapture &self, const std::string &op,
+             const std::vector<int> &operands, const py::kwargs &kwargs) {
+            return self.apply(op, operands, opAttrs(kwargs));
+          },
+          py::arg("op"), py::arg("operands"))
+      .def("split", &python::GraphCapture::split, py::arg("value"),
+           py::arg("axis"), py::arg("sizes"))
+      .def("shape", &python::GraphCapture::shape)
+      .def("dtype", &python::GraphCapture::dtype)
+      .def(
+          "compile",
+          [](python::GraphCapture &self, int loss, const py::dict &config,
+             const std::string &planFile, bool keepIr) {
+            python::ConfigSpec spec = configSpec(config);
+            python::CompiledGraph compiled;
+            {
+              py::gil_scoped_release release;
+              compiled = self.compile(loss, spec, planFile, keepIr);
+            }
+            py::dict result;
+            result["pass_ir"] = compiled.passIr;
+            result["report"] = compiled.reportJson;
+            result["summary"] = compiled.summary;
+            result["config"] = compiled.config;
+            return result;
+          },
+          py::arg("loss"), py::arg("config"), py::arg("plan_file"),
+          py::arg("keep_ir") = true);
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init<const std::string &, const std::string &, double, int>(),
+           py::arg("plan_file"), py::arg("backend") = "inprocess",
+           py::arg("timeout") = 300.0, py::arg("threads") = 0)
+      .def("initialize", &PySession::initialize)
+      .def("step", &PySession::step)
+      .def("parameter", &PySession::parameter)
+      .def("set_parameter", &PySession::setParameter)
+      .def("parameters", &PySession::parameters)
+      .def("inputs", &PySession::inputs)
+      .def("records", &PySession::records)
+      .def_property_readonly("world", &PySession::world)
+      .def_property_readonly("rank", &PySession::rank)
+      .def_property_readonly("arena_bytes", &PySession::arenaBytes);
+
+  m.def(
+      "check_config",
+      [](const py::dict &config, int64_t world) {
+        return python::checkConfig(configSpec(config), world);
+      },
+      py::arg("config"), py::arg("world") = 1);
+  m.def("launched_by_mpirun", &MpiSession::launchedByMpirun);
+  m.def("mpi_rank_and_size", [] {
+    MpiProcess &mpi = mpiProcess();
+    mpiStarted = true;
+    return py::make_tuple(mpi.session->rank(), mpi.session->size());
+  });
+  m.def("mpi_finalize", [] {
+    if (!mpiStarted)
+      return;
+    MpiProcess &mpi = mpiProcess();
+    mpi.comm.reset();
+    mpi.session.reset();
+    mpiStarted = false;
+  });
+  m.def("mpirun_command", [](int ranks, const std::string &dir) {
+    MpiTraining::prepareMpirunEnvironment();
+    return MpiTraining::mpirunCommand(ranks, dir);
+  });
+}

@@ -1,0 +1,82 @@
+"""torch.nn.functional's names for the graph's ops."""
+
+from .._tensor import Tensor, matmul
+from .parameter import Parameter
+
+
+def _tensor(x):
+    return x._traced() if isinstance(x, Parameter) else x
+
+
+def linear(x, weight, bias=None):
+    """``x W^T + b`` over the last axis (weight is (out, in))."""
+    x = _tensor(x)
+    shape = x.shape
+    rows = x if len(shape) == 2 else x.reshape(-1, shape[-1])
+    y = Tensor._apply("matmul", [rows, weight], transpose_rhs=True)
+    if bias is not None:
+        y = Tensor._apply("bias_add", [y, bias])
+    return y if len(shape) == 2 else y.reshape(*shape[:-1], y.shape[-1])
+
+
+def relu(x):
+    return Tensor._apply("relu", [x])
+
+
+def gelu(x, approximate="tanh"):
+    """GELU, tanh form (GPT-2's): 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))."""
+    if approximate != "tanh":
+        raise NotImplementedError(
+            "gelu: only approximate='tanh' is an nn op (GPT-2's form); the "
+            "erf form is not available")
+    return Tensor._apply("gelu", [x])
+
+
+def tanh(x):
+    return Tensor._apply("tanh", [x])
+
+
+def softmax(x, dim=-1, causal=False):
+    """Softmax over `dim`; with `causal`, entries above the diagonal of the
+    last two axes are masked out first (attention scores)."""
+    return Tensor._apply("softmax", [x], axis=dim, causal=causal)
+
+
+def layer_norm(x, normalized_shape, weight, bias, eps=1e-5):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    if tuple(normalized_shape) != tuple(_tensor(x).shape[-1:]):
+        raise ValueError(
+            f"layer_norm normalizes the last axis only: normalized_shape "
+            f"{tuple(normalized_shape)} does not match input shape "
+            f"{_tensor(x).shape}")
+    return Tensor._apply("layer_norm", [x, weight, bias], scalar=float(eps))
+
+
+def embedding(ids, weight):
+    return Tensor._apply("embedding", [weight, ids])
+
+
+def cross_entropy(logits, labels, reduction="mean"):
+    """Mean cross-entropy over every sample (token) of the global batch;
+    logits (..., classes), labels (...)."""
+    if reduction != "mean":
+        raise NotImplementedError("cross_entropy: only reduction='mean'")
+    logits = _tensor(logits)
+    if logits.ndim != 2:
+        logits = logits.reshape(-1, logits.shape[-1])
+    if _tensor(labels).ndim != 1:
+        labels = labels.reshape(-1)
+    return Tensor._apply("cross_entropy", [logits, labels])
+
+
+def dropout(x, p=0.5, training=True):
+    if p != 0 and training:
+        raise NotImplementedError(
+            f"dropout with p={p}: the graph has no random numbers yet; use "
+            "p=0")
+    return x
+
+
+__all__ = ["linear", "relu", "gelu", "tanh", "softmax", "layer_norm",
+           "embedding", "cross_entropy", "dropout", "matmul"]

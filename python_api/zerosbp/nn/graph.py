@@ -1,0 +1,297 @@
+"""nn.Graph: a training step traced once, compiled with ZeRO, run on ranks.
+
+The first call traces ``build`` with the arguments' shapes into the ``nn``
+dialect, runs the pass pipeline (the IR after every pass is kept), writes
+the plan, starts the ranks (threads of this process, or this process's rank
+under ``python3 -m zerosbp.launch``) and loads the parameters. Every call
+then runs one training step and returns the loss.
+"""
+
+import inspect
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from .. import _distributed, _trace, _zerosbp
+from .._placement import placement as Placement
+from .._tensor import Tensor
+from .graph_config import GraphConfig
+from .module import Module
+
+
+def _input_dtype(array):
+    if np.issubdtype(array.dtype, np.floating):
+        return "f32"
+    if np.issubdtype(array.dtype, np.integer):
+        return "i64"
+    raise TypeError(f"graph inputs are float or integer arrays, got "
+                    f"{array.dtype}")
+
+
+class Graph:
+    def __init__(self):
+        object.__setattr__(self, "_modules", {})
+        self.config = GraphConfig()
+        self._optimizers = []
+        self._placement = None
+        self._signature = None  # [(name, shape, dtype)] of the traced inputs
+        self._compiled = None
+        self._session = None
+        self._workdir = None
+        self._parameters = {}  # name -> Parameter
+        self._values = {}  # name -> (step, value) read back from the ranks
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    # -- set-up ----------------------------------------------------------------
+    def build(self, *args):
+        raise NotImplementedError(
+            f"{type(self).__name__}.build is not defined: subclass nn.Graph "
+            "and define build(self, *inputs) returning the loss after "
+            "calling loss.backward()")
+
+    def add_optimizer(self, optimizer):
+        if self._compiled is not None:
+            raise RuntimeError("add_optimizer after the graph was compiled")
+        if self._optimizers:
+            raise NotImplementedError("one optimizer per graph")
+        self._optimizers.append(optimizer)
+
+    def to(self, placement):
+        if not isinstance(placement, Placement):
+            raise TypeError(f"Graph.to takes a zerosbp.placement, got "
+                            f"{type(placement).__name__}")
+        if self._compiled is not None and placement != self._placement:
+            raise RuntimeError("the graph is already compiled for "
+                               f"{self._placement}")
+        self._placement = placement
+        return self
+
+    @property
+    def world(self):
+        if _distributed.launched():
+            return _distributed.world_size()
+        return self._placement.world if self._placement else 1
+
+    # -- naming ----------------------------------------------------------------
+    def _parameter_names(self):
+        """id(Parameter) -> name: a lone module with parameters gives its own
+        (PyTorch) names, several get their attribute name as a prefix."""
+        holders = [(attr, module) for attr, module in self._modules.items()
+                   if any(True for _ in module.parameters())]
+        names = {}
+        for attr, module in holders:
+            prefix = attr if len(holders) > 1 else ""
+            for name, param in module.named_parameters(prefix):
+                names.setdefault(id(param), name)
+        return names
+
+    # -- compile -----------------------------------------------------------------
+    def _check_world(self):
+        if _distributed.launched():
+            size = _distributed.world_size()
+            if self._placement and self._placement.world != size:
+                raise ValueError(
+                    f"the graph is placed on {self._placement.world} ranks "
+                    f"but was launched on {size} processes")
+
+    def _compile(self, arrays):
+        if type(self).build is Graph.build:
+            self.build()
+        if not self._optimizers and not self.config._deepspeed_has_optimizer():
+            raise RuntimeError(
+                "the graph has no optimizer: call self.add_optimizer(...) in "
+                "__init__ (or give one in the DeepSpeed config)")
+        if self._optimizers and self.config._deepspeed_has_optimizer():
+            raise ValueError(
+                "an optimizer is given both by add_optimizer and by the "
+                "DeepSpeed config; give one")
+        self._check_world()
+        names = list(inspect.signature(self.build).parameters)
+        if len(names) != len(arrays) and not any(
+                p.kind == p.VAR_POSITIONAL
+                for p in inspect.signature(self.build).parameters.values()):
+            raise TypeError(f"build() takes {len(names)} inputs, got "
+                            f"{len(arrays)}")
+        names = [names[i] if i < len(names) else f"input{i}"
+                 for i in range(len(arrays))]
+
+        capture = _zerosbp.GraphCapture(type(self).__name__, self.world)
+        trace = _trace.Trace(capture, self._parameter_names())
+        signature = []
+        _trace.set_current(trace)
+        try:
+            inputs = []
+            for name, array in zip(names, arrays):
+                dtype = _input_dtype(array)
+                signature.append((name, array.shape, dtype))
+                inputs.append(Tensor(capture.input(name, list(array.shape),
+                                                   dtype)))
+            result = self.build(*inputs)
+            if trace.loss is None:
+                raise RuntimeError(
+                    "build() did not call loss.backward(): a graph trains "
+                    "on the loss it differentiates (inference graphs are "
+                    "not supported yet)")
+            if result is not None and result is not trace.loss:
+                raise RuntimeError("build() must return the loss it called "
+                                   "backward() on")
+            self._freeze_untrained(trace)
+            spec = dict(self.config._spec)
+            if self._optimizers:
+                spec.update(self._optimizers[0]._spec())
+            self._workdir = tempfile.mkdtemp(prefix="zerosbp-graph-")
+            plan_file = os.path.join(self._workdir, "model.zplan")
+            compiled = capture.compile(trace.loss._handle, spec, plan_file,
+                                       True)
+        finally:
+            _trace.set_current(None)
+
+        self._signature = signature
+        self._compiled = compiled
+        self._report = json.loads(compiled["report"])
+        backend = "mpi" if _distributed.launched() else "inprocess"
+        self._session = _zerosbp.Session(plan_file, backend)
+        self._parameters = dict(trace.used_parameters)
+        self._session.initialize(
+            {name: p._data.astype(np.float64)
+             for name, p in self._parameters.items()})
+        for name, param in self._parameters.items():
+            param._graph, param._name = self, name
+
+    def _freeze_untrained(self, trace):
+        """Parameters the optimizer was not given keep their values."""
+        if not self._optimizers:
+            return
+        trained = {id(p) for p in self._optimizers[0].params}
+        for name, param in trace.used_parameters.items():
+            if id(param) not in trained and param.requires_grad:
+                raise ValueError(
+                    f"parameter '{name}' is used by build() but not given to "
+                    "the optimizer; set requires_grad=False to freeze it")
+
+    # -- run -------------------------------------------------------------------
+    def _check_inputs(self, arrays):
+        if len(arrays) != len(self._signature):
+            raise TypeError(f"the graph was traced with "
+                            f"{len(self._signature)} inputs, got "
+                            f"{len(arrays)}")
+        for (name, shape, dtype), array in zip(self._signature, arrays):
+            if array.shape != shape or _input_dtype(array) != dtype:
+                raise ValueError(
+                    f"input '{name}': the graph was traced with shape "
+                    f"{shape} ({dtype}), got {array.shape} "
+                    f"({_input_dtype(array)}); build a new graph for a new "
+                    "shape")
+
+    def __call__(self, *args):
+        arrays = [np.asarray(a) for a in args]
+        if self._compiled is None:
+            self._compile(arrays)
+        else:
+            self._check_inputs(arrays)
+        loss = self._session.step([a.astype(np.float64) for a in arrays])
+        return np.array(loss, dtype=np.float32)
+
+    # -- parameters --------------------------------------------------------------
+    def _parameter_value(self, name):
+        steps = len(self._session.records()[0]["steps"])
+        cached = self._values.get(name)
+        if cached is None or cached[0] != steps:
+            cached = (steps, self._session.parameter(name))
+            self._values[name] = cached
+        return cached[1]
+
+    def _set_parameter(self, name, value):
+        self._session.set_parameter(name, value.astype(np.float64))
+        self._values.pop(name, None)
+
+    # -- inspection --------------------------------------------------------------
+    def _require_compiled(self, what):
+        if self._compiled is None:
+            raise RuntimeError(f"{what}: the graph is compiled on its first "
+                               "call; call it once with a batch")
+
+    @property
+    def passes(self):
+        """The passes whose IR ir() can show, in order ("capture" first)."""
+        self._require_compiled("passes")
+        return [name for name, _ in self._compiled["pass_ir"]]
+
+    def ir(self, after="zero-export-plan"):
+        """The IR text after pass `after` ("capture" is before any)."""
+        self._require_compiled("ir")
+        for name, text in self._compiled["pass_ir"]:
+            if name == after:
+                return text
+        raise ValueError(f"no pass '{after}' in this graph's pipeline; "
+                         f"passes: {', '.join(self.passes)}")
+
+    def ir_dump(self, directory):
+        """Writes the IR after every pass: NN-<pass>.mlir. Returns the
+        paths."""
+        self._require_compiled("ir_dump")
+        os.makedirs(directory, exist_ok=True)
+        paths = []
+        for index, (name, text) in enumerate(self._compiled["pass_ir"]):
+            path = os.path.join(directory, f"{index:02d}-{name}.mlir")
+            with open(path, "w") as file:
+                file.write(text)
+            paths.append(path)
+        return paths
+
+    @property
+    def report(self):
+        """The compiler's report (zero-compile --report=json)."""
+        self._require_compiled("report")
+        return self._report
+
+    def memory_report(self):
+        """Per rank: the compiler's planned bytes and the measured peaks."""
+        self._require_compiled("memory_report")
+        plan = self._report["plan"]["memory_plan"]
+        planned = {
+            "model_state_bytes": self._report["model_state_bytes_per_rank"],
+            "bytes_by_role": dict(self._report["bytes_per_rank"]),
+            "arena_bytes": plan["peak_bytes_per_rank"],
+            "peak_bytes_by_role": dict(plan["peak_bytes_by_role"]),
+        }
+        measured = [dict(r["peak_bytes"]) for r in self._session.records()]
+        return {"planned": planned, "measured": measured}
+
+    def comm_report(self):
+        """Per rank: planned bytes sent per step by collective kind, and what
+        the last step measured."""
+        self._require_compiled("comm_report")
+        planned = {k: v for k, v in
+                   self._report["comm_bytes_per_step"].items()}
+        measured = [r["steps"][-1]["bytes_sent"] if r["steps"] else {}
+                    for r in self._session.records()]
+        return {"planned": planned,
+                "collectives": dict(self._report["collectives"]),
+                "measured": measured}
+
+    def step_times(self):
+        """Per rank, per step: time in ms by phase."""
+        self._require_compiled("step_times")
+        return [[{k: v for k, v in s.items() if k != "bytes_sent"}
+                 for s in r["steps"]] for r in self._session.records()]
+
+    def __repr__(self):
+        head = f"{type(self).__name__}(world={self.world}, " \
+               f"stage={self.config.stage})"
+        if self._compiled is None:
+            return head + ": not compiled yet (call it once with a batch)"
+        return (head + ":\n  config: " + self._compiled["config"] + "\n" +
+                self._compiled["summary"].rstrip())
+
+    def __del__(self):
+        workdir = getattr(self, "_workdir", None)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)

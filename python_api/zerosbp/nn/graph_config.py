@@ -1,0 +1,104 @@
+"""nn.Graph.config: OneFlow's GraphConfig methods, checked when called."""
+
+import json
+import os
+
+from .. import _zerosbp
+
+_AMP_DTYPES = {"fp16": "fp16", "float16": "fp16", "f16": "fp16",
+               "bf16": "bf16", "bfloat16": "bf16"}
+
+
+class GraphConfig:
+    def __init__(self):
+        self._spec = {}
+        self._deepspeed = None  # The parsed DeepSpeed config, if any.
+
+    def _set(self, **fields):
+        spec = dict(self._spec, **fields)
+        # The compiler's own checks, with its messages, where the call is.
+        _zerosbp.check_config(spec, 1)
+        self._spec = spec
+
+    def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024,
+                    shard_restore_level=1):
+        """OneFlow's enable_zero: ZeRO stage 1-3 with mode True; off (plain
+        data parallelism) with mode False."""
+        if "deepspeed_json" in self._spec:
+            raise ValueError(
+                "enable_zero and set_deepspeed_config exclude each other: "
+                "the DeepSpeed config's zero_optimization section sets the "
+                "stage")
+        for name, value in (("stage", stage),
+                            ("shard_min_size", shard_min_size),
+                            ("shard_restore_level", shard_restore_level)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"enable_zero: {name} must be an int, got "
+                                f"{value!r}")
+        self._set(zero=True, zero_mode=bool(mode), stage=stage,
+                  shard_min_size=shard_min_size,
+                  shard_restore_level=shard_restore_level)
+
+    def set_deepspeed_config(self, config):
+        """A DeepSpeed config (a dict, or the path of a JSON file): every
+        key is honoured or refused with an error."""
+        if self._spec.get("zero"):
+            raise ValueError(
+                "enable_zero and set_deepspeed_config exclude each other")
+        if isinstance(config, (str, os.PathLike)):
+            with open(config) as file:
+                text = file.read()
+            parsed = json.loads(text)
+        elif isinstance(config, dict):
+            parsed = config
+            text = json.dumps(config)
+        else:
+            raise TypeError("set_deepspeed_config takes a dict or a path, "
+                            f"got {type(config).__name__}")
+        self._set(deepspeed_json=text)
+        self._deepspeed = parsed
+
+    def enable_amp(self, mode=True, dtype="fp16"):
+        """Mixed precision with fp32 master weights: fp16 (loss scaling) or
+        bf16. ``enable_amp("bf16")`` is short for
+        ``enable_amp(True, dtype="bf16")``."""
+        if isinstance(mode, str):
+            mode, dtype = True, mode
+        if not mode:
+            self._spec.pop("precision", None)
+            return
+        key = str(dtype).replace("torch.", "").replace("numpy.", "")
+        if key not in _AMP_DTYPES:
+            raise ValueError(f"enable_amp: dtype must be fp16 or bf16, got "
+                             f"{dtype!r}")
+        self._set(precision=_AMP_DTYPES[key])
+
+    def set_gradient_accumulation_steps(self, steps):
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError("set_gradient_accumulation_steps: expected a "
+                             f"positive int, got {steps!r}")
+        self._set(accumulation_steps=steps)
+
+    def set_gradient_clipping(self, max_norm):
+        if not isinstance(max_norm, (int, float)) or max_norm < 0:
+            raise ValueError("set_gradient_clipping: expected a norm >= 0, "
+                             f"got {max_norm!r}")
+        self._set(clipping=float(max_norm))
+
+    def set_pipeline_options(self, options):
+        """Further compiler options as ``key=value`` pairs (zero-opt's
+        --zero-pipeline syntax), e.g. ``"overlap-comm=true
+        reduce-bucket-size=1000"``."""
+        self._set(overrides=str(options))
+
+    @property
+    def stage(self):
+        if self._spec.get("zero"):
+            return self._spec["stage"] if self._spec["zero_mode"] else 0
+        if self._deepspeed is not None:
+            return self._deepspeed.get("zero_optimization", {}).get("stage",
+                                                                    0)
+        return 0
+
+    def _deepspeed_has_optimizer(self):
+        return self._deepspeed is not None and "optimizer" in self._deepspeed
