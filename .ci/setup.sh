@@ -9,7 +9,7 @@ PACKAGES=(
   clang-22 libclang-rt-22-dev libfuzzer-22-dev clang-format
   libabsl-dev libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
-  python3-dev pybind11-dev python3-numpy
+  python3-dev pybind11-dev python3-numpy python3-pytest
   nlohmann-json3-dev libopenblas-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libncurses-dev
 )

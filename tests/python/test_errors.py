@@ -1,0 +1,139 @@
+"""Bad calls raise clear exceptions, with the compiler's messages."""
+
+import numpy as np
+import pytest
+
+import zerosbp as zs
+from zerosbp import nn
+
+import models
+
+
+def graph_with(configure=None, stage=None, optimizer=True, model=None):
+    model = model or models.Mlp(hidden=8)
+    opt = zs.optim.Adam(model.parameters()) if optimizer else None
+
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            if opt:
+                self.add_optimizer(opt)
+            if configure:
+                configure(self.config)
+
+        def build(self, x, y):
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            loss.backward()
+            return loss
+
+    return G()
+
+
+BATCH = models.mlp_batches(1, batch=8)[0]
+
+
+def test_stage_4():
+    with pytest.raises(zs.Error,
+                       match=r"stage: expected an integer in \[1, 3\], got 4"):
+        graph_with(lambda c: c.enable_zero(True, stage=4))
+
+
+def test_unknown_deepspeed_key():
+    with pytest.raises(zs.Error, match="unknown key 'zero_optimization.stag'"):
+        graph_with(lambda c: c.set_deepspeed_config(
+            {"zero_optimization": {"stag": 2}}))
+
+
+def test_deepspeed_offload_is_refused():
+    with pytest.raises(zs.Error, match="offload_optimizer"):
+        graph_with(lambda c: c.set_deepspeed_config(
+            {"zero_optimization": {"stage": 2,
+                                   "offload_optimizer": {"device": "cpu"}}}))
+
+
+def test_deepspeed_config_drives_the_stage():
+    graph = graph_with(lambda c: c.set_deepspeed_config(
+        {"zero_optimization": {"stage": 3}}))
+    graph.to(zs.placement("cpu", ranks=[0, 1]))
+    graph(*BATCH)
+    assert graph.report["stage"] == 3
+
+
+def test_build_not_defined():
+    class NoBuild(nn.Graph):
+        pass
+
+    with pytest.raises(NotImplementedError, match="build is not defined"):
+        NoBuild()(*BATCH)
+
+
+def test_mismatched_batch_shape():
+    graph = graph_with().to(zs.placement("cpu", ranks=[0, 1]))
+    graph(*BATCH)
+    x, y = models.mlp_batches(1, batch=4)[0]
+    with pytest.raises(ValueError, match=r"input 'x': the graph was traced "
+                       r"with shape \(8, 256\)"):
+        graph(x, y)
+
+
+def test_shape_error_names_the_op():
+    class Bad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(100, 10)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    with pytest.raises(zs.Error, match="matmul"):
+        graph_with(model=Bad())(*BATCH)
+
+
+def test_no_optimizer():
+    with pytest.raises(RuntimeError, match="no optimizer"):
+        graph_with(optimizer=False)(*BATCH)
+
+
+def test_backward_not_called():
+    model = models.Mlp(hidden=8)
+
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(zs.optim.SGD(model.parameters()))
+
+        def build(self, x, y):
+            return nn.functional.cross_entropy(self.model(x), y)
+
+    with pytest.raises(RuntimeError, match="did not call loss.backward"):
+        G()(*BATCH)
+
+
+def test_dropout_needs_p_zero():
+    assert nn.Dropout(0.0).p == 0
+    with pytest.raises(NotImplementedError, match="p=0.1"):
+        nn.Dropout(0.1)
+
+
+def test_bad_placement_and_amp():
+    with pytest.raises(ValueError, match="0..N-1"):
+        zs.placement("cpu", ranks=[1, 2])
+    with pytest.raises(ValueError, match="fp16 or bf16"):
+        graph_with(lambda c: c.enable_amp(True, dtype="int8"))
+    with pytest.raises(ValueError, match="exclude each other"):
+        graph_with(lambda c: (c.enable_zero(True, stage=1),
+                              c.set_deepspeed_config({})))
+
+
+def test_inspection_before_compile():
+    graph = graph_with()
+    assert "not compiled yet" in repr(graph)
+    with pytest.raises(RuntimeError, match="compiled on its first call"):
+        graph.ir(after="zero-stage")
+
+
+def test_unknown_pipeline_option():
+    with pytest.raises(zs.Error, match="unknown key 'overlap-com'"):
+        graph_with(lambda c: c.set_pipeline_options("overlap-com=true"))
