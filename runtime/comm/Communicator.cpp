@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 namespace zerosbp::runtime {
 
@@ -38,6 +39,40 @@ PartRange balancedPart(int64_t count, int parts, int index) {
   int64_t size = base + (index < extra ? 1 : 0);
   int64_t offset = base * index + std::min<int64_t>(index, extra);
   return {offset, size};
+}
+
+int memberIndex(const std::vector<int> &ranks, int myRank, int worldSize,
+                const std::string &where) {
+  if (ranks.empty())
+    throw RuntimeError(where + ": a group needs at least one rank");
+  std::set<int> seen;
+  int index = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= worldSize)
+      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
+                         " is not in a world of " + std::to_string(worldSize));
+    if (!seen.insert(ranks[i]).second)
+      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
+                         " appears twice");
+    if (ranks[i] == myRank)
+      index = static_cast<int>(i);
+  }
+  if (index < 0)
+    throw RuntimeError(where + ": the calling rank is not a member");
+  return index;
+}
+
+std::string formatRanks(const std::vector<int> &ranks) {
+  std::string text = "[";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text + "]";
+}
+
+std::string formatDuration(std::chrono::milliseconds value) {
+  if (value.count() % 1000 == 0)
+    return std::to_string(value.count() / 1000) + " s";
+  return std::to_string(value.count()) + " ms";
 }
 
 std::string describeCollective(CollectiveKind kind, DType type, int64_t count) {

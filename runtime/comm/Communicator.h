@@ -129,6 +129,17 @@ struct PartRange {
 };
 PartRange balancedPart(int64_t count, int parts, int index);
 
+/// The index of `myRank` in the group `ranks` of a world of `worldSize`;
+/// throws RuntimeError prefixed by `where` when the group is empty, holds a
+/// rank outside the world or twice, or does not hold `myRank`.
+int memberIndex(const std::vector<int> &ranks, int myRank, int worldSize,
+                const std::string &where);
+
+/// "[0, 1, 3]".
+std::string formatRanks(const std::vector<int> &ranks);
+/// "5 s", or "1500 ms" when not whole seconds.
+std::string formatDuration(std::chrono::milliseconds value);
+
 /// "all_reduce of 10 f32 elements": the collective a message is about.
 std::string describeCollective(CollectiveKind kind, DType type, int64_t count);
 

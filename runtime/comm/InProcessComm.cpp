@@ -28,21 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string formatRanks(const std::vector<int> &ranks) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    out << (i ? ", " : "") << ranks[i];
-  out << "]";
-  return out.str();
-}
-
-std::string formatDuration(std::chrono::milliseconds value) {
-  if (value.count() % 1000 == 0)
-    return std::to_string(value.count() / 1000) + " s";
-  return std::to_string(value.count()) + " ms";
-}
-
 const char *reduceOpName(ReduceOp op) {
   return op == ReduceOp::Sum ? "sum" : "max";
 }
@@ -224,23 +209,7 @@ InProcessComm::~InProcessComm() = default;
 CommGroup &InProcessComm::createGroup(const std::vector<int> &ranks) {
   std::string where = "createGroup " + formatRanks(ranks) + " on rank " +
                       std::to_string(myRank);
-  if (ranks.empty())
-    throw RuntimeError(where + ": a group needs at least one rank");
-  std::set<int> seen;
-  int index = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= world.size())
-      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
-                         " is not in a world of " +
-                         std::to_string(world.size()));
-    if (!seen.insert(ranks[i]).second)
-      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
-                         " appears twice");
-    if (ranks[i] == myRank)
-      index = static_cast<int>(i);
-  }
-  if (index < 0)
-    throw RuntimeError(where + ": the calling rank is not a member");
+  int index = memberIndex(ranks, myRank, world.size(), where);
   InProcessGroupState &state =
       world.joinGroup(myRank, static_cast<int64_t>(groups.size()), ranks);
   groups.push_back(std::make_unique<Group>(ranks, index, state));

@@ -50,19 +50,6 @@ void check(int code, const std::string &what) {
     throw RuntimeError(what + ": " + mpiErrorText(code));
 }
 
-std::string formatRanks(const std::vector<int> &ranks) {
-  std::string text = "[";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text + "]";
-}
-
-std::string formatDuration(std::chrono::milliseconds value) {
-  if (value.count() % 1000 == 0)
-    return std::to_string(value.count() / 1000) + " s";
-  return std::to_string(value.count()) + " ms";
-}
-
 bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
   auto begin = [](const void *p) { return reinterpret_cast<uintptr_t>(p); };
   return aBytes && bBytes && begin(a) < begin(b) + bBytes &&
@@ -153,22 +140,7 @@ private:
 CommGroup &MpiComm::createGroup(const std::vector<int> &ranks) {
   std::string where = "createGroup " + formatRanks(ranks) + " on rank " +
                       std::to_string(myRank);
-  if (ranks.empty())
-    throw RuntimeError(where + ": a group needs at least one rank");
-  std::set<int> seen;
-  int index = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= mySize)
-      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
-                         " is not in a world of " + std::to_string(mySize));
-    if (!seen.insert(ranks[i]).second)
-      throw RuntimeError(where + ": rank " + std::to_string(ranks[i]) +
-                         " appears twice");
-    if (ranks[i] == myRank)
-      index = static_cast<int>(i);
-  }
-  if (index < 0)
-    throw RuntimeError(where + ": the calling rank is not a member");
+  int index = memberIndex(ranks, myRank, mySize, where);
   // Groups of one call are disjoint, so their smallest ranks tell them apart.
   int color = *std::min_element(ranks.begin(), ranks.end());
   MPI_Comm comm = MPI_COMM_NULL;

@@ -97,20 +97,6 @@ std::vector<double> softmaxForward(const std::vector<double> &x, int64_t n,
 }
 
 /// Sum over samples of -log softmax(logits)[label].
-double crossEntropySum(const std::vector<double> &logits,
-                       const std::vector<double> &labels, int64_t classes) {
-  double total = 0;
-  for (size_t s = 0; s < labels.size(); ++s) {
-    double max = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < classes; ++j)
-      max = std::max(max, logits[s * classes + j]);
-    for (int64_t j = 0; j < classes; ++j)
-      sum += std::exp(logits[s * classes + j] - max);
-    total += std::log(sum) + max -
-             logits[s * classes + static_cast<int64_t>(labels[s])];
-  }
-  return total;
-}
 
 std::vector<double> elementwise(const std::vector<double> &x,
                                 double (*fn)(double)) {

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -138,6 +139,25 @@ makeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> entries) {
   for (const auto &[name, value] : entries)
     attrs.set(name, value);
   return attrs;
+}
+
+/// The summed cross-entropy of `labels.size()` rows of `classes` logits,
+/// in double with the max subtracted: the reference the loss kernels (mean)
+/// and their gradient checks compare against.
+inline double crossEntropySum(const std::vector<double> &logits,
+                              const std::vector<double> &labels,
+                              int64_t classes) {
+  double total = 0;
+  for (size_t s = 0; s < labels.size(); ++s) {
+    double max = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < classes; ++j)
+      max = std::max(max, logits[s * classes + j]);
+    for (int64_t j = 0; j < classes; ++j)
+      sum += std::exp(logits[s * classes + j] - max);
+    total += std::log(sum) + max -
+             logits[s * classes + static_cast<int64_t>(labels[s])];
+  }
+  return total;
 }
 
 inline std::vector<int64_t> ints(std::initializer_list<int64_t> values) {
