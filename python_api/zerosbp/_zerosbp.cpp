@@ -21,10 +21,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <map>
 #include <memory>
-#include <thread>
 
 namespace py = pybind11;
 using namespace zerosbp;
@@ -54,15 +52,14 @@ struct MpiProcess {
   std::unique_ptr<MpiSession> session;
   std::unique_ptr<Communicator> comm;
 };
-MpiProcess &mpiProcess() {
-  static MpiProcess process;
-  if (!process.session) {
-    process.session = std::make_unique<MpiSession>();
-    process.comm = process.session->communicator();
+MpiProcess mpi;
+MpiProcess &startMpi() {
+  if (!mpi.session) {
+    mpi.session = std::make_unique<MpiSession>();
+    mpi.comm = mpi.session->communicator();
   }
-  return process;
+  return mpi;
 }
-bool mpiStarted = false;
 
 /// A compiled plan trained step by step, in process or as this MPI rank.
 class PySession {
@@ -74,9 +71,7 @@ public:
     if (backend == "inprocess") {
       session = std::make_unique<TrainingSession>(plan, timeoutSeconds);
     } else if (backend == "mpi") {
-      MpiProcess &mpi = mpiProcess();
-      mpiStarted = true;
-      MpiSession *mpiSession = mpi.session.get();
+      MpiSession *mpiSession = startMpi().session.get();
       session = std::make_unique<TrainingSession>(
           plan, *mpi.comm,
           [mpiSession](const std::vector<double> &mine) {
@@ -88,11 +83,7 @@ public:
       throw RuntimeError("unknown backend '" + backend +
                          "' (expected inprocess or mpi)");
     }
-    if (threads <= 0) {
-      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-      threads = std::max(1, static_cast<int>(cores) / ranksHere);
-    }
-    setCpuKernelThreads(threads);
+    pickKernelThreads(threads, ranksHere);
   }
 
   void initialize(const std::map<std::string, DoubleArray> &values) {
@@ -203,6 +194,7 @@ public:
     return ranks;
   }
 
+  int64_t stepsRun() const { return session->stepsRun(); }
   int world() const { return plan.world; }
   int rank() const { return session->rank(); }
   int64_t arenaBytes() const { return plan.arenaBytes; }
@@ -361,6 +353,7 @@ PYBIND11_MODULE(_zerosbp, m) {
       .def("parameters", &PySession::parameters)
       .def("inputs", &PySession::inputs)
       .def("records", &PySession::records)
+      .def_property_readonly("steps_run", &PySession::stepsRun)
       .def_property_readonly("world", &PySession::world)
       .def_property_readonly("rank", &PySession::rank)
       .def_property_readonly("arena_bytes", &PySession::arenaBytes);
@@ -373,17 +366,12 @@ PYBIND11_MODULE(_zerosbp, m) {
       py::arg("config"), py::arg("world") = 1);
   m.def("launched_by_mpirun", &MpiSession::launchedByMpirun);
   m.def("mpi_rank_and_size", [] {
-    MpiProcess &mpi = mpiProcess();
-    mpiStarted = true;
-    return py::make_tuple(mpi.session->rank(), mpi.session->size());
+    MpiSession &session = *startMpi().session;
+    return py::make_tuple(session.rank(), session.size());
   });
   m.def("mpi_finalize", [] {
-    if (!mpiStarted)
-      return;
-    MpiProcess &mpi = mpiProcess();
-    mpi.comm.reset();
+    mpi.comm.reset(); // Communicators go before their session.
     mpi.session.reset();
-    mpiStarted = false;
   });
   m.def("mpirun_command", [](int ranks, const std::string &dir) {
     MpiTraining::prepareMpirunEnvironment();

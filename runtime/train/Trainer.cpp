@@ -17,18 +17,15 @@
 
 namespace zerosbp::runtime {
 
-namespace {
+namespace {} // namespace
 
-void pickThreads(const TrainOptions &options, int ranksHere) {
-  int threads = options.threads;
+void pickKernelThreads(int threads, int ranksHere) {
   if (threads <= 0) {
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    threads = std::max(1, static_cast<int>(cores) / ranksHere);
+    threads = std::max(1, static_cast<int>(cores) / std::max(1, ranksHere));
   }
   setCpuKernelThreads(threads);
 }
-
-} // namespace
 
 std::string progressLine(const TrainResult &result, int64_t step,
                          int64_t steps) {
@@ -127,7 +124,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
 TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
                            std::ostream &progress) {
   checkRankCount(plan, options.ranks);
-  pickThreads(options, options.ranks);
+  pickKernelThreads(options.threads, options.ranks);
   TrainingSession session(plan, options.timeoutSeconds);
   return runSteps(session, options, /*reporter=*/true, progress);
 }
@@ -136,7 +133,7 @@ TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
                          Communicator &comm, const GatherFn &gather,
                          std::ostream &progress) {
   checkRankCount(plan, comm.worldSize());
-  pickThreads(options, 1);
+  pickKernelThreads(options.threads, 1);
   TrainingSession session(plan, comm, gather, options.timeoutSeconds);
   return runSteps(session, options, /*reporter=*/comm.rank() == 0, progress);
 }

@@ -55,6 +55,10 @@ TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
                          Communicator &comm, const GatherFn &gather,
                          std::ostream &progress);
 
+/// Sets the kernels' BLAS threads: `threads`, or when it is 0 the cores
+/// shared among the `ranksHere` ranks this process runs.
+void pickKernelThreads(int threads, int ranksHere);
+
 /// The progress line of one step.
 std::string progressLine(const TrainResult &result, int64_t step,
                          int64_t steps);

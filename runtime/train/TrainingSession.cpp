@@ -67,26 +67,11 @@ TrainingSession::TrainingSession(const Plan &plan, double timeoutSeconds)
   executors.resize(plan.world);
   rankRecords.resize(plan.world);
   // Executors create their groups collectively, so each on its rank's thread.
-  std::mutex mutex;
-  std::string firstError;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < plan.world; ++rank)
-    threads.emplace_back([&, rank] {
-      Communicator &comm = world->communicator(rank);
-      comm.setTimeout(toMilliseconds(timeoutSeconds));
-      try {
-        executors[rank] = std::make_unique<RankExecutor>(thePlan, rank, comm);
-      } catch (const std::exception &error) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (firstError.empty())
-          firstError = "rank " + std::to_string(rank) + ": " + error.what();
-        comm.abort(error.what());
-      }
-    });
-  for (std::thread &thread : threads)
-    thread.join();
-  if (!firstError.empty())
-    throw RuntimeError(firstError);
+  onRankThreads([&](int rank) {
+    Communicator &comm = world->communicator(rank);
+    comm.setTimeout(toMilliseconds(timeoutSeconds));
+    executors[rank] = std::make_unique<RankExecutor>(thePlan, rank, comm);
+  });
 }
 
 TrainingSession::TrainingSession(const Plan &plan, Communicator &comm,
@@ -123,20 +108,24 @@ void TrainingSession::onLocalRanks(
     }
     return;
   }
+  onRankThreads([&](int rank) { body(*executors[rank]); });
+}
+
+void TrainingSession::onRankThreads(const std::function<void(int)> &body) {
   std::mutex mutex;
   std::string firstError;
   std::vector<std::thread> threads;
-  for (auto &executor : executors)
-    threads.emplace_back([&, rank = executor->rank()] {
+  for (int rank = 0; rank < world->size(); ++rank)
+    threads.emplace_back([&, rank] {
       try {
-        body(*executors[rank]);
+        body(rank);
       } catch (const std::exception &error) {
         {
           std::lock_guard<std::mutex> lock(mutex);
           if (firstError.empty())
             firstError = "rank " + std::to_string(rank) + ": " + error.what();
         }
-        executors[rank]->communicator().abort(error.what());
+        world->communicator(rank).abort(error.what());
       }
     });
   for (std::thread &thread : threads)

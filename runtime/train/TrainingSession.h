@@ -87,6 +87,9 @@ private:
   /// Runs `body(executor)` on every local rank; rethrows the first failure
   /// and marks the session failed.
   void onLocalRanks(const std::function<void(RankExecutor &)> &body);
+  /// Runs `body(rank)` on one thread per in-process rank; a rank that
+  /// throws aborts its communicator, and the first failure is rethrown.
+  void onRankThreads(const std::function<void(int)> &body);
   void checkUsable() const;
 
   const Plan &thePlan;

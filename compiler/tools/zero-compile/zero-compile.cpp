@@ -260,9 +260,8 @@ int main(int argc, char **argv) {
     return 1;
   double captureMs = msSince(start);
 
-  std::string planFile = outputFile;
   zerosbp::CompileOptions options;
-  options.planFile = planFile;
+  options.planFile = outputFile;
   auto compiled = zerosbp::compileGraph(**module, *config, options);
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));

@@ -160,8 +160,7 @@ class Graph:
         self._session = _zerosbp.Session(plan_file, backend)
         self._parameters = dict(trace.used_parameters)
         self._session.initialize(
-            {name: p._data.astype(np.float64)
-             for name, p in self._parameters.items()})
+            {name: p._data for name, p in self._parameters.items()})
         for name, param in self._parameters.items():
             param._graph, param._name = self, name
 
@@ -196,12 +195,12 @@ class Graph:
             self._compile(arrays)
         else:
             self._check_inputs(arrays)
-        loss = self._session.step([a.astype(np.float64) for a in arrays])
+        loss = self._session.step(arrays)
         return np.array(loss, dtype=np.float32)
 
     # -- parameters --------------------------------------------------------------
     def _parameter_value(self, name):
-        steps = len(self._session.records()[0]["steps"])
+        steps = self._session.steps_run
         cached = self._values.get(name)
         if cached is None or cached[0] != steps:
             cached = (steps, self._session.parameter(name))
@@ -209,7 +208,7 @@ class Graph:
         return cached[1]
 
     def _set_parameter(self, name, value):
-        self._session.set_parameter(name, value.astype(np.float64))
+        self._session.set_parameter(name, value)
         self._values.pop(name, None)
 
     # -- inspection --------------------------------------------------------------
