@@ -510,7 +510,9 @@ Plan parsePlan(const std::string &text, const std::string &source) {
   Json root;
   try {
     root = Json::parse(text);
-  } catch (const Json::parse_error &error) {
+  } catch (const Json::exception &error) {
+    // Syntax errors are parse_error; a number too large for a double is
+    // out_of_range ("[json.exception.out_of_range.406] number overflow ...").
     std::string what = error.what();
     // "[json.exception.parse_error.101] parse error at line 3, column 4: ..."
     size_t start = what.find("] ");

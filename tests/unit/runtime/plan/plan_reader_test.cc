@@ -89,6 +89,10 @@ TEST(PlanReader, RejectsForeignAndBrokenFiles) {
   truncated.resize(truncated.size() / 2);
   EXPECT_THAT(errorOf(truncated), HasSubstr("model.zplan: not valid JSON"));
   EXPECT_THAT(errorOf(""), HasSubstr("not valid JSON"));
+  // A number beyond double's range is nlohmann's out_of_range, not a
+  // parse_error; found by the fuzzer.
+  EXPECT_THAT(errorOf("22e2222222222222222222"),
+              HasSubstr("not valid JSON (number overflow"));
 }
 
 TEST(PlanReader, NamesTheBadField) {
