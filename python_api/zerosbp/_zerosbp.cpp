@@ -11,6 +11,7 @@
 #include "runtime/comm/MpiComm.h"
 #include "runtime/core/Error.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/exec/StepTrace.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/train/ModelData.h"
@@ -194,6 +195,12 @@ public:
     return ranks;
   }
 
+  void setTracing(bool on) { session->setTracing(on); }
+  /// The last traced step of this process's ranks, as Chrome trace JSON.
+  std::string traceJson() const {
+    return chromeTraceJson(session->lastStepTraces());
+  }
+
   int64_t stepsRun() const { return session->stepsRun(); }
   int world() const { return plan.world; }
   int rank() const { return session->rank(); }
@@ -353,6 +360,8 @@ PYBIND11_MODULE(_zerosbp, m) {
       .def("parameters", &PySession::parameters)
       .def("inputs", &PySession::inputs)
       .def("records", &PySession::records)
+      .def("set_tracing", &PySession::setTracing)
+      .def("trace_json", &PySession::traceJson)
       .def_property_readonly("steps_run", &PySession::stepsRun)
       .def_property_readonly("world", &PySession::world)
       .def_property_readonly("rank", &PySession::rank)

@@ -18,10 +18,11 @@ CommStream::~CommStream() {
   worker.join();
 }
 
-void CommStream::start(int bucket, std::function<void()> work) {
+void CommStream::start(int bucket, std::function<void()> work,
+                       std::string name) {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    queue.emplace_back(bucket, std::move(work));
+    queue.push_back({bucket, std::move(work), std::move(name)});
   }
   changed.notify_all();
 }
@@ -45,13 +46,26 @@ int64_t CommStream::takeBusyNanos() {
   return result;
 }
 
+void CommStream::beginTrace(std::chrono::steady_clock::time_point origin) {
+  std::lock_guard<std::mutex> lock(mutex);
+  tracing = true;
+  traceOrigin = origin;
+  trace.clear();
+}
+
+StepTrace CommStream::endTrace() {
+  std::lock_guard<std::mutex> lock(mutex);
+  tracing = false;
+  return std::move(trace);
+}
+
 void CommStream::loop() {
   std::unique_lock<std::mutex> lock(mutex);
   while (true) {
     changed.wait(lock, [&] { return stopping || !queue.empty(); });
     if (queue.empty())
       return; // Stopping with nothing left to run.
-    auto [bucket, work] = std::move(queue.front());
+    Work work = std::move(queue.front());
     queue.pop_front();
     if (failure) // After a failure nothing else runs.
       continue;
@@ -59,18 +73,27 @@ void CommStream::loop() {
     auto begin = std::chrono::steady_clock::now();
     std::exception_ptr error;
     try {
-      work();
+      work.run();
     } catch (...) {
       error = std::current_exception();
     }
-    auto elapsed = std::chrono::steady_clock::now() - begin;
+    auto end = std::chrono::steady_clock::now();
     lock.lock();
     busyNanos +=
-        std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - begin)
+            .count();
+    if (tracing) {
+      auto micros = [&](std::chrono::steady_clock::time_point at) {
+        return std::chrono::duration<double, std::micro>(at - traceOrigin)
+            .count();
+      };
+      trace.push_back({TraceStream::Comm, work.name, "collective", work.bucket,
+                       micros(begin), micros(end)});
+    }
     if (error)
       failure = error;
     else
-      done[bucket] = 1;
+      done[work.bucket] = 1;
     changed.notify_all();
   }
 }

@@ -10,11 +10,15 @@
 #ifndef ZEROSBP_RUNTIME_EXEC_COMMSTREAM_H
 #define ZEROSBP_RUNTIME_EXEC_COMMSTREAM_H
 
+#include "runtime/exec/StepTrace.h"
+
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,25 +29,38 @@ public:
   explicit CommStream(int numBuckets);
   ~CommStream();
 
-  /// Queues `work` as bucket `bucket`.
-  void start(int bucket, std::function<void()> work);
+  /// Queues `work` as bucket `bucket`; `name` labels it in a trace.
+  void start(int bucket, std::function<void()> work, std::string name = "");
   /// Blocks until bucket `bucket` has run; rethrows its failure.
   void wait(int bucket);
   /// Forgets completed buckets: called between steps.
   void reset();
   /// Nanoseconds the stream spent running collectives since the last call.
   int64_t takeBusyNanos();
+  /// Records every collective run from now on, times relative to `origin`.
+  void beginTrace(std::chrono::steady_clock::time_point origin);
+  /// Stops recording and returns the events (call once every started
+  /// collective has been waited for).
+  StepTrace endTrace();
 
 private:
   void loop();
 
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<std::pair<int, std::function<void()>>> queue;
+  struct Work {
+    int bucket;
+    std::function<void()> run;
+    std::string name;
+  };
+  std::deque<Work> queue;
   std::vector<char> done;
   std::exception_ptr failure;
   int64_t busyNanos = 0;
   bool stopping = false;
+  bool tracing = false;
+  std::chrono::steady_clock::time_point traceOrigin;
+  StepTrace trace;
   std::thread worker;
 };
 

@@ -128,10 +128,13 @@ void RankExecutor::execute(size_t index) {
   case InstructionKind::CollectiveStart: {
     const Prepared *work = &entry;
     Communicator *communicator = &comm;
-    stream->start(instruction.bucket, [&instruction, work, communicator] {
-      runCollective(instruction, work->operands, work->results, work->staging,
-                    *work->group, *communicator);
-    });
+    stream->start(
+        instruction.bucket,
+        [&instruction, work, communicator] {
+          runCollective(instruction, work->operands, work->results,
+                        work->staging, *work->group, *communicator);
+        },
+        collectiveKindName(instruction.collective));
     break;
   }
   case InstructionKind::CollectiveWait:
@@ -153,6 +156,13 @@ double RankExecutor::runStep(int64_t stepNumber) {
   stream->takeBusyNanos();
   tracker.beginStep();
   Clock::time_point stepBegin = Clock::now();
+  if (tracing) {
+    trace.clear();
+    stream->beginTrace(stepBegin);
+  }
+  auto micros = [&](Clock::time_point at) {
+    return std::chrono::duration<double, std::micro>(at - stepBegin).count();
+  };
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const Instruction &instruction = plan.instructions[i];
     Prepared &entry = prepared[i];
@@ -168,20 +178,38 @@ double RankExecutor::runStep(int64_t stepNumber) {
       throw RuntimeError("instructions[" + std::to_string(i) + "] (" +
                          instruction.op + "): " + error.what());
     }
-    double elapsed = millisSince(begin);
-    if (instruction.kind == InstructionKind::CollectiveWait)
+    Clock::time_point end = Clock::now();
+    double elapsed =
+        std::chrono::duration<double, std::milli>(end - begin).count();
+    const char *category = "optimizer";
+    if (instruction.kind == InstructionKind::CollectiveWait) {
       times.commWait += elapsed;
-    else if (entry.phase == Phase::Forward)
+      category = "wait";
+    } else if (entry.phase == Phase::Forward) {
       times.forward += elapsed;
-    else if (entry.phase == Phase::Backward)
+      category = "forward";
+    } else if (entry.phase == Phase::Backward) {
       times.backward += elapsed;
-    else
+      category = "backward";
+    } else {
       times.optimizer += elapsed;
+    }
+    // Starts take no compute time; their collective shows on the comm stream.
+    if (tracing && instruction.kind != InstructionKind::CollectiveStart)
+      trace.push_back({TraceStream::Compute, instruction.op, category,
+                       instruction.kind == InstructionKind::CollectiveWait
+                           ? instruction.bucket
+                           : -1,
+                       micros(begin), micros(end)});
     for (int buffer : instruction.free)
       tracker.markDead(buffer);
   }
   times.step = millisSince(stepBegin);
   times.commBusy = stream->takeBusyNanos() / 1e6;
+  if (tracing) {
+    StepTrace comm = stream->endTrace();
+    trace.insert(trace.end(), comm.begin(), comm.end());
+  }
   if (plan.outputs.empty())
     return 0;
   std::vector<double> loss = loadElements(tensor(plan.outputs[0]));

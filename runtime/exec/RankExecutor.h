@@ -15,6 +15,7 @@
 #include "runtime/core/Tensor.h"
 #include "runtime/exec/CommStream.h"
 #include "runtime/exec/MemoryTracker.h"
+#include "runtime/exec/StepTrace.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/plan/Plan.h"
 
@@ -60,6 +61,10 @@ public:
 
   const MemoryPeaks &memoryPeaks() const { return tracker.peaks(); }
   const StepTimes &lastStepTimes() const { return times; }
+  /// Records a timeline of every following step (the last one is kept).
+  void setTracing(bool on) { tracing = on; }
+  /// Both streams' events of the last traced step, in start order per stream.
+  const StepTrace &lastStepTrace() const { return trace; }
   Communicator &communicator() { return comm; }
 
 private:
@@ -86,6 +91,8 @@ private:
   MemoryTracker tracker;
   std::unique_ptr<CommStream> stream;
   StepTimes times;
+  bool tracing = false;
+  StepTrace trace;
 };
 
 } // namespace zerosbp::runtime

@@ -12,12 +12,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
 namespace zerosbp::runtime {
-
-namespace {} // namespace
 
 void pickKernelThreads(int threads, int ranksHere) {
   if (threads <= 0) {
@@ -101,11 +100,23 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
   TrainResult result;
   result.tokensPerStep = feed.tokensPerStep();
   for (int64_t step = 0; step < options.steps; ++step) {
+    if (options.tracePath && step + 1 == options.steps)
+      session.setTracing(true);
     result.losses.push_back(
         session.step([&](int input) { return feed.globalInput(input, step); }));
     result.ranks = session.records();
     if (reporter && options.progress)
       progress << progressLine(result, step, options.steps) << std::endl;
+  }
+  if (options.tracePath) {
+    // Under MPI every process writes its own rank's timeline.
+    std::string path = *options.tracePath;
+    if (!reporter)
+      path += ".rank" + std::to_string(session.rank());
+    std::ofstream file(path);
+    file << chromeTraceJson(session.lastStepTraces()) << "\n";
+    if (!file)
+      throw RuntimeError(path + ": cannot write the trace");
   }
   if (options.saveDir) {
     // Collective over a communicator: every rank gathers, one writes.

@@ -32,6 +32,8 @@ struct TrainOptions {
   std::optional<std::string> dataDir;
   std::optional<std::string> initDir;
   std::optional<std::string> saveDir;
+  /// Chrome trace-event JSON of the last step (this process's ranks).
+  std::optional<std::string> tracePath;
   uint64_t seed = 0;
   double timeoutSeconds = 300;
   int threads = 0; // BLAS threads per rank; 0 picks.

@@ -186,6 +186,18 @@ double TrainingSession::step(
   return losses[0];
 }
 
+void TrainingSession::setTracing(bool on) {
+  for (auto &executor : executors)
+    executor->setTracing(on);
+}
+
+std::vector<std::pair<int, StepTrace>> TrainingSession::lastStepTraces() const {
+  std::vector<std::pair<int, StepTrace>> traces;
+  for (const auto &executor : executors)
+    traces.emplace_back(executor->rank(), executor->lastStepTrace());
+  return traces;
+}
+
 std::vector<double> TrainingSession::globalValue(int index) {
   checkUsable();
   const PlanVariable &variable = thePlan.variables.at(index);

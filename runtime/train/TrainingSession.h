@@ -79,6 +79,11 @@ public:
   /// the end for a ZeRO partition). Over a communicator, collective.
   std::vector<double> globalValue(int index);
 
+  /// Records a timeline of the following steps on every local rank.
+  void setTracing(bool on);
+  /// The last traced step's timeline of each rank this process runs.
+  std::vector<std::pair<int, StepTrace>> lastStepTraces() const;
+
   int64_t stepsRun() const { return steps; }
   /// Every rank's records, complete on every process.
   const std::vector<RankRecord> &records() const { return rankRecords; }

@@ -198,6 +198,27 @@ class Graph:
         loss = self._session.step(arrays)
         return np.array(loss, dtype=np.float32)
 
+    def trace_step(self, *args, path=None):
+        """Runs one training step recording what each rank's compute and
+        communication streams did; returns the Chrome trace-event JSON
+        (a dict: chrome://tracing, Perfetto) and writes it to `path` if
+        given. Under MPI it holds this process's rank."""
+        arrays = [np.asarray(a) for a in args]
+        if self._compiled is None:
+            self._compile(arrays)
+        else:
+            self._check_inputs(arrays)
+        self._session.set_tracing(True)
+        try:
+            self._session.step(arrays)
+        finally:
+            self._session.set_tracing(False)
+        text = self._session.trace_json()
+        if path:
+            with open(path, "w") as file:
+                file.write(text + "\n")
+        return json.loads(text)
+
     # -- parameters --------------------------------------------------------------
     def _parameter_value(self, name):
         steps = self._session.steps_run

@@ -2,12 +2,13 @@
 //
 //   zero-run model.zplan --ranks N [--backend inprocess|mpi] --steps K
 //            [--data DIR] [--init DIR] [--save DIR] [--report=json]
-//            [--report-file FILE] [--seed S] [--timeout SECONDS]
-//            [--threads T] [--quiet]
+//            [--report-file FILE] [--trace FILE] [--seed S]
+//            [--timeout SECONDS] [--threads T] [--quiet]
 //
 // Prints one progress line per step. With `--backend mpi` every process of
 // `mpirun -n N` is one rank; started outside mpirun, zero-run launches
-// itself under mpirun.
+// itself under mpirun. `--trace` writes the last step's timeline of the
+// compute and communication streams as Chrome trace-event JSON.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,8 +32,8 @@ namespace {
 const char *const kUsage =
     "usage: zero-run model.zplan --ranks N [--backend inprocess|mpi] "
     "--steps K [--data DIR] [--init DIR] [--save DIR] [--report=json] "
-    "[--report-file FILE] [--seed S] [--timeout SECONDS] [--threads T] "
-    "[--quiet]";
+    "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
+    "[--threads T] [--quiet]";
 
 [[noreturn]] void usageError(const std::string &message) {
   throw RuntimeError(message + "\n" + kUsage);
@@ -108,6 +109,8 @@ CommandLine parse(int argc, char **argv) {
         usageError("--report: expected json or none, got '" + kind + "'");
     } else if (arg == "--report-file") {
       line.reportFile = next();
+    } else if (arg == "--trace") {
+      options.tracePath = next();
     } else if (arg == "--seed") {
       options.seed =
           static_cast<uint64_t>(parseInteger(arg, next(), 0, INT64_MAX));
