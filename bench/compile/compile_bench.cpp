@@ -4,11 +4,12 @@
 // 3, DeepSpeed's defaults otherwise) through capture, the global pipeline,
 // and the local view (partition, bucketing, scheduling, memory plan and its
 // check) to the exported plan file, on one thread. Prints one table, writes it
-// as CSV (--csv), and reports how time grows with depth. Goal: 48 layers under
-// 2 s, growth no faster than linear.
+// as CSV (--csv) and JSON (--json), and reports how time grows with depth.
+// Goal: 48 layers under 2 s, growth no faster than linear.
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/common/BenchJson.h"
 #include "compiler/config/PipelineOptions.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "examples/gpt2/Gpt2.h"
@@ -29,12 +30,18 @@ using namespace mlir;
 static llvm::cl::opt<std::string>
     csvPath("csv", llvm::cl::desc("write the table as CSV to this file"),
             llvm::cl::init(""));
+static llvm::cl::opt<std::string>
+    jsonPath("json", llvm::cl::desc("write the rows as JSON to this file"),
+             llvm::cl::init(""));
 static llvm::cl::opt<int> repeats("repeats",
                                   llvm::cl::desc("runs per row; best is kept"),
                                   llvm::cl::init(3));
 static llvm::cl::list<int64_t>
     layerCounts("layers", llvm::cl::desc("layer counts (default 12,24,48,96)"),
                 llvm::cl::CommaSeparated);
+
+// World 8, stage 3, overlap on; DeepSpeed's defaults otherwise.
+static const char *const kPipeline = "world=8 stage=3 overlap-comm=true";
 
 namespace {
 struct Row {
@@ -56,8 +63,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> layers(layerCounts.begin(), layerCounts.end());
   if (layers.empty())
     layers = {12, 24, 48, 96};
-  auto config =
-      zerosbp::parsePipelineOptions("world=8 stage=3 overlap-comm=true");
+  auto config = zerosbp::parsePipelineOptions(kPipeline);
   if (!config) {
     llvm::errs() << llvm::toString(config.takeError()) << "\n";
     return 1;
@@ -156,6 +162,31 @@ int main(int argc, char **argv) {
                            row.layers, row.params, row.ops, row.captureMs,
                            row.pipelineMs, row.localMs, row.planBytes,
                            row.totalMs());
+  }
+  if (!jsonPath.empty()) {
+    std::vector<zerosbp::bench::JsonFields> json;
+    for (const Row &row : rows)
+      json.push_back(zerosbp::bench::JsonFields()
+                         .add("layers", row.layers)
+                         .add("params", row.params)
+                         .add("ops", row.ops)
+                         .add("capture_ms", row.captureMs, 3)
+                         .add("pipeline_ms", row.pipelineMs, 3)
+                         .add("local_plan_ms", row.localMs, 3)
+                         .add("plan_bytes", static_cast<int64_t>(row.planBytes))
+                         .add("total_ms", row.totalMs(), 3));
+    zerosbp::bench::JsonFields settings;
+    settings.add("pipeline", kPipeline)
+        .add("hidden", int64_t(1600))
+        .add("heads", int64_t(16))
+        .add("batch", int64_t(8))
+        .add("repeats", int64_t(repeats.getValue()));
+    if (llvm::Error error = zerosbp::bench::writeBenchJson(jsonPath, "compile",
+                                                           settings, json)) {
+      llvm::errs() << "compile_bench: " << llvm::toString(std::move(error))
+                   << "\n";
+      return 1;
+    }
   }
   return 0;
 }

@@ -2,10 +2,12 @@
 //
 // Times the front of the compiler on the GPT-2 presets: capturing the graph
 // with GraphBuilder, printing it, and parsing + verifying the text. Prints
-// one table and writes it as CSV (--csv) for comparison across commits.
+// one table and writes it as CSV (--csv) and JSON (--json) for comparison
+// across commits.
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/common/BenchJson.h"
 #include "examples/gpt2/Gpt2.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -27,6 +29,9 @@ using namespace mlir;
 static llvm::cl::opt<std::string>
     csvPath("csv", llvm::cl::desc("write the table as CSV to this file"),
             llvm::cl::init(""));
+static llvm::cl::opt<std::string>
+    jsonPath("json", llvm::cl::desc("write the rows as JSON to this file"),
+             llvm::cl::init(""));
 static llvm::cl::list<std::string>
     presets("preset", llvm::cl::desc("GPT-2 presets (default: all)"));
 static llvm::cl::opt<int> repeats("repeats",
@@ -120,6 +125,27 @@ int main(int argc, char **argv) {
       csv << llvm::formatv("{0},{1},{2},{3},{4:f3},{5:f3},{6:f3}\n", row.preset,
                            row.params, row.ops, row.bytes, row.buildMs,
                            row.printMs, row.parseMs);
+  }
+  if (!jsonPath.empty()) {
+    std::vector<zerosbp::bench::JsonFields> json;
+    for (const Row &row : rows)
+      json.push_back(zerosbp::bench::JsonFields()
+                         .add("preset", row.preset)
+                         .add("params", row.params)
+                         .add("ops", row.ops)
+                         .add("text_bytes", row.bytes)
+                         .add("build_ms", row.buildMs, 3)
+                         .add("print_ms", row.printMs, 3)
+                         .add("parse_verify_ms", row.parseMs, 3));
+    zerosbp::bench::JsonFields settings;
+    settings.add("placement_ranks", int64_t(8))
+        .add("repeats", int64_t(repeats.getValue()));
+    if (llvm::Error error = zerosbp::bench::writeBenchJson(jsonPath, "ir_scale",
+                                                           settings, json)) {
+      llvm::errs() << "ir_scale_bench: " << llvm::toString(std::move(error))
+                   << "\n";
+      return 1;
+    }
   }
   return 0;
 }

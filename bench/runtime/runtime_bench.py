@@ -14,34 +14,73 @@ per rank per step; the time the communication stream was busy and the time
 the compute stream waited for it (exposed): what overlap hides is the
 difference.
 
-Usage: runtime_bench.py ZERO_COMPILE ZERO_RUN [--csv FILE] [--json FILE]
-           [--steps 6] [--ranks 4]
+Usage (through Bazel, which passes the tool paths):
+  bazel run -c opt //bench/runtime -- --csv=$PWD/bench/results/runtime.csv \
+      --json=$PWD/bench/results/runtime.json
+  runtime_bench.py ZERO_COMPILE ZERO_RUN [--csv FILE] [--json FILE]
+      [--steps 6] [--ranks 4] [--repeats 3]
 """
 
 import argparse
-import csv
-import json
 import os
-import platform
-import subprocess
+import sys
 import tempfile
 
-MODEL = ["--num-layers=4", "--hidden-size=256", "--num-attention-heads=4",
-         "--seq-length=128", "--vocab-size=8192", "--batch-size=8"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "common"))
+import bench_model  # noqa: E402
+import bench_report  # noqa: E402
+
 MIB = 1024.0 * 1024.0
 
 
+COLUMNS = [
+    ("stage", "stage"),
+    ("overlap_comm", "overlap_comm"),
+    ("step_ms", "step ms"),
+    ("vs_stage0", "vs stage 0"),
+    ("tokens_per_s", "tokens/s"),
+    ("peak_mib_per_rank", "peak MiB/rank"),
+    ("model_state_mib_per_rank", "model-state MiB/rank"),
+    ("sent_mib_per_step", "sent MiB/step/rank"),
+    ("comm_busy_ms", "comm busy ms"),
+    ("comm_exposed_ms", "comm exposed ms"),
+    ("compute_ms", "compute ms"),
+]
+
+
+def best_run(args, plan):
+    """The fastest of `--repeats` runs of a plan, by mean step time."""
+    best = None
+    for repeat in range(args.repeats):
+        report_path = "%s.%d.json" % (plan, repeat)
+        bench_report.run([args.zero_run, plan, "--ranks", str(args.ranks),
+                          "--steps", str(args.steps), "--quiet",
+                          "--report-file", report_path])
+        report = bench_report.load_json(report_path)
+        if best is None or report["mean_step_ms"] < best["mean_step_ms"]:
+            best = report
+    return best
+
+
 def main():
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("zero_compile")
     parser.add_argument("zero_run")
-    parser.add_argument("--csv")
-    parser.add_argument("--json")
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--csv", help="write the table as CSV here")
+    parser.add_argument("--json", help="write the rows as JSON here")
+    parser.add_argument("--steps", type=int, default=6,
+                        help="steps per run; the first is left out")
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs per configuration; the fastest is kept")
     args = parser.parse_args()
+    if args.steps < 2:
+        bench_report.fail("--steps must be at least 2 (the first is left "
+                          "out), got %d" % args.steps)
+    if args.ranks < 1 or args.repeats < 1:
+        bench_report.fail("--ranks and --repeats must be at least 1")
+    info, date = bench_report.machine(), bench_report.now()
     work = tempfile.mkdtemp(prefix="runtime_bench_")
     rows = []
     for overlap in [True, False]:
@@ -50,22 +89,10 @@ def main():
             plan = os.path.join(work, "s%d_o%d.zplan" % (stage, overlap))
             pipeline = "stage3-param-persistence-threshold=0 overlap-comm=%s" % (
                 "true" if overlap else "false")
-            subprocess.run([args.zero_compile] + MODEL + [
+            bench_report.run([args.zero_compile] + bench_model.GPT2_FLAGS + [
                 "--world=%d" % args.ranks, "--stage=%d" % stage,
-                "--pipeline=" + pipeline, "--report=none", "-o", plan],
-                check=True)
-            report = None
-            for repeat in range(args.repeats):
-                report_path = "%s.%d.json" % (plan, repeat)
-                subprocess.run([args.zero_run, plan, "--ranks",
-                                str(args.ranks), "--steps", str(args.steps),
-                                "--quiet", "--report-file", report_path],
-                               check=True)
-                with open(report_path) as f:
-                    candidate = json.load(f)
-                if (report is None or candidate["mean_step_ms"] <
-                        report["mean_step_ms"]):
-                    report = candidate
+                "--pipeline=" + pipeline, "--report=none", "-o", plan])
+            report = best_run(args, plan)
             step = report["mean_step_ms"]
             if baseline is None:
                 baseline = step
@@ -81,7 +108,7 @@ def main():
                 "overlap_comm": overlap,
                 "step_ms": round(step, 1),
                 "vs_stage0": round(step / baseline, 3),
-                "tokens_per_s": round(report["tokens_per_second"]),
+                "tokens_per_s": int(round(report["tokens_per_second"])),
                 "peak_mib_per_rank": round(peak / MIB, 2),
                 "model_state_mib_per_rank": round(states / MIB, 2),
                 "sent_mib_per_step": round(sent / MIB, 2),
@@ -93,26 +120,18 @@ def main():
             print("stage %d overlap %-5s %8.1f ms" % (stage, overlap, step),
                   flush=True)
 
-    columns = list(rows[0].keys())
     print()
-    print("| " + " | ".join(columns) + " |")
-    print("| " + " | ".join("---" for _ in columns) + " |")
-    for row in rows:
-        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
-    machine = "%s, %d cores" % (platform.processor() or platform.machine(),
-                                os.cpu_count())
-    print("\n%d in-process ranks on %s; %d steps, first left out; best of "
-          "%d runs." % (args.ranks, machine, args.steps, args.repeats))
+    bench_report.print_table(COLUMNS, rows)
+    print("\n%s; fp32 Adam; %d in-process ranks; %d steps, first left out; "
+          "best of %d runs. %s; %s." % (
+              bench_model.GPT2_DESCRIPTION, args.ranks, args.steps,
+              args.repeats, bench_report.describe(info), date))
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows(rows)
+        bench_report.write_csv(args.csv, COLUMNS, rows)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"machine": machine, "ranks": args.ranks,
-                       "steps": args.steps, "model": MODEL, "rows": rows}, f,
-                      indent=2)
+        bench_report.write_json(args.json, "runtime", {
+            "model": bench_model.GPT2_FLAGS, "ranks": args.ranks,
+            "steps": args.steps, "repeats": args.repeats}, info, date, rows)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,100 @@
+"""Shared output of the Python benchmarks: the machine, one Markdown table,
+CSV and JSON files, and running the tools with one-line errors.
+
+Imported by bench/*/..._bench.py; not run on its own.
+"""
+
+import csv
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+
+def machine():
+    """The CPU model, core count and memory of this machine."""
+    model = platform.processor() or platform.machine()
+    try:
+        listing = subprocess.run(["lscpu"], capture_output=True, text=True,
+                                 check=True).stdout
+        for line in listing.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    memory_gib = None
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                memory_gib = round(int(line.split()[1]) / 1024.0 / 1024.0, 1)
+    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": memory_gib,
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def describe(info):
+    """One line naming the machine, for the end of a table."""
+    return "%s, %d cores, %s GiB; load average %s at the start" % (
+        info["cpu"], info["cores"], info["memory_gib"],
+        " ".join("%.2f" % x for x in info["load_average"]))
+
+
+def now():
+    """The UTC date and time, to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S UTC")
+
+
+def fail(message):
+    """Bad input or a failed tool: one line on stderr, exit status 1."""
+    sys.stderr.write("%s: %s\n" % (os.path.basename(sys.argv[0]), message))
+    sys.exit(1)
+
+
+def run(command):
+    """Runs a tool; its failure ends the benchmark with its last line."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        fail("%s failed (exit %d): %s" % (
+            os.path.basename(command[0]), done.returncode,
+            lines[-1] if lines else "no output"))
+    return done.stdout
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def print_table(columns, rows):
+    """Prints rows as a Markdown table; columns are (key, heading) pairs."""
+    print("| " + " | ".join(heading for _, heading in columns) + " |")
+    print("| " + " | ".join("---" for _ in columns) + " |")
+    for row in rows:
+        print("| " + " | ".join(format_cell(row[key]) for key, _ in columns) +
+              " |")
+
+
+def format_cell(value):
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return "{:,}".format(value)
+    return str(value)
+
+
+def write_csv(path, columns, rows):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[key for key, _ in columns],
+                                extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(path, benchmark, settings, info, date, rows):
+    with open(path, "w") as f:
+        json.dump({"benchmark": benchmark, "date": date, "machine": info,
+                   "settings": settings, "rows": rows}, f, indent=2)
+        f.write("\n")
