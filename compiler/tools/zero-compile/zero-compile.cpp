@@ -1,11 +1,11 @@
 //===- zero-compile.cpp - compiles a model with ZeRO and reports ----------===//
 //
-// Takes a `.mlir` forward graph or a built-in GPT-2 (the DeepSpeed tutorial's
-// flags), runs the whole ZeRO pipeline for a stage, world size and config
-// (global passes, partition, bucketing, scheduling, memory plan), writes the
-// plan the runtime executes (-o model.zplan), and reports what one rank
-// holds and sends per step, read off the compiled IR. Needs shapes only: no
-// tensor is allocated.
+// Takes a `.mlir` forward graph or a built-in GPT-2 (the DeepSpeed
+// tutorial's Megatron-DeepSpeed command line is accepted as written), runs
+// the whole ZeRO pipeline for a stage, world size and config (global passes,
+// partition, bucketing, scheduling, memory plan), writes the plan the runtime
+// executes (-o model.zplan), and reports what one rank holds and sends per
+// step, read off the compiled IR. Needs shapes only: no tensor is allocated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 #include "compiler/driver/CompileDriver.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/InitAllDialects.h"
+#include "compiler/tools/zero-compile/GlobalBatch.h"
 #include "examples/gpt2/Gpt2.h"
 #include "passes/Passes.h"
 
@@ -74,8 +75,28 @@ static cl::opt<int64_t> seqLength("seq-length", cl::init(0), cl::cat(category),
                                   cl::desc("GPT-2 sequence length"));
 static cl::opt<int64_t> vocabSize("vocab-size", cl::init(0), cl::cat(category),
                                   cl::desc("GPT-2 vocabulary (50257)"));
-static cl::opt<int64_t> batchSize("batch-size", cl::init(0), cl::cat(category),
-                                  cl::desc("global batch (default: world)"));
+static cl::opt<int64_t> batchSize(
+    "batch-size", cl::init(0), cl::cat(category),
+    cl::desc("GPT-2 sequences per step: the global batch, or with "
+             "--deepspeed_config Megatron's per-GPU batch (default: the "
+             "config's train_batch_size, else one per rank)"));
+// What the Megatron-DeepSpeed launch scripts add.
+static cl::opt<std::string> deepspeedConfig(
+    "deepspeed_config",
+    cl::desc("DeepSpeed JSON config, read as --config; --batch-size then "
+             "counts sequences per GPU, as in Megatron"),
+    cl::init(""), cl::cat(category));
+static cl::opt<bool>
+    deepspeedSwitch("deepspeed",
+                    cl::desc("accepted for the Megatron-DeepSpeed command "
+                             "line (DeepSpeed is always on here)"),
+                    cl::init(false), cl::cat(category));
+static cl::opt<int64_t> modelParallelSize(
+    "model-parallel-size", cl::init(1), cl::cat(category),
+    cl::desc("Megatron's tensor-parallel degree: 1 only (data parallel)"));
+static cl::opt<bool> checkpointActivations(
+    "checkpoint-activations", cl::init(false), cl::cat(category),
+    cl::desc("Megatron's activation checkpointing: refused (not supported)"));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "zero-compile: " << message << "\n";
@@ -87,22 +108,47 @@ static bool wantsGpt2() {
          vocabSize;
 }
 
+/// The config file from --config or --deepspeed_config.
+static llvm::StringRef configPath() {
+  return deepspeedConfig.empty() ? configFile : deepspeedConfig;
+}
+
+/// Megatron flags this compiler cannot honour are errors, not no-ops.
+static llvm::Error checkMegatronFlags() {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (!configFile.empty() && !deepspeedConfig.empty())
+    return error("--config and --deepspeed_config name the same thing; "
+                 "give one");
+  if (modelParallelSize != 1)
+    return error("--model-parallel-size " + llvm::Twine(modelParallelSize) +
+                 ": only data parallelism is supported (1)");
+  if (checkpointActivations)
+    return error("--checkpoint-activations: activation checkpointing is not "
+                 "supported");
+  return llvm::Error::success();
+}
+
 /// The config from --config, --pipeline or the plain flags.
 static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
-  if (!configFile.empty() && !pipelineOptions.empty())
+  if (llvm::Error error = checkMegatronFlags())
+    return std::move(error);
+  llvm::StringRef path = configPath();
+  if (!path.empty() && !pipelineOptions.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "--config and --pipeline exclude each "
                                    "other");
   llvm::Expected<zerosbp::ZeroConfig> config = zerosbp::ZeroConfig();
-  if (!configFile.empty()) {
+  if (!path.empty()) {
     std::string error;
-    auto file = openInputFile(configFile, &error);
+    auto file = openInputFile(path, &error);
     if (!file)
       return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
     config = zerosbp::parseDeepSpeedConfig(file->getBuffer(), world);
     if (!config)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     configFile + ": " +
+                                     path + ": " +
                                          llvm::toString(config.takeError()));
   } else if (!pipelineOptions.empty()) {
     config = zerosbp::parsePipelineOptions(pipelineOptions +
@@ -119,10 +165,10 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
   return config;
 }
 
-static FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &context,
-                                                  int64_t ranks) {
+static FailureOr<OwningOpRef<ModuleOp>>
+loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
   if (!inputFile.empty()) {
-    if (wantsGpt2()) {
+    if (wantsGpt2() || batchSize) {
       fail("give either a .mlir file or the GPT-2 flags, not both");
       return failure();
     }
@@ -163,7 +209,16 @@ static FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &context,
     config.seqLen = seqLength;
   if (vocabSize)
     config.vocab = vocabSize;
-  config.batch = batchSize ? batchSize.getValue() : ranks;
+  zerosbp::BatchFlags batch;
+  batch.batchSize = batchSize;
+  batch.perRank = !deepspeedConfig.empty();
+  batch.configSource = configPath().empty() ? "--pipeline" : configPath().str();
+  auto globalBatch = zerosbp::resolveGlobalBatch(batch, zero);
+  if (!globalBatch) {
+    fail(llvm::toString(globalBatch.takeError()));
+    return failure();
+  }
+  config.batch = *globalBatch;
   if (config.layers < 1 || config.embed < 1 || config.heads < 1 ||
       config.embed % config.heads || config.seqLen < 1 || config.vocab < 1 ||
       config.batch < 1) {
@@ -172,7 +227,8 @@ static FailureOr<OwningOpRef<ModuleOp>> loadModel(MLIRContext &context,
     return failure();
   }
   zerosbp::GraphBuilder builder(
-      context, "gpt2", zerosbp::GraphBuilder::cpuPlacement(context, ranks));
+      context, "gpt2",
+      zerosbp::GraphBuilder::cpuPlacement(context, zero.world));
   auto module = builder.finish({zerosbp::examples::buildGpt2(builder, config)});
   if (failed(module))
     fail(builder.error());
@@ -255,7 +311,7 @@ int main(int argc, char **argv) {
   context.disableMultithreading();
   zerosbp::loadAllDialects(context);
   zerosbp::registerZeroPasses();
-  auto module = loadModel(context, config->world);
+  auto module = loadModel(context, *config);
   if (failed(module))
     return 1;
   double captureMs = msSince(start);
