@@ -129,7 +129,7 @@ def test_train_batch_size_disagreeing_with_the_flags(tmp_path):
     (["--deepspeed_config", STAGE1, "--config", STAGE2],
      ["--config and --deepspeed_config", "give one"]),
     (["--deepspeed_config", STAGE1, "--pipeline", "stage=1"],
-     ["--config and --pipeline exclude each other"]),
+     ["--deepspeed_config and --pipeline exclude each other"]),
     (["--batch-size", "3", "--world", "4"],
      ["--batch-size 3 does not split evenly into "
       "gradient_accumulation_steps 1 * 4 ranks"]),

@@ -136,9 +136,10 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
     return std::move(error);
   llvm::StringRef path = configPath();
   if (!path.empty() && !pipelineOptions.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--config and --pipeline exclude each "
-                                   "other");
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        (deepspeedConfig.empty() ? "--config" : "--deepspeed_config") +
+            llvm::Twine(" and --pipeline exclude each other"));
   llvm::Expected<zerosbp::ZeroConfig> config = zerosbp::ZeroConfig();
   if (!path.empty()) {
     std::string error;
