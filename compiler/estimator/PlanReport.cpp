@@ -58,6 +58,7 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
     }
     report.buckets[kind].push_back(elements);
     report.commBytes += sent;
+    report.commBytesByKind[kind] += sent;
     for (Operation *op = start->getNextNode(); op && op != wait;
          op = op->getNextNode())
       if (computes(op)) {

@@ -27,6 +27,9 @@ struct PlanReport {
   /// compute scheduled between its start and its wait.
   double commBytes = 0;
   double overlappedBytes = 0;
+  /// commBytes by collective kind: what the runtime sends, after stage 3's
+  /// reuse of forward-gathered parameters in the backward.
+  std::map<std::string, double> commBytesByKind;
   /// The arena (the planned peak per rank), the lower bound (most bytes
   /// live at once) and the peaks by role.
   int64_t arenaBytes = 0;

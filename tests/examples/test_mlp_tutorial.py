@@ -123,5 +123,4 @@ def test_bytes_sent_per_step(results, stage):
     assert r["sent"] == pytest.approx(expected, rel=1e-12)
     for measured in r["measured_sent"]:
         assert measured == pytest.approx(expected, abs=4 * RANKS)
-    if stage < 3:
-        assert r["planned_sent"] == pytest.approx(expected, rel=1e-12)
+    assert r["planned_sent"] == pytest.approx(expected, rel=1e-12)
