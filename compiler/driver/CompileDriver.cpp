@@ -5,11 +5,13 @@
 #include "compiler/estimator/ModelStateReport.h"
 #include "compiler/estimator/PlanReport.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "dialects/nn/IR/NNOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
 #include <mutex>
@@ -76,6 +78,24 @@ public:
   double totalMs = 0;
 };
 
+/// A configured train_batch_size must be the graph's batch: every input's
+/// leading axis (inputs are the global batch, split along axis 0).
+llvm::Error checkTrainBatchSize(func::FuncOp func, const ZeroConfig &config) {
+  if (config.trainBatchSize == 0)
+    return llvm::Error::success();
+  for (auto input : func.getOps<nn::InputOp>()) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type || type.getRank() == 0)
+      continue;
+    if (type.getDimSize(0) != config.trainBatchSize)
+      return driverError(llvm::formatv(
+          "train_batch_size {0} != the graph's batch {1} (input '{2}', axis "
+          "0)",
+          config.trainBatchSize, type.getDimSize(0), input.getName()));
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
@@ -96,6 +116,8 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
     }
   if (!func)
     return driverError("the model has no graph function");
+  if (llvm::Error error = checkTrainBatchSize(func, config))
+    return std::move(error);
 
   PassRunner runner(module, options);
   if (options.afterPass)

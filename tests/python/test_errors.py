@@ -52,6 +52,23 @@ def test_deepspeed_offload_is_refused():
                                    "offload_optimizer": {"device": "cpu"}}}))
 
 
+def test_deepspeed_train_batch_size_must_be_the_graphs_batch():
+    graph = graph_with(lambda c: c.set_deepspeed_config(
+        {"train_batch_size": 16, "zero_optimization": {"stage": 2}}))
+    graph.to(zs.placement("cpu", ranks=[0, 1]))
+    with pytest.raises(zs.Error, match=r"train_batch_size 16 != the graph's "
+                       r"batch 8 \(input 'x', axis 0\)"):
+        graph(*BATCH)
+
+
+def test_deepspeed_train_batch_size_equal_to_the_batch_trains():
+    graph = graph_with(lambda c: c.set_deepspeed_config(
+        {"train_batch_size": 8, "gradient_accumulation_steps": 2,
+         "zero_optimization": {"stage": 2}}))
+    graph.to(zs.placement("cpu", ranks=[0, 1]))
+    assert np.isfinite(graph(*BATCH))
+
+
 def test_deepspeed_config_drives_the_stage():
     graph = graph_with(lambda c: c.set_deepspeed_config(
         {"zero_optimization": {"stage": 3}}))
