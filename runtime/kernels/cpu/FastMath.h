@@ -13,20 +13,30 @@
 #include <cstdint>
 #include <cstring>
 
-/// Marks a hot loop function to be compiled twice, for AVX2 and for the
-/// baseline ISA, the loader picking the one the machine runs. Both compute
-/// the same bits: AVX2 brings no FMA, and reductions keep their source order.
+/// Marks a hot loop function to be compiled for AVX-512 (x86-64-v4), AVX2
+/// and the baseline ISA, the loader picking the best one the machine runs.
+/// All compute the same bits: the kernels are built without FMA contraction
+/// and reductions keep their source order, so only the vector width differs.
 #ifndef ZEROSBP_CPU_CLONES
 #if defined(__x86_64__) && defined(__clang__) && defined(__linux__)
-#define ZEROSBP_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#define ZEROSBP_CPU_CLONES                                                     \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define ZEROSBP_CPU_CLONES
 #endif
 #endif
 
+/// The helpers below are always inlined, so that they are compiled for the
+/// instruction set of the cloned loop that calls them.
+#if defined(__GNUC__) || defined(__clang__)
+#define ZEROSBP_INLINE inline __attribute__((always_inline))
+#else
+#define ZEROSBP_INLINE inline
+#endif
+
 namespace zerosbp::runtime::cpu {
 
-inline float bitsToFloat(uint32_t bits) {
+ZEROSBP_INLINE float bitsToFloat(uint32_t bits) {
   float value;
   std::memcpy(&value, &bits, sizeof(value));
   return value;
@@ -34,7 +44,7 @@ inline float bitsToFloat(uint32_t bits) {
 
 /// e^x for every float x, to about 1 ulp (Cephes' expf polynomial): 0 below
 /// -104, infinity above 88.73, NaN for NaN.
-inline float fastExp(float x) {
+ZEROSBP_INLINE float fastExp(float x) {
   float clamped = x < -104.0f ? -104.0f : x;
   clamped = clamped > 89.0f ? 89.0f : clamped;
   // n = round(x / ln 2) by the 1.5 * 2^23 trick; r = x - n ln 2 in two parts.
@@ -60,7 +70,7 @@ inline float fastExp(float x) {
 
 /// tanh(x) to a few ulp (Cephes' tanhf): an odd polynomial below 0.625,
 /// 1 - 2 / (e^2|x| + 1) above, computed as (1 - e) / (1 + e), e = e^-2|x|.
-inline float fastTanh(float x) {
+ZEROSBP_INLINE float fastTanh(float x) {
   float z = x < 0.0f ? -x : x;
   float z2 = x * x;
   float p = -5.70498872745e-3f;
@@ -75,45 +85,78 @@ inline float fastTanh(float x) {
   return z < 0.625f ? small : large;
 }
 
+/// Eight double lanes. Lane k of a sum adds elements k, k + 8, k + 16, ...
+/// in order; writing the lanes as one vector only makes sure the compiler
+/// keeps them in registers of the machine's width.
+typedef double DoubleLanes __attribute__((vector_size(8 * sizeof(double))));
+typedef float FloatLanes __attribute__((vector_size(8 * sizeof(float))));
+
+/// x[0..8) widened to double (exactly).
+ZEROSBP_INLINE DoubleLanes loadLanes(const float *x) {
+  FloatLanes values;
+  std::memcpy(&values, x, sizeof(values));
+  return __builtin_convertvector(values, DoubleLanes);
+}
+
+/// The lanes added pairwise: ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)).
+ZEROSBP_INLINE double combineLanes(DoubleLanes lane) {
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+         ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 /// sum(x[0..n)) in double.
-inline double sumOf(const float *x, int64_t n) {
-  double lane[8] = {};
+ZEROSBP_INLINE double sumOf(const float *x, int64_t n) {
+  DoubleLanes lane = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k)
-      lane[k] += static_cast<double>(x[i + k]);
-  double total = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                 ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    lane += loadLanes(x + i);
+  double total = combineLanes(lane);
   for (; i < n; ++i)
     total += static_cast<double>(x[i]);
   return total;
 }
 
 /// sum(a[i] b[i]) in double.
-inline double dotOf(const float *a, const float *b, int64_t n) {
-  double lane[8] = {};
+ZEROSBP_INLINE double dotOf(const float *a, const float *b, int64_t n) {
+  DoubleLanes lane = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k)
-      lane[k] += static_cast<double>(a[i + k]) * static_cast<double>(b[i + k]);
-  double total = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                 ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    lane += loadLanes(a + i) * loadLanes(b + i);
+  double total = combineLanes(lane);
   for (; i < n; ++i)
     total += static_cast<double>(a[i]) * static_cast<double>(b[i]);
   return total;
 }
 
-/// sum((x[i] - mean)^2) in double.
-inline double squaredDeviationOf(const float *x, int64_t n, double mean) {
-  double lane[8] = {};
+/// sumOf(a, n) and dotOf(a, b, n) in one pass, each added exactly as those
+/// add it: two independent chains keep the adder busy.
+ZEROSBP_INLINE void sumAndDotOf(const float *a, const float *b, int64_t n,
+                                double &sum, double &dot) {
+  DoubleLanes sumLane = {}, dotLane = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) {
-      double d = static_cast<double>(x[i + k]) - mean;
-      lane[k] += d * d;
-    }
-  double total = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                 ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (; i + 8 <= n; i += 8) {
+    DoubleLanes value = loadLanes(a + i);
+    sumLane += value;
+    dotLane += value * loadLanes(b + i);
+  }
+  sum = combineLanes(sumLane);
+  dot = combineLanes(dotLane);
+  for (; i < n; ++i) {
+    sum += static_cast<double>(a[i]);
+    dot += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+  }
+}
+
+/// sum((x[i] - mean)^2) in double.
+ZEROSBP_INLINE double squaredDeviationOf(const float *x, int64_t n,
+                                         double mean) {
+  DoubleLanes lane = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    DoubleLanes d = loadLanes(x + i) - mean;
+    lane += d * d;
+  }
+  double total = combineLanes(lane);
   for (; i < n; ++i) {
     double d = static_cast<double>(x[i]) - mean;
     total += d * d;
@@ -123,7 +166,7 @@ inline double squaredDeviationOf(const float *x, int64_t n, double mean) {
 
 /// max(x[0..n)), n > 0. A NaN may be skipped; callers that subtract the max
 /// still see it through the element itself.
-inline float maxOf(const float *x, int64_t n) {
+ZEROSBP_INLINE float maxOf(const float *x, int64_t n) {
   float lane[8];
   int64_t i = 0;
   if (n >= 8) {

@@ -21,7 +21,7 @@ struct RowStats {
   float rstd; // 1 / sqrt(var + epsilon)
 };
 
-RowStats rowStats(const float *x, int64_t n, double epsilon) {
+ZEROSBP_INLINE RowStats rowStats(const float *x, int64_t n, double epsilon) {
   double mean = sumOf(x, n) / static_cast<double>(n);
   double variance = squaredDeviationOf(x, n, mean) / static_cast<double>(n);
   return {static_cast<float>(mean),
@@ -53,13 +53,13 @@ void layerNormGradRow(const float *__restrict dy, const float *__restrict x,
     scaled[j] = dy[j] * gamma[j];
   }
   // dx = rstd (g dy - mean(g dy) - xhat mean(g dy xhat))
-  auto meanScaled =
-      static_cast<float>(sumOf(scaled, n) / static_cast<double>(n));
+  double sumScaled, sumProjection;
+  sumAndDotOf(scaled, xhat, n, sumScaled, sumProjection);
+  auto meanScaled = static_cast<float>(sumScaled / static_cast<double>(n));
   auto meanProjection =
-      static_cast<float>(dotOf(scaled, xhat, n) / static_cast<double>(n));
-  for (int64_t j = 0; j < n; ++j)
-    dx[j] = rstd * (scaled[j] - meanScaled - xhat[j] * meanProjection);
+      static_cast<float>(sumProjection / static_cast<double>(n));
   for (int64_t j = 0; j < n; ++j) {
+    dx[j] = rstd * (scaled[j] - meanScaled - xhat[j] * meanProjection);
     dgamma[j] += static_cast<double>(dy[j]) * static_cast<double>(xhat[j]);
     dbeta[j] += static_cast<double>(dy[j]);
   }

@@ -14,6 +14,15 @@
 namespace zerosbp::runtime::cpu {
 
 namespace {
+/// to[j] += from[j]: one input row added to the sums of a reduction over
+/// leading dims (bias gradients); each sum still sees rows in order.
+ZEROSBP_CPU_CLONES
+void accumulateRow(const float *__restrict from, double *__restrict to,
+                   int64_t count) {
+  for (int64_t j = 0; j < count; ++j)
+    to[j] += static_cast<double>(from[j]);
+}
+
 void runReduce(std::string_view op, const AttrMap &attrs,
                const Tensors &operands, const Tensors &results, bool mean) {
   expectArity(op, operands, results, 1, 1);
@@ -66,8 +75,7 @@ void runReduce(std::string_view op, const AttrMap &attrs,
         if (inner.strideB == 0 && inner.strideA == 1) {
           *to += sumOf(from, inner.size);
         } else if (inner.strideB == 1 && inner.strideA == 1) {
-          for (int64_t j = 0; j < inner.size; ++j)
-            to[j] += static_cast<double>(from[j]);
+          accumulateRow(from, to, inner.size);
         } else {
           for (int64_t j = 0; j < inner.size; ++j)
             to[j * inner.strideB] +=
