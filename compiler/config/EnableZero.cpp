@@ -58,6 +58,9 @@ llvm::Expected<ZeroConfig> zerosbp::enableZero(int64_t world, bool mode,
     config.shardRestoreLevel = shardRestoreLevel;
   }
   config.zero.overlapComm = config.stage == 3;
+  // OneFlow has no persistence threshold: shard_min_size alone keeps small
+  // tensors whole, parameters at stage 3 included.
+  config.zero.stage3ParamPersistenceThreshold = 0;
   if (llvm::Error error = verifyConfig(config, oneFlowName))
     return std::move(error);
   return config;

@@ -11,6 +11,8 @@
 // OneFlow adds the optimizer to the graph separately, so the result carries
 // ZeroConfig's default optimizer (Adam) and fp32; callers overwrite them.
 // overlap_comm follows DeepSpeed's rule (on for stage 3 only).
+// stage3_param_persistence_threshold is 0: OneFlow has no such knob, and
+// shard_min_size alone decides which parameters stay whole.
 //
 //===----------------------------------------------------------------------===//
 

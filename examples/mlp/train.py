@@ -20,10 +20,7 @@ Where it departs from the tutorial, and why:
   writes (128, 1));
 - the placement goes on the graph (`.to(P)`): parameters are broadcast (B)
   and inputs split along the batch (S(0)) over it, as the tutorial's
-  `to_global` calls ask;
-- at stage 3 the DeepSpeed parameter-persistence threshold (1e5 elements by
-  default, under which parameters stay gathered) is set to 0, as OneFlow has
-  none; otherwise no parameter of this small MLP would be partitioned.
+  `to_global` calls ask.
 
 With SGD there is no optimizer state, so stage 1 has nothing to partition
 and holds what stage 0 holds; `--optimizer adam` shows its saving.
@@ -75,9 +72,6 @@ def make_graph(model, loss_fn, optimizer, stage):
             self.add_optimizer(optimizer)
             if stage:
                 self.config.enable_zero(True, stage=stage)
-            if stage == 3:
-                self.config.set_pipeline_options(
-                    "stage3-param-persistence-threshold=0")
 
         def build(self, x, y):
             preds = self.model(x)

@@ -90,8 +90,8 @@ def per_rank(stage_partitions, name):
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
 def test_model_states_per_rank(results, stage):
     # fp32 SGD has no optimizer state and no master copy; gradients are
-    # partitioned from stage 2, parameters at stage 3 (the example sets
-    # the persistence threshold to 0).
+    # partitioned from stage 2, parameters at stage 3 (enable_zero has no
+    # persistence threshold: shard_min_size alone keeps tensors whole).
     param = sum(4 * per_rank(stage >= 3, n) for n in SIZES)
     grad = sum(4 * per_rank(stage >= 2, n) for n in SIZES)
     r = results[stage]

@@ -552,11 +552,14 @@ TEST(EnableZero, OneFlowDefaults) {
   EXPECT_EQ(config.shardMinSize, 1024);
   EXPECT_EQ(config.shardRestoreLevel, 1);
   EXPECT_FALSE(config.zero.overlapComm);
+  // OneFlow has no persistence threshold; shard_min_size decides.
+  EXPECT_EQ(config.zero.stage3ParamPersistenceThreshold, 0);
   // Everything else is ZeroConfig's default.
   ZeroConfig expected;
   expected.world = 4;
   expected.stage = 2;
   expected.shardMinSize = 1024;
+  expected.zero.stage3ParamPersistenceThreshold = 0;
   EXPECT_EQ(config, expected);
 }
 
