@@ -9,8 +9,10 @@ import datetime
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
+import time
 
 
 def machine():
@@ -61,6 +63,32 @@ def run(command):
             os.path.basename(command[0]), done.returncode,
             lines[-1] if lines else "no output"))
     return done.stdout
+
+
+def busy_cpu_seconds():
+    """CPU seconds the whole machine has spent busy since boot."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal ...
+    busy = sum(fields[:3]) + sum(fields[5:8])
+    return busy / float(os.sysconf("SC_CLK_TCK"))
+
+
+def children_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_timed(command):
+    """Runs a tool like run(); also returns how many cores other work on
+    the machine kept busy meanwhile, on average: the machine's busy CPU time
+    less the tool's own (its processes and theirs), over the wall time."""
+    busy, own, start = (busy_cpu_seconds(), children_cpu_seconds(),
+                        time.monotonic())
+    output = run(command)
+    wall = time.monotonic() - start
+    other = (busy_cpu_seconds() - busy) - (children_cpu_seconds() - own)
+    return output, max(0.0, other / wall)
 
 
 def load_json(path):

@@ -6,13 +6,15 @@ GPT-2 with 4 layers, hidden 256, 4 heads, sequence 128, a vocabulary of
 thread each, sharing this machine's cores), both ZeRO thresholds 0. Each
 stage runs with `overlap_comm` on and off; each run trains `--steps` steps
 on synthetic data and reports the mean over all steps but the first; of
-`--repeats` runs the fastest is kept.
+`--repeats` runs the fastest is kept, the repeats taken in turns over all
+configurations.
 
 Columns: mean step time and its ratio to stage 0 (same overlap setting);
 peak bytes per rank (measured) and model-state bytes per rank; bytes sent
 per rank per step; the time the communication stream was busy and the time
 the compute stream waited for it (exposed): what overlap hides is the
-difference.
+difference; how many cores other work on the machine kept busy during the
+kept run, on average (it slows the run on a shared machine).
 
 Usage (through Bazel, which passes the tool paths):
   bazel run -c opt //bench/runtime -- --csv=$PWD/bench/results/runtime.csv \
@@ -46,21 +48,20 @@ COLUMNS = [
     ("comm_busy_ms", "comm busy ms"),
     ("comm_exposed_ms", "comm exposed ms"),
     ("compute_ms", "compute ms"),
+    ("other_cores", "other work, cores"),
 ]
 
 
-def best_run(args, plan):
-    """The fastest of `--repeats` runs of a plan, by mean step time."""
-    best = None
-    for repeat in range(args.repeats):
-        report_path = "%s.%d.json" % (plan, repeat)
-        bench_report.run([args.zero_run, plan, "--ranks", str(args.ranks),
-                          "--steps", str(args.steps), "--quiet",
-                          "--report-file", report_path])
-        report = bench_report.load_json(report_path)
-        if best is None or report["mean_step_ms"] < best["mean_step_ms"]:
-            best = report
-    return best
+def run_once(args, plan, repeat):
+    """One run of a plan: its report, with the cores other work on the
+    machine kept busy meanwhile (it slows the run)."""
+    report_path = "%s.%d.json" % (plan, repeat)
+    _, other = bench_report.run_timed([
+        args.zero_run, plan, "--ranks", str(args.ranks), "--steps",
+        str(args.steps), "--quiet", "--report-file", report_path])
+    report = bench_report.load_json(report_path)
+    report["other_cores"] = other
+    return report
 
 
 def main():
@@ -82,43 +83,56 @@ def main():
         bench_report.fail("--ranks and --repeats must be at least 1")
     info, date = bench_report.machine(), bench_report.now()
     work = tempfile.mkdtemp(prefix="runtime_bench_")
+    configs = [(overlap, stage) for overlap in [True, False]
+               for stage in [0, 1, 2, 3]]
+    plans = {}
+    for overlap, stage in configs:
+        plan = os.path.join(work, "s%d_o%d.zplan" % (stage, overlap))
+        pipeline = ("stage3-param-persistence-threshold=0 "
+                    "overlap-comm=%s" % ("true" if overlap else "false"))
+        bench_report.run([args.zero_compile] + bench_model.GPT2_FLAGS + [
+            "--world=%d" % args.ranks, "--stage=%d" % stage,
+            "--pipeline=" + pipeline, "--report=none", "-o", plan])
+        plans[(overlap, stage)] = plan
+    # Repeats are the outer loop, so that a burst of other work on the
+    # machine slows one run of a configuration, not all of them.
+    best = {}
+    for repeat in range(args.repeats):
+        for key in configs:
+            report = run_once(args, plans[key], repeat)
+            if key not in best or (report["mean_step_ms"] <
+                                   best[key]["mean_step_ms"]):
+                best[key] = report
+            print("run %d/%d stage %d overlap %-5s %8.1f ms" % (
+                repeat + 1, args.repeats, key[1], key[0],
+                report["mean_step_ms"]), flush=True)
+
     rows = []
-    for overlap in [True, False]:
-        baseline = None
-        for stage in [0, 1, 2, 3]:
-            plan = os.path.join(work, "s%d_o%d.zplan" % (stage, overlap))
-            pipeline = "stage3-param-persistence-threshold=0 overlap-comm=%s" % (
-                "true" if overlap else "false")
-            bench_report.run([args.zero_compile] + bench_model.GPT2_FLAGS + [
-                "--world=%d" % args.ranks, "--stage=%d" % stage,
-                "--pipeline=" + pipeline, "--report=none", "-o", plan])
-            report = best_run(args, plan)
-            step = report["mean_step_ms"]
-            if baseline is None:
-                baseline = step
-            peak = max(p["total"] for p in report["peak_bytes"])
-            states = max(sum(p["by_role"][r] for r in
-                             ["param", "grad", "master", "opt_state"])
-                         for p in report["peak_bytes"])
-            sent = max(sum(r.values())
-                       for r in report["comm_bytes"]["per_rank"])
-            phases = report["phase_ms"]
-            rows.append({
-                "stage": stage,
-                "overlap_comm": overlap,
-                "step_ms": round(step, 1),
-                "vs_stage0": round(step / baseline, 3),
-                "tokens_per_s": int(round(report["tokens_per_second"])),
-                "peak_mib_per_rank": round(peak / MIB, 2),
-                "model_state_mib_per_rank": round(states / MIB, 2),
-                "sent_mib_per_step": round(sent / MIB, 2),
-                "comm_busy_ms": round(phases["comm_busy"], 1),
-                "comm_exposed_ms": round(phases["comm_wait"], 1),
-                "compute_ms": round(phases["forward"] + phases["backward"] +
-                                    phases["optimizer"], 1),
-            })
-            print("stage %d overlap %-5s %8.1f ms" % (stage, overlap, step),
-                  flush=True)
+    for overlap, stage in configs:
+        report = best[(overlap, stage)]
+        step = report["mean_step_ms"]
+        baseline = best[(overlap, 0)]["mean_step_ms"]
+        peak = max(p["total"] for p in report["peak_bytes"])
+        states = max(sum(p["by_role"][r] for r in
+                         ["param", "grad", "master", "opt_state"])
+                     for p in report["peak_bytes"])
+        sent = max(sum(r.values()) for r in report["comm_bytes"]["per_rank"])
+        phases = report["phase_ms"]
+        rows.append({
+            "stage": stage,
+            "overlap_comm": overlap,
+            "step_ms": round(step, 1),
+            "vs_stage0": round(step / baseline, 3),
+            "tokens_per_s": int(round(report["tokens_per_second"])),
+            "peak_mib_per_rank": round(peak / MIB, 2),
+            "model_state_mib_per_rank": round(states / MIB, 2),
+            "sent_mib_per_step": round(sent / MIB, 2),
+            "comm_busy_ms": round(phases["comm_busy"], 1),
+            "comm_exposed_ms": round(phases["comm_wait"], 1),
+            "compute_ms": round(phases["forward"] + phases["backward"] +
+                                phases["optimizer"], 1),
+            "other_cores": round(report["other_cores"], 2),
+        })
 
     print()
     bench_report.print_table(COLUMNS, rows)
