@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `bazel run -c opt //bench/pytorch -- [--json $PWD/bench/pytorch/results.json]`
+# bazel run -c opt //bench/pytorch -- --json $PWD/bench/pytorch/results.json
 # Installs Debian's python3-torch when it is missing (only this benchmark
 # needs it), then runs the comparison.
 set -euo pipefail
