@@ -91,6 +91,35 @@ def run_timed(command):
     return output, max(0.0, other / wall)
 
 
+# Other work keeping more than this many cores busy during a run makes it
+# contended: a quiet run of the same configuration is preferred to it.
+CONTENDED_CORES = 0.25
+
+
+def best_runs(configs, run_one, repeats, retries):
+    """The kept report per configuration: of `repeats` runs each, taken in
+    turns over all configurations so that a burst of other work slows one
+    run of a configuration rather than all of them, the fastest quiet one.
+    Configurations whose runs were all contended get up to `retries` more
+    passes; if none is quiet, the fastest is kept and its `other_cores`
+    says so. run_one(config, attempt) returns a report with `mean_step_ms`
+    and `other_cores`."""
+    def rank(report):
+        return (report["other_cores"] > CONTENDED_CORES,
+                report["mean_step_ms"])
+
+    best = {}
+    for attempt in range(repeats + retries):
+        todo = configs if attempt < repeats else [
+            config for config in configs
+            if best[config]["other_cores"] > CONTENDED_CORES]
+        for config in todo:
+            report = run_one(config, attempt)
+            if config not in best or rank(report) < rank(best[config]):
+                best[config] = report
+    return best
+
+
 def load_json(path):
     with open(path) as f:
         return json.load(f)

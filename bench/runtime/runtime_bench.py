@@ -7,7 +7,9 @@ thread each, sharing this machine's cores), both ZeRO thresholds 0. Each
 stage runs with `overlap_comm` on and off; each run trains `--steps` steps
 on synthetic data and reports the mean over all steps but the first; of
 `--repeats` runs the fastest is kept, the repeats taken in turns over all
-configurations.
+configurations; a quiet run is kept before a faster one that shared the
+machine with other work, and a configuration with only such runs gets up
+to `--retries` more (bench/common/bench_report.py).
 
 Columns: mean step time and its ratio to stage 0 (same overlap setting);
 peak bytes per rank (measured) and model-state bytes per rank; bytes sent
@@ -20,7 +22,7 @@ Usage (through Bazel, which passes the tool paths):
   bazel run -c opt //bench/runtime -- --csv=$PWD/bench/results/runtime.csv \
       --json=$PWD/bench/results/runtime.json
   runtime_bench.py ZERO_COMPILE ZERO_RUN [--csv FILE] [--json FILE]
-      [--steps 6] [--ranks 4] [--repeats 3]
+      [--steps 6] [--ranks 4] [--repeats 3] [--retries 2]
 """
 
 import argparse
@@ -75,12 +77,16 @@ def main():
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs per configuration; the fastest is kept")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="extra runs of a configuration whose runs all "
+                        "shared the machine with other work")
     args = parser.parse_args()
     if args.steps < 2:
         bench_report.fail("--steps must be at least 2 (the first is left "
                           "out), got %d" % args.steps)
-    if args.ranks < 1 or args.repeats < 1:
-        bench_report.fail("--ranks and --repeats must be at least 1")
+    if args.ranks < 1 or args.repeats < 1 or args.retries < 0:
+        bench_report.fail("--ranks and --repeats must be at least 1, "
+                          "--retries at least 0")
     info, date = bench_report.machine(), bench_report.now()
     work = tempfile.mkdtemp(prefix="runtime_bench_")
     configs = [(overlap, stage) for overlap in [True, False]
@@ -94,18 +100,16 @@ def main():
             "--world=%d" % args.ranks, "--stage=%d" % stage,
             "--pipeline=" + pipeline, "--report=none", "-o", plan])
         plans[(overlap, stage)] = plan
-    # Repeats are the outer loop, so that a burst of other work on the
-    # machine slows one run of a configuration, not all of them.
-    best = {}
-    for repeat in range(args.repeats):
-        for key in configs:
-            report = run_once(args, plans[key], repeat)
-            if key not in best or (report["mean_step_ms"] <
-                                   best[key]["mean_step_ms"]):
-                best[key] = report
-            print("run %d/%d stage %d overlap %-5s %8.1f ms" % (
-                repeat + 1, args.repeats, key[1], key[0],
-                report["mean_step_ms"]), flush=True)
+
+    def run_one(config, attempt):
+        report = run_once(args, plans[config], attempt)
+        print("run %d stage %d overlap %-5s %8.1f ms  other work %.2f cores" %
+              (attempt + 1, config[1], config[0], report["mean_step_ms"],
+               report["other_cores"]), flush=True)
+        return report
+
+    best = bench_report.best_runs(configs, run_one, args.repeats,
+                                  args.retries)
 
     rows = []
     for overlap, stage in configs:
@@ -132,20 +136,23 @@ def main():
             "compute_ms": round(phases["forward"] + phases["backward"] +
                                 phases["optimizer"], 1),
             "other_cores": round(report["other_cores"], 2),
+            "contended": report["other_cores"] > bench_report.CONTENDED_CORES,
         })
 
     print()
     bench_report.print_table(COLUMNS, rows)
     print("\n%s; fp32 Adam; %d in-process ranks; %d steps, first left out; "
-          "best of %d runs. %s; %s." % (
+          "best of %d runs (quiet runs first, up to %d more where all were "
+          "contended). %s; %s." % (
               bench_model.GPT2_DESCRIPTION, args.ranks, args.steps,
-              args.repeats, bench_report.describe(info), date))
+              args.repeats, args.retries, bench_report.describe(info), date))
     if args.csv:
         bench_report.write_csv(args.csv, COLUMNS, rows)
     if args.json:
         bench_report.write_json(args.json, "runtime", {
             "model": bench_model.GPT2_FLAGS, "ranks": args.ranks,
-            "steps": args.steps, "repeats": args.repeats}, info, date, rows)
+            "steps": args.steps, "repeats": args.repeats,
+            "retries": args.retries}, info, date, rows)
 
 
 if __name__ == "__main__":

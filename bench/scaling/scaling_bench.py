@@ -10,7 +10,10 @@ BLAS threads per rank, max(1, cores / N), so they differ only in how ranks
 talk. Each run trains `--steps` steps on synthetic data; its step time is the
 mean over all steps but the first (the report's `mean_step_ms`: the slowest
 rank's step); of `--repeats` runs the fastest is kept, the repeats taken
-in turns over all configurations. Tokens/s is the global
+in turns over all configurations. A run during which other work on the
+machine kept more than a quarter of a core busy is contended; a
+configuration with only contended runs gets up to `--retries` more, and a
+quiet run is kept before a faster contended one. Tokens/s is the global
 batch's 1,024 tokens over that step time.
 
 Columns: backend, N, stage, BLAS threads per rank, step ms, tokens/s,
@@ -25,7 +28,8 @@ Usage (through Bazel, which passes the tool paths):
   bazel run -c opt //bench/scaling -- --csv=$PWD/bench/results/scaling.csv \
       --json=$PWD/bench/results/scaling.json
   scaling_bench.py ZERO_COMPILE ZERO_RUN [--csv FILE] [--json FILE]
-      [--steps 5] [--repeats 3] [--ranks 1,2,4] [--backends inprocess,mpi]
+      [--steps 5] [--repeats 3] [--retries 2] [--ranks 1,2,4]
+      [--backends inprocess,mpi]
 """
 
 import argparse
@@ -103,6 +107,9 @@ def main():
                         help="steps per run; the first is left out")
     parser.add_argument("--repeats", type=int, default=3,
                         help="runs per configuration; the fastest is kept")
+    parser.add_argument("--retries", type=int, default=2,
+                        help="extra runs of a configuration whose runs all "
+                        "shared the machine with other work")
     parser.add_argument("--ranks", default="1,2,4",
                         help="rank counts, comma-separated")
     parser.add_argument("--backends", default="inprocess,mpi",
@@ -111,9 +118,10 @@ def main():
     if args.steps < 2:
         bench_report.fail("--steps must be at least 2 (the first is left "
                           "out), got %d" % args.steps)
-    if args.repeats < 1:
-        bench_report.fail("--repeats must be at least 1, got %d" %
-                          args.repeats)
+    if args.repeats < 1 or args.retries < 0:
+        bench_report.fail("--repeats must be at least 1 and --retries at "
+                          "least 0, got %d and %d" % (args.repeats,
+                                                      args.retries))
     worlds = parse_ranks(args.ranks)
     backends = parse_list(args.backends, BACKENDS, "backend")
     for tool in [args.zero_compile, args.zero_run]:
@@ -131,23 +139,20 @@ def main():
                 "--pipeline=" + PIPELINE, "--report=none", "-o", plan])
             plans[(world, stage)] = plan
 
-    # Repeats are the outer loop, so that a burst of other work on the
-    # machine slows one run of a configuration, not all of them.
     configs = [(backend, world, stage) for backend in backends
                for world in worlds for stage in STAGES]
-    best = {}
-    for repeat in range(args.repeats):
-        for backend, world, stage in configs:
-            threads = max(1, info["cores"] // world)
-            report = run_once(args, plans[(world, stage)], world, backend,
-                              threads, repeat)
-            key = (backend, world, stage)
-            if key not in best or (report["mean_step_ms"] <
-                                   best[key]["mean_step_ms"]):
-                best[key] = report
-            print("run %d/%d %-9s N=%d stage %d  %8.1f ms" % (
-                repeat + 1, args.repeats, backend, world, stage,
-                report["mean_step_ms"]), flush=True)
+
+    def run_one(config, attempt):
+        backend, world, stage = config
+        report = run_once(args, plans[(world, stage)], world, backend,
+                          max(1, info["cores"] // world), attempt)
+        print("run %d %-9s N=%d stage %d  %8.1f ms  other work %.2f cores" % (
+            attempt + 1, backend, world, stage, report["mean_step_ms"],
+            report["other_cores"]), flush=True)
+        return report
+
+    best = bench_report.best_runs(configs, run_one, args.repeats,
+                                  args.retries)
 
     rows = []
     for backend, world, stage in configs:
@@ -170,22 +175,25 @@ def main():
                                 phases["optimizer"], 1),
             "other_cores": round(report["other_cores"], 2),
             "step_ms_all": [round(t, 2) for t in report["step_ms"]],
+            "contended": report["other_cores"] > bench_report.CONTENDED_CORES,
         })
 
     print()
     bench_report.print_table(COLUMNS, rows)
     print("\n%s; fp32 Adam, thresholds 0, overlap_comm on; %d steps per run, "
-          "the first left out; best of %d runs. %s; %s. N above the core "
-          "count oversubscribes: ranks share cores." % (
+          "the first left out; best of %d runs (quiet runs first, up to %d "
+          "more where all were contended). %s; %s. N above the core count "
+          "oversubscribes: ranks share cores." % (
               bench_model.GPT2_DESCRIPTION, args.steps, args.repeats,
-              bench_report.describe(info), date))
+              args.retries, bench_report.describe(info), date))
     if args.csv:
         bench_report.write_csv(args.csv, COLUMNS, rows)
     if args.json:
         bench_report.write_json(args.json, "scaling", {
             "model": bench_model.GPT2_FLAGS, "pipeline": PIPELINE,
             "steps": args.steps, "repeats": args.repeats,
-            "ranks": worlds, "backends": backends}, info, date, rows)
+            "retries": args.retries, "ranks": worlds,
+            "backends": backends}, info, date, rows)
 
 
 if __name__ == "__main__":
