@@ -24,7 +24,9 @@ def _nvcc_objects_impl(ctx):
     for c in contexts:
         dirs = c.quote_includes.to_list() + c.includes.to_list()
         flags += ["-I" + d for d in dirs]
-        flags += ["-isystem" + d for d in c.system_includes.to_list()]
+        # nvcc takes -isystem and its directory as two arguments.
+        for d in c.system_includes.to_list():
+            flags += ["-isystem", d]
         flags += ["-D" + d for d in c.defines.to_list()]
     flags += ctx.attr.copts
 

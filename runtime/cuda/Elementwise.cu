@@ -1,0 +1,340 @@
+//===- Elementwise.cu - arithmetic, activations, scale and cast -----------===//
+//
+// One kernel maps every elementwise op: each thread reads element i of its
+// operands (broadcast through strides) in f32 and writes element i of the
+// result, so a result may replace an operand of its own shape. The op is a
+// launch argument rather than a template parameter, which keeps the build
+// to one instantiation. Formulas are the CPU kernels' (Elementwise.cpp,
+// Activations.cpp), operation for operation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/DeviceMath.cuh"
+#include "runtime/cuda/OpKernels.h"
+#include "runtime/cuda/Support.h"
+
+#include <algorithm>
+
+namespace zerosbp::runtime::gpu {
+
+namespace {
+enum class MapOp : int {
+  Copy,
+  Scale,
+  Relu,
+  Gelu,
+  Tanh,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  ReluGrad,
+  GeluGrad,
+  TanhGrad,
+};
+
+/// An operand as the kernel reads it: strides along the result's dims, 0
+/// where it is broadcast.
+struct MapOperand {
+  const void *data;
+  DType type;
+  int64_t strides[kMaxDims];
+};
+
+/// The result's dims after merging; the result itself is contiguous.
+struct MapShape {
+  int rank;
+  int64_t sizes[kMaxDims];
+};
+
+constexpr float kGeluBeta = 0.7978845608028654f; // sqrt(2 / pi)
+constexpr float kGeluKappa = 0.044715f;
+
+/// sigmoid(2u) = (1 + tanh(u)) / 2 for GELU's u.
+__device__ __forceinline__ float geluGate(float x) {
+  float u = kGeluBeta * (x + kGeluKappa * (x * x * x));
+  return 1.0f / (1.0f + fastExp(-2.0f * u));
+}
+
+__device__ __forceinline__ float applyOp(MapOp op, float a, float b,
+                                         float factor) {
+  switch (op) {
+  case MapOp::Copy:
+    return a;
+  case MapOp::Scale:
+    return a * factor;
+  case MapOp::Relu:
+    return a < 0.0f ? 0.0f : a;
+  case MapOp::Gelu:
+    return a * geluGate(a);
+  case MapOp::Tanh:
+    return fastTanh(a);
+  case MapOp::Add:
+    return a + b;
+  case MapOp::Sub:
+    return a - b;
+  case MapOp::Mul:
+    return a * b;
+  case MapOp::Div:
+    return a / b;
+  case MapOp::ReluGrad: // a = dy, b = x
+    return b <= 0.0f ? 0.0f : a;
+  case MapOp::GeluGrad: { // a = dy, b = x
+    float s = geluGate(b);
+    float innerDerivative = kGeluBeta * (1.0f + 3.0f * kGeluKappa * (b * b));
+    return a * (s + 2.0f * b * s * (1.0f - s) * innerDerivative);
+  }
+  case MapOp::TanhGrad: // a = dy, b = y
+    return a * (1.0f - b * b);
+  }
+  return 0.0f;
+}
+
+__global__ void mapKernel(MapOp op, float factor, MapOperand a, MapOperand b,
+                          void *out, DType outType, MapShape shape, int64_t n) {
+  ZEROSBP_GRID_LOOP(i, n) {
+    int64_t offsetA = i, offsetB = i;
+    if (shape.rank != 1 || a.strides[0] != 1 || b.strides[0] != 1) {
+      offsetA = offsetB = 0;
+      int64_t rest = i;
+      // Unrolled with constant indices, so the arrays stay kernel parameters.
+#pragma unroll
+      for (int k = 0; k < kMaxDims; ++k) {
+        int d = kMaxDims - 1 - k;
+        if (d < shape.rank) {
+          int64_t index = rest % shape.sizes[d];
+          rest /= shape.sizes[d];
+          offsetA += index * a.strides[d];
+          offsetB += index * b.strides[d];
+        }
+      }
+    }
+    float x = loadFloat(a.data, a.type, offsetA);
+    float y = b.data ? loadFloat(b.data, b.type, offsetB) : 0.0f;
+    storeFloat(out, outType, i, applyOp(op, x, y, factor));
+  }
+}
+
+MapOperand contiguousOperand(const TensorRef &tensor) {
+  MapOperand operand{tensor.data, tensor.dtype, {}};
+  operand.strides[0] = 1;
+  return operand;
+}
+
+MapShape flatShape(int64_t numel) {
+  MapShape shape{1, {}};
+  shape.sizes[0] = numel;
+  return shape;
+}
+
+void launchMap(std::string_view op, CudaContext &ctx, MapOp mapOp, float factor,
+               const MapOperand &a, const MapOperand &b,
+               const TensorRef &result, const MapShape &shape, bool separate) {
+  int64_t numel = result.numel();
+  if (numel == 0)
+    return;
+  ResultTarget out(op, ctx, result, separate);
+  constexpr int kThreads = 256;
+  mapKernel<<<gridFor(numel, kThreads), kThreads, 0, ctx.stream()>>>(
+      mapOp, factor, a, b, out.data(), result.dtype, shape, numel);
+  checkLaunch(op);
+  out.finish();
+}
+
+/// The strides (in elements) of `shape`, right-aligned to the dims of
+/// `broadcast`, with 0 along every dim it is stretched on.
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
+                                      const std::vector<int64_t> &broadcast) {
+  std::vector<int64_t> own = contiguousStrides(shape);
+  size_t leading = broadcast.size() - shape.size();
+  std::vector<int64_t> strides(broadcast.size(), 0);
+  for (size_t d = 0; d < shape.size(); ++d)
+    strides[leading + d] = shape[d] == 1 ? 0 : own[d];
+  return strides;
+}
+
+void runBinary(std::string_view op, CudaContext &ctx, MapOp mapOp,
+               const TensorRef &lhs, const TensorRef &rhs,
+               const TensorRef &result) {
+  expectFloat(op, lhs, "lhs");
+  expectFloat(op, rhs, "rhs");
+  expectFloat(op, result, "result");
+  size_t rank = std::max(lhs.shape.size(), rhs.shape.size());
+  std::vector<int64_t> shape(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    size_t fromEnd = rank - d;
+    int64_t a =
+        fromEnd <= lhs.shape.size() ? lhs.shape[lhs.shape.size() - fromEnd] : 1;
+    int64_t b =
+        fromEnd <= rhs.shape.size() ? rhs.shape[rhs.shape.size() - fromEnd] : 1;
+    if (a != b && a != 1 && b != 1)
+      fail(op, "shapes " + shapeString(lhs.shape) + " and " +
+                   shapeString(rhs.shape) + " do not broadcast");
+    shape[d] = a == 1 ? b : a;
+  }
+  expectShape(op, result, shape, "result");
+  if (result.numel() == 0)
+    return;
+
+  // Each thread reads element i of a replaced operand before writing it;
+  // any other overlap goes through a separate buffer.
+  bool separate = overlapsOtherThanReplaced(result, {lhs, rhs});
+  if (lhs.shape == rhs.shape) {
+    launchMap(op, ctx, mapOp, 0.0f, contiguousOperand(lhs),
+              contiguousOperand(rhs), result, flatShape(result.numel()),
+              separate);
+    return;
+  }
+  std::vector<StridedDim> dims =
+      simplifyDims(shape, broadcastStrides(lhs.shape, shape),
+                   broadcastStrides(rhs.shape, shape));
+  expectDeviceRank(op, dims);
+  MapOperand a{lhs.data, lhs.dtype, {}}, b{rhs.data, rhs.dtype, {}};
+  MapShape mapShape{static_cast<int>(dims.size()), {}};
+  for (size_t d = 0; d < dims.size(); ++d) {
+    mapShape.sizes[d] = dims[d].size;
+    a.strides[d] = dims[d].strideA;
+    b.strides[d] = dims[d].strideB;
+  }
+  launchMap(op, ctx, mapOp, 0.0f, a, b, result, mapShape, separate);
+}
+
+void runBinaryKernel(std::string_view op, MapOp mapOp, const Tensors &operands,
+                     const Tensors &results, CudaContext &ctx) {
+  expectArity(op, operands, results, 2, 1);
+  runBinary(op, ctx, mapOp, operands[0], operands[1], results[0]);
+}
+
+/// An elementwise op of one operand of the result's shape.
+void runUnary(std::string_view op, CudaContext &ctx, MapOp mapOp, float factor,
+              const TensorRef &input, const TensorRef &result) {
+  MapOperand none{nullptr, DType::F32, {}};
+  none.strides[0] = 1;
+  launchMap(op, ctx, mapOp, factor, contiguousOperand(input), none, result,
+            flatShape(input.numel()),
+            overlapsOtherThanReplaced(result, {input}));
+}
+
+void runActivation(std::string_view op, MapOp mapOp, const Tensors &operands,
+                   const Tensors &results, CudaContext &ctx) {
+  expectArity(op, operands, results, 1, 1);
+  const TensorRef &input = operands[0], &result = results[0];
+  expectFloat(op, input, "input");
+  expectFloat(op, result, "result");
+  expectShape(op, result, input.shape, "result");
+  runUnary(op, ctx, mapOp, 0.0f, input, result);
+}
+
+/// An activation gradient `dx = op(dy, saved)`.
+void runActivationGrad(std::string_view op, MapOp mapOp,
+                       const Tensors &operands, const Tensors &results,
+                       CudaContext &ctx) {
+  expectArity(op, operands, results, 2, 1);
+  const TensorRef &gradOutput = operands[0], &saved = operands[1];
+  const TensorRef &result = results[0];
+  expectFloat(op, gradOutput, "grad_output");
+  expectFloat(op, saved, "saved");
+  expectFloat(op, result, "result");
+  expectShape(op, saved, gradOutput.shape, "saved");
+  expectShape(op, result, gradOutput.shape, "result");
+  launchMap(op, ctx, mapOp, 0.0f, contiguousOperand(gradOutput),
+            contiguousOperand(saved), result, flatShape(result.numel()),
+            overlapsOtherThanReplaced(result, operands));
+}
+} // namespace
+
+void launchConvert(std::string_view op, CudaContext &ctx, const TensorRef &from,
+                   const TensorRef &to) {
+  runUnary(op, ctx, MapOp::Copy, 0.0f, from, to);
+}
+
+void addKernel(const AttrMap &, const Tensors &operands, const Tensors &results,
+               CudaContext &ctx) {
+  runBinaryKernel("nn.add", MapOp::Add, operands, results, ctx);
+}
+
+void subKernel(const AttrMap &, const Tensors &operands, const Tensors &results,
+               CudaContext &ctx) {
+  runBinaryKernel("nn.sub", MapOp::Sub, operands, results, ctx);
+}
+
+void mulKernel(const AttrMap &, const Tensors &operands, const Tensors &results,
+               CudaContext &ctx) {
+  runBinaryKernel("nn.mul", MapOp::Mul, operands, results, ctx);
+}
+
+void divKernel(const AttrMap &, const Tensors &operands, const Tensors &results,
+               CudaContext &ctx) {
+  runBinaryKernel("nn.div", MapOp::Div, operands, results, ctx);
+}
+
+void biasAddKernel(const AttrMap &, const Tensors &operands,
+                   const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.bias_add";
+  expectArity(op, operands, results, 2, 1);
+  const TensorRef &input = operands[0], &bias = operands[1];
+  if (input.rank() < 1 || bias.rank() != 1 ||
+      bias.shape[0] != input.shape.back())
+    fail(op, "bias shape " + shapeString(bias.shape) +
+                 " does not match the last dim of " + shapeString(input.shape));
+  runBinary(op, ctx, MapOp::Add, input, bias, results[0]);
+}
+
+void scaleKernel(const AttrMap &attrs, const Tensors &operands,
+                 const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.scale";
+  expectArity(op, operands, results, 1, 1);
+  const TensorRef &input = operands[0], &result = results[0];
+  expectFloat(op, input, "input");
+  expectFloat(op, result, "result");
+  expectShape(op, result, input.shape, "result");
+  auto factor = static_cast<float>(attrs.getFloat("factor"));
+  runUnary(op, ctx, MapOp::Scale, factor, input, result);
+}
+
+void castKernel(const AttrMap &, const Tensors &operands,
+                const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.cast";
+  expectArity(op, operands, results, 1, 1);
+  const TensorRef &input = operands[0], &result = results[0];
+  expectFloat(op, input, "input");
+  expectFloat(op, result, "result");
+  expectShape(op, result, input.shape, "result");
+  if (input.dtype == result.dtype) {
+    copyDeviceBytes(op, ctx, result.data, input.data, input.bytes());
+    return;
+  }
+  runUnary(op, ctx, MapOp::Copy, 0.0f, input, result);
+}
+
+void reluKernel(const AttrMap &, const Tensors &operands,
+                const Tensors &results, CudaContext &ctx) {
+  runActivation("nn.relu", MapOp::Relu, operands, results, ctx);
+}
+
+void geluKernel(const AttrMap &, const Tensors &operands,
+                const Tensors &results, CudaContext &ctx) {
+  runActivation("nn.gelu", MapOp::Gelu, operands, results, ctx);
+}
+
+void tanhKernel(const AttrMap &, const Tensors &operands,
+                const Tensors &results, CudaContext &ctx) {
+  runActivation("nn.tanh", MapOp::Tanh, operands, results, ctx);
+}
+
+void reluGradKernel(const AttrMap &, const Tensors &operands,
+                    const Tensors &results, CudaContext &ctx) {
+  runActivationGrad("nn.relu_grad", MapOp::ReluGrad, operands, results, ctx);
+}
+
+void geluGradKernel(const AttrMap &, const Tensors &operands,
+                    const Tensors &results, CudaContext &ctx) {
+  runActivationGrad("nn.gelu_grad", MapOp::GeluGrad, operands, results, ctx);
+}
+
+void tanhGradKernel(const AttrMap &, const Tensors &operands,
+                    const Tensors &results, CudaContext &ctx) {
+  runActivationGrad("nn.tanh_grad", MapOp::TanhGrad, operands, results, ctx);
+}
+
+} // namespace zerosbp::runtime::gpu

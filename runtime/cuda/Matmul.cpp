@@ -1,0 +1,171 @@
+//===- Matmul.cpp - matmul and batch_matmul through cuBLAS ----------------===//
+//
+// The CPU kernels' checks and shapes (Matmul.cpp), one
+// cublasGemmStridedBatchedEx per call with f32 compute (no TF32). cuBLAS
+// reads f16 and bf16 directly when both operands share the type, and writes
+// f32 or the operands' type; other combinations, and a result that overlaps
+// an operand, go through f32 copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/OpKernels.h"
+#include "runtime/cuda/Support.h"
+
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+
+namespace zerosbp::runtime::gpu {
+
+namespace {
+/// The (rows, cols) of op(x) for the last two dims of `shape`.
+struct MatrixDims {
+  int64_t rows;
+  int64_t cols;
+};
+
+MatrixDims opDims(const std::vector<int64_t> &shape, bool transposed) {
+  int64_t rows = shape[shape.size() - 2], cols = shape[shape.size() - 1];
+  return transposed ? MatrixDims{cols, rows} : MatrixDims{rows, cols};
+}
+
+cudaDataType_t cudaType(DType type) {
+  switch (type) {
+  case DType::F16:
+    return CUDA_R_16F;
+  case DType::BF16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+void checkCublas(std::string_view op, cublasStatus_t status) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail(op, std::string("cuBLAS: ") + cublasGetStatusString(status));
+}
+
+/// A float tensor as cuBLAS reads it: itself, or an f32 copy.
+class GemmInput {
+public:
+  GemmInput(std::string_view op, CudaContext &ctx, const TensorRef &tensor,
+            DType type)
+      : tensor_(tensor) {
+    if (tensor.dtype == type)
+      return;
+    tensor_.dtype = type;
+    scratch_.emplace(op, ctx, tensor_.bytes());
+    tensor_.data = scratch_->data();
+    launchConvert(op, ctx, tensor, tensor_);
+  }
+  const void *data() const { return tensor_.data; }
+
+private:
+  TensorRef tensor_;
+  std::optional<DeviceScratch> scratch_;
+};
+
+int asInt(std::string_view op, int64_t value, const char *what) {
+  if (value > INT_MAX)
+    fail(op, std::string(what) + " " + std::to_string(value) +
+                 " exceeds cuBLAS's int range");
+  return static_cast<int>(value);
+}
+
+void runMatmul(std::string_view op, const AttrMap &attrs,
+               const Tensors &operands, const Tensors &results, bool batched,
+               CudaContext &ctx) {
+  expectArity(op, operands, results, 2, 1);
+  const TensorRef &lhs = operands[0], &rhs = operands[1];
+  const TensorRef &result = results[0];
+  expectFloat(op, lhs, "lhs");
+  expectFloat(op, rhs, "rhs");
+  expectFloat(op, result, "result");
+  bool transA = attrs.flag("transpose_lhs");
+  bool transB = attrs.flag("transpose_rhs");
+  int64_t rank = lhs.rank();
+  bool ranksOk =
+      batched ? rank >= 3 && rhs.rank() == rank : rank == 2 && rhs.rank() == 2;
+  if (!ranksOk)
+    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " have the wrong ranks");
+  std::vector<int64_t> batchDims(lhs.shape.begin(), lhs.shape.end() - 2);
+  if (!std::equal(batchDims.begin(), batchDims.end(), rhs.shape.begin()))
+    fail(op, "batch dims of " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " differ");
+  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
+  if (a.cols != b.rows)
+    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " differ");
+  std::vector<int64_t> shape = batchDims;
+  shape.push_back(a.rows);
+  shape.push_back(b.cols);
+  expectShape(op, result, shape, "result");
+  int64_t batch = 1;
+  for (int64_t dim : batchDims)
+    batch *= dim;
+
+  int64_t m = a.rows, n = b.cols, k = a.cols;
+  if (batch == 0 || m == 0 || n == 0)
+    return;
+  if (k == 0) { // An empty sum: zeros, whose bits are 0 in every float type.
+    checkCuda(op,
+              cudaMemsetAsync(result.data, 0, result.bytes(), ctx.stream()));
+    return;
+  }
+
+  // cuBLAS with f32 compute takes A and B of one type among f32, f16 and
+  // bf16, and C of f32 or that type.
+  bool sharedHalfType = lhs.dtype == rhs.dtype &&
+                        (lhs.dtype == DType::F16 || lhs.dtype == DType::BF16);
+  DType inputType = sharedHalfType ? lhs.dtype : DType::F32;
+  GemmInput lhsValues(op, ctx, lhs, inputType),
+      rhsValues(op, ctx, rhs, inputType);
+  bool directOutput =
+      (result.dtype == DType::F32 || result.dtype == inputType) &&
+      !overlapsAny(result, operands);
+  TensorRef output = result;
+  std::optional<DeviceScratch> outputScratch;
+  if (!directOutput) {
+    output.dtype = DType::F32;
+    outputScratch.emplace(op, ctx, output.bytes());
+    output.data = outputScratch->data();
+  }
+
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
+  // gets B first, and the leading dims are the row-major row lengths.
+  int lda = asInt(op, transA ? m : k, "leading dim");
+  int ldb = asInt(op, transB ? k : n, "leading dim");
+  const float alpha = 1.0f, beta = 0.0f;
+  cublasHandle_t handle = ctx.blas(op);
+  checkCublas(op, cublasGemmStridedBatchedEx(
+                      handle, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      transA ? CUBLAS_OP_T : CUBLAS_OP_N, asInt(op, n, "dim"),
+                      asInt(op, m, "dim"), asInt(op, k, "dim"), &alpha,
+                      rhsValues.data(), cudaType(inputType), ldb, k * n,
+                      lhsValues.data(), cudaType(inputType), lda, m * k, &beta,
+                      output.data, cudaType(output.dtype), asInt(op, n, "dim"),
+                      m * n, asInt(op, batch, "batch"), CUBLAS_COMPUTE_32F,
+                      CUBLAS_GEMM_DEFAULT));
+  if (directOutput)
+    return;
+  if (result.dtype == DType::F32)
+    copyDeviceBytes(op, ctx, result.data, output.data, result.bytes());
+  else
+    launchConvert(op, ctx, output, result);
+}
+} // namespace
+
+void matmulKernel(const AttrMap &attrs, const Tensors &operands,
+                  const Tensors &results, CudaContext &ctx) {
+  runMatmul("nn.matmul", attrs, operands, results, /*batched=*/false, ctx);
+}
+
+void batchMatmulKernel(const AttrMap &attrs, const Tensors &operands,
+                       const Tensors &results, CudaContext &ctx) {
+  runMatmul("nn.batch_matmul", attrs, operands, results, /*batched=*/true, ctx);
+}
+
+} // namespace zerosbp::runtime::gpu

@@ -1,0 +1,101 @@
+//===- OpKernels.h - the CUDA kernel functions ------------------*- C++ -*-===//
+//
+// One function per op, each a CudaKernelFn; Registry.cpp maps op names to
+// them. Grouped by file like runtime/kernels/cpu/CpuKernels.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_CUDA_OPKERNELS_H
+#define ZEROSBP_RUNTIME_CUDA_OPKERNELS_H
+
+#include "runtime/core/AttrMap.h"
+#include "runtime/core/Tensor.h"
+#include "runtime/cuda/CudaContext.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zerosbp::runtime::gpu {
+
+/// A CudaKernelFn's signature: every function below is declared with it.
+using KernelSignature = void(const AttrMap &attrs,
+                             const std::vector<TensorRef> &operands,
+                             const std::vector<TensorRef> &results,
+                             CudaContext &ctx);
+
+// Matmul.cpp (cuBLAS)
+KernelSignature matmulKernel;
+KernelSignature batchMatmulKernel;
+
+// Elementwise.cu
+KernelSignature addKernel;
+KernelSignature subKernel;
+KernelSignature mulKernel;
+KernelSignature divKernel;
+KernelSignature biasAddKernel;
+KernelSignature scaleKernel;
+KernelSignature castKernel;
+KernelSignature reluKernel;
+KernelSignature geluKernel;
+KernelSignature tanhKernel;
+KernelSignature reluGradKernel;
+KernelSignature geluGradKernel;
+KernelSignature tanhGradKernel;
+
+// Normalization.cu
+KernelSignature layerNormKernel;
+KernelSignature layerNormGradKernel;
+
+// Softmax.cu (softmax rows and the cross-entropy built on them)
+KernelSignature softmaxKernel;
+KernelSignature softmaxGradKernel;
+KernelSignature crossEntropyKernel;
+KernelSignature crossEntropyGradKernel;
+
+// Embedding.cu
+KernelSignature embeddingKernel;
+KernelSignature embeddingGradKernel;
+
+// ShapeOps.cu
+KernelSignature fillKernel;
+KernelSignature reshapeKernel;
+KernelSignature padKernel;
+KernelSignature transposeKernel;
+KernelSignature sliceKernel;
+KernelSignature splitKernel;
+KernelSignature concatKernel;
+
+// Reductions.cu
+KernelSignature reduceSumKernel;
+KernelSignature reduceMeanKernel;
+KernelSignature nonfiniteCountKernel;
+
+// Optimizers.cu (the optimizer step: updates, clipping, loss scaling)
+KernelSignature sgdKernel;
+KernelSignature adamKernel;
+KernelSignature adamwKernel;
+KernelSignature clipCoefficientKernel;
+KernelSignature selectKernel;
+KernelSignature lossScaleUpdateKernel;
+
+//===----------------------------------------------------------------------===//
+// Launchers the kernels share
+//===----------------------------------------------------------------------===//
+
+/// Enqueues to[i] = from[i] for a float tensor of any storage type into one
+/// of the same number of elements, through f32 as the CPU kernels convert
+/// (Elementwise.cu). The two must not overlap.
+void launchConvert(std::string_view op, CudaContext &ctx, const TensorRef &from,
+                   const TensorRef &to);
+
+/// Checks that every element of the i32/i64 tensor `indices` lies in
+/// [0, bound); a failure reads "<prefix><first bad value><suffix>"
+/// (Embedding.cu).
+void checkIndexRange(std::string_view op, CudaContext &ctx,
+                     const TensorRef &indices, int64_t bound,
+                     std::string prefix, std::string suffix);
+
+} // namespace zerosbp::runtime::gpu
+
+#endif // ZEROSBP_RUNTIME_CUDA_OPKERNELS_H

@@ -1,0 +1,342 @@
+//===- Optimizers.cu - the optimizer step's kernels -----------------------===//
+//
+// sgd, adam and adamw as torch.optim defines them, each one fused kernel over
+// the flat shard: element by element in f32 with PyTorch's order of
+// operations, the gradient first divided by `grad_scale`, Adam's bias
+// corrections in double from the step counter on the device. Also the
+// clipping factor, the overflow select and the dynamic loss scaler
+// (DeepSpeed's DynamicLossScaler, without consecutive hysteresis), whose
+// scalars stay on the device. All as the CPU kernels (Optimizers.cpp,
+// LossScaling.cpp), operation for operation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/DeviceMath.cuh"
+#include "runtime/cuda/OpKernels.h"
+#include "runtime/cuda/Support.h"
+
+#include <cmath>
+
+namespace zerosbp::runtime::gpu {
+
+namespace {
+struct FloatRef {
+  void *data;
+  DType type;
+};
+
+FloatRef ref(const TensorRef &tensor) { return {tensor.data, tensor.dtype}; }
+
+__device__ __forceinline__ float load(FloatRef t, int64_t i) {
+  return loadFloat(t.data, t.type, i);
+}
+
+__device__ __forceinline__ void store(FloatRef t, int64_t i, float value) {
+  storeFloat(t.data, t.type, i, value);
+}
+
+__global__ void sgdUpdate(float lr, float scale, FloatRef param, FloatRef grad,
+                          FloatRef newParam, int64_t n) {
+  ZEROSBP_GRID_LOOP(i, n) {
+    store(newParam, i, load(param, i) - lr * (load(grad, i) / scale));
+  }
+}
+
+/// Adam's constants that do not depend on the step, in f32 as PyTorch
+/// applies them; the hyperparameters the bias corrections need, in double.
+struct AdamConstants {
+  double lr, beta1Double, beta2Double;
+  float beta1, oneMinusBeta1, beta2, oneMinusBeta2;
+  float epsilon;
+  float gradScale;
+  bool hasCoupledDecay; // Adam: g += wd p
+  float coupledDecay;
+  bool hasDecay; // AdamW: p *= 1 - lr wd
+  float decay;
+};
+
+struct AdamTensors {
+  FloatRef param, grad, expAvg, expAvgSq;
+  FloatRef newParam, newExpAvg, newExpAvgSq;
+  const void *step;
+  DType stepType;
+};
+
+__global__ void adamUpdate(AdamConstants c, AdamTensors t, int64_t n) {
+  __shared__ float stepSize;            // lr / (1 - beta1^t)
+  __shared__ float biasCorrection2Sqrt; // sqrt(1 - beta2^t)
+  __shared__ bool validStep;
+  if (threadIdx.x == 0) {
+    int64_t step = loadIndex(t.step, t.stepType, 0);
+    auto exponent = static_cast<double>(step);
+    double biasCorrection1 = 1.0 - pow(c.beta1Double, exponent);
+    double biasCorrection2 = 1.0 - pow(c.beta2Double, exponent);
+    stepSize = static_cast<float>(c.lr / biasCorrection1);
+    biasCorrection2Sqrt = static_cast<float>(sqrt(biasCorrection2));
+    // A step below 1 is reported by the step check; nothing changes.
+    validStep = step >= 1;
+  }
+  __syncthreads();
+  if (!validStep)
+    return;
+  ZEROSBP_GRID_LOOP(i, n) {
+    float p = load(t.param, i);
+    if (c.hasDecay)
+      p = p * c.decay;
+    float g = load(t.grad, i) / c.gradScale;
+    if (c.hasCoupledDecay)
+      g = g + c.coupledDecay * p;
+    float m = c.beta1 * load(t.expAvg, i) + c.oneMinusBeta1 * g;
+    float v = c.beta2 * load(t.expAvgSq, i) + c.oneMinusBeta2 * g * g;
+    float denom = sqrtf(v) / biasCorrection2Sqrt + c.epsilon;
+    store(t.newParam, i, p - stepSize * m / denom);
+    store(t.newExpAvg, i, m);
+    store(t.newExpAvgSq, i, v);
+  }
+}
+
+__global__ void checkStepPositive(const void *step, DType type,
+                                  DeviceCheckSlot *slot) {
+  int64_t value = loadIndex(step, type, 0);
+  if (value < 1) {
+    slot->position = 0;
+    slot->value = value;
+  }
+}
+
+__global__ void clipCoefficient(FloatRef sumSquares, float maxNorm,
+                                float gradScale, FloatRef result) {
+  // torch.nn.utils.clip_grad_norm_: min(1, max_norm / (norm + 1e-6)); NaN
+  // stays NaN.
+  float norm = sqrtf(load(sumSquares, 0)) / gradScale;
+  float coefficient = maxNorm / (norm + 1e-6f);
+  store(result, 0, coefficient > 1.0f ? 1.0f : coefficient);
+}
+
+__global__ void selectElements(FloatRef predicate, FloatRef onTrue,
+                               FloatRef onFalse, FloatRef out, int64_t n) {
+  FloatRef chosen = load(predicate, 0) != 0.0f ? onTrue : onFalse;
+  bool sameType = chosen.type == out.type;
+  int elementBytes = out.type == DType::F64   ? 8
+                     : out.type == DType::F32 ? 4
+                                              : 2;
+  ZEROSBP_GRID_LOOP(i, n) {
+    if (sameType)
+      copyElement(out.data, i, chosen.data, i, elementBytes);
+    else
+      store(out, i, load(chosen, i));
+  }
+}
+
+struct LossScaleConfig {
+  int64_t window;
+  int64_t hysteresis;
+  double minScale;
+};
+
+/// One thread: every operand is read before any result is written, so the
+/// results may be the operands' own bytes.
+__global__ void lossScaleUpdate(LossScaleConfig config, FloatRef scaleIn,
+                                FloatRef goodStepsIn, FloatRef hysteresisIn,
+                                FloatRef overflowIn, FloatRef scaleOut,
+                                FloatRef goodStepsOut, FloatRef hysteresisOut) {
+  double scale = load(scaleIn, 0);
+  double goodSteps = load(goodStepsIn, 0);
+  double hysteresisLeft = load(hysteresisIn, 0);
+  bool overflow = load(overflowIn, 0) != 0.0f;
+  if (overflow) {
+    if (config.hysteresis == 1 || hysteresisLeft <= 1.0) {
+      double half = scale / 2.0;
+      scale = half < config.minScale ? config.minScale : half; // std::max
+    } else {
+      hysteresisLeft -= 1.0;
+    }
+    goodSteps = 0.0;
+  } else {
+    goodSteps += 1.0;
+    if (fmod(goodSteps, static_cast<double>(config.window)) == 0.0) {
+      scale *= 2.0;
+      hysteresisLeft = static_cast<double>(config.hysteresis);
+    }
+  }
+  store(scaleOut, 0, static_cast<float>(scale));
+  store(goodStepsOut, 0, static_cast<float>(goodSteps));
+  store(hysteresisOut, 0, static_cast<float>(hysteresisLeft));
+}
+
+/// Every float operand in `operands[0..count)` and every result has the
+/// shape of operand 0.
+void expectParamShapes(std::string_view op, const Tensors &operands,
+                       size_t count, const Tensors &results) {
+  static const char *const names[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
+  const std::vector<int64_t> &shape = operands[0].shape;
+  for (size_t k = 0; k < count; ++k) {
+    expectFloat(op, operands[k], names[k]);
+    expectShape(op, operands[k], shape, names[k]);
+  }
+  for (const TensorRef &result : results) {
+    expectFloat(op, result, "result");
+    expectShape(op, result, shape, "result");
+  }
+}
+
+void expectScalar(std::string_view op, const TensorRef &tensor,
+                  const char *what) {
+  expectFloat(op, tensor, what);
+  expectNumel(op, tensor, 1, what);
+}
+
+void runAdam(std::string_view op, const AttrMap &attrs, const Tensors &operands,
+             const Tensors &results, bool decoupled, CudaContext &ctx) {
+  expectArity(op, operands, results, 5, 3);
+  expectParamShapes(op, operands, 4, results);
+  const TensorRef &stepTensor = operands[4];
+  if (stepTensor.numel() != 1 ||
+      (stepTensor.dtype != DType::I64 && stepTensor.dtype != DType::I32))
+    fail(op, "step must be a 0-D i64");
+
+  double lr = attrs.getFloat("lr");
+  double beta1 = attrs.getFloat("beta1", 0.9);
+  double beta2 = attrs.getFloat("beta2", 0.999);
+  double weightDecay = attrs.getFloat("weight_decay", 0.0);
+  AdamConstants c;
+  c.lr = lr;
+  c.beta1Double = beta1;
+  c.beta2Double = beta2;
+  c.beta1 = static_cast<float>(beta1);
+  c.oneMinusBeta1 = static_cast<float>(1.0 - beta1);
+  c.beta2 = static_cast<float>(beta2);
+  c.oneMinusBeta2 = static_cast<float>(1.0 - beta2);
+  c.epsilon = static_cast<float>(attrs.getFloat("eps", 1e-8));
+  c.gradScale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
+  c.hasCoupledDecay = !decoupled && weightDecay != 0.0;
+  c.coupledDecay = static_cast<float>(weightDecay);
+  c.hasDecay = decoupled && weightDecay != 0.0;
+  c.decay = static_cast<float>(1.0 - lr * weightDecay);
+
+  DeviceCheckSlot *slot =
+      ctx.beginCheck(op, std::string(op) + ": step ", " is not positive");
+  checkStepPositive<<<1, 1, 0, ctx.stream()>>>(stepTensor.data,
+                                               stepTensor.dtype, slot);
+  checkLaunch(op);
+  ctx.endCheck();
+
+  int64_t n = operands[0].numel();
+  if (n == 0)
+    return;
+  // Each thread reads element i of every operand before writing it, so a
+  // result may replace an operand; the step is read by every block.
+  Tensors read(operands.begin(), operands.begin() + 4);
+  auto separate = [&](const TensorRef &result) {
+    return overlaps(result, stepTensor) ||
+           overlapsOtherThanReplaced(result, read);
+  };
+  ResultTarget newParam(op, ctx, results[0], separate(results[0]));
+  ResultTarget newExpAvg(op, ctx, results[1], separate(results[1]));
+  ResultTarget newExpAvgSq(op, ctx, results[2], separate(results[2]));
+  AdamTensors t{ref(operands[0]),          ref(operands[1]),
+                ref(operands[2]),          ref(operands[3]),
+                ref(newParam.tensor()),    ref(newExpAvg.tensor()),
+                ref(newExpAvgSq.tensor()), stepTensor.data,
+                stepTensor.dtype};
+  constexpr int kThreads = 256;
+  adamUpdate<<<gridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(c, t, n);
+  checkLaunch(op);
+  newParam.finish();
+  newExpAvg.finish();
+  newExpAvgSq.finish();
+}
+} // namespace
+
+void sgdKernel(const AttrMap &attrs, const Tensors &operands,
+               const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.sgd";
+  expectArity(op, operands, results, 2, 1);
+  expectParamShapes(op, operands, 2, results);
+  auto lr = static_cast<float>(attrs.getFloat("lr"));
+  auto scale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
+  int64_t n = operands[0].numel();
+  if (n == 0)
+    return;
+  ResultTarget out(op, ctx, results[0],
+                   overlapsOtherThanReplaced(results[0], operands));
+  constexpr int kThreads = 256;
+  sgdUpdate<<<gridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
+      lr, scale, ref(operands[0]), ref(operands[1]), ref(out.tensor()), n);
+  checkLaunch(op);
+  out.finish();
+}
+
+void adamKernel(const AttrMap &attrs, const Tensors &operands,
+                const Tensors &results, CudaContext &ctx) {
+  runAdam("nn.adam", attrs, operands, results, /*decoupled=*/false, ctx);
+}
+
+void adamwKernel(const AttrMap &attrs, const Tensors &operands,
+                 const Tensors &results, CudaContext &ctx) {
+  runAdam("nn.adamw", attrs, operands, results, /*decoupled=*/true, ctx);
+}
+
+void clipCoefficientKernel(const AttrMap &attrs, const Tensors &operands,
+                           const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.clip_coefficient";
+  expectArity(op, operands, results, 1, 1);
+  expectFloat(op, operands[0], "sum_squares");
+  expectNumel(op, operands[0], 1, "sum_squares");
+  expectFloat(op, results[0], "result");
+  expectNumel(op, results[0], 1, "result");
+  auto maxNorm = static_cast<float>(attrs.getFloat("max_norm"));
+  auto gradScale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
+  clipCoefficient<<<1, 1, 0, ctx.stream()>>>(ref(operands[0]), maxNorm,
+                                             gradScale, ref(results[0]));
+  checkLaunch(op);
+}
+
+void selectKernel(const AttrMap &, const Tensors &operands,
+                  const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.select";
+  expectArity(op, operands, results, 3, 1);
+  expectScalar(op, operands[0], "predicate");
+  const TensorRef &predicate = operands[0];
+  const TensorRef &onTrue = operands[1], &onFalse = operands[2];
+  const TensorRef &result = results[0];
+  expectFloat(op, onTrue, "on_true");
+  expectFloat(op, onFalse, "on_false");
+  expectFloat(op, result, "result");
+  expectShape(op, onFalse, onTrue.shape, "on_false");
+  expectShape(op, result, onTrue.shape, "result");
+  int64_t n = result.numel();
+  if (n == 0)
+    return;
+  // The predicate is read by every thread; either choice may be replaced.
+  bool separate = overlaps(result, predicate) ||
+                  overlapsOtherThanReplaced(result, {onTrue, onFalse});
+  ResultTarget out(op, ctx, result, separate);
+  constexpr int kThreads = 256;
+  selectElements<<<gridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
+      ref(predicate), ref(onTrue), ref(onFalse), ref(out.tensor()), n);
+  checkLaunch(op);
+  out.finish();
+}
+
+void lossScaleUpdateKernel(const AttrMap &attrs, const Tensors &operands,
+                           const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.loss_scale_update";
+  expectArity(op, operands, results, 4, 3);
+  const char *operandNames[] = {"scale", "good_steps", "hysteresis_left",
+                                "overflow"};
+  for (int k = 0; k < 4; ++k)
+    expectScalar(op, operands[k], operandNames[k]);
+  for (const TensorRef &result : results)
+    expectScalar(op, result, "result");
+  LossScaleConfig config{attrs.getInt("window"), attrs.getInt("hysteresis"),
+                         attrs.getFloat("min_scale")};
+  if (config.window < 1 || config.hysteresis < 1)
+    fail(op, "window and hysteresis must be positive");
+  lossScaleUpdate<<<1, 1, 0, ctx.stream()>>>(
+      config, ref(operands[0]), ref(operands[1]), ref(operands[2]),
+      ref(operands[3]), ref(results[0]), ref(results[1]), ref(results[2]));
+  checkLaunch(op);
+}
+
+} // namespace zerosbp::runtime::gpu

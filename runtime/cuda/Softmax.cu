@@ -1,0 +1,324 @@
+//===- Softmax.cu - softmax, its gradient and softmax cross-entropy -------===//
+//
+// One block per softmax row, as on the CPU (Softmax.cpp, Loss.cpp): the max
+// in f32, exp(x - max) by the CPU's fastExp, its sum in double. A row is
+// read in full before any of it is written, and each thread writes only the
+// elements it reads, so a result may replace its input. With `causal` row i
+// (the second-to-last index) sees keys j <= i and the masked entries are 0.
+// The loss is the sum of the per-sample losses over `count` (default: the
+// local sample count); per-sample losses go through a buffer and are added
+// in order, so the loss never depends on timing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/DeviceMath.cuh"
+#include "runtime/cuda/OpKernels.h"
+#include "runtime/cuda/Support.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zerosbp::runtime::gpu {
+
+namespace {
+struct FloatRef {
+  void *data;
+  DType type;
+};
+
+FloatRef ref(const TensorRef &tensor) { return {tensor.data, tensor.dtype}; }
+
+__device__ __forceinline__ float load(FloatRef t, int64_t i) {
+  return loadFloat(t.data, t.type, i);
+}
+
+/// The softmax axis as outer x size x inner elements, and the causal mask.
+struct SoftmaxLayout {
+  int64_t outer;
+  int64_t size;
+  int64_t inner;
+  bool causal;
+};
+
+/// Where row `row` starts and how many of its entries are unmasked.
+struct RowPlace {
+  int64_t base;
+  int64_t stride;
+  int64_t valid;
+};
+
+__device__ __forceinline__ RowPlace rowPlace(const SoftmaxLayout &layout,
+                                             int64_t row) {
+  int64_t o = row / layout.inner, i = row - o * layout.inner;
+  return {o * layout.size * layout.inner + i, layout.inner,
+          layout.causal ? o % layout.size + 1 : layout.size};
+}
+
+/// max(x) over the row's first `valid` entries, and sum(exp(x - max)) in
+/// double, in every thread.
+__device__ void shiftedExpSum(FloatRef x, const RowPlace &place, float &max,
+                              double &sum, float *sharedMax,
+                              double *sharedSum) {
+  float localMax = -INFINITY;
+  for (int64_t j = threadIdx.x; j < place.valid; j += blockDim.x) {
+    float v = load(x, place.base + j * place.stride);
+    localMax = v > localMax ? v : localMax;
+  }
+  max = blockMax(localMax, sharedMax);
+  double localSum = 0.0;
+  for (int64_t j = threadIdx.x; j < place.valid; j += blockDim.x)
+    localSum += fastExp(load(x, place.base + j * place.stride) - max);
+  sum = blockSum(localSum, sharedSum);
+}
+
+__global__ void softmaxRows(FloatRef x, FloatRef y, SoftmaxLayout layout,
+                            int64_t rows) {
+  __shared__ float sharedMax[32];
+  __shared__ double sharedSum[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    RowPlace place = rowPlace(layout, row);
+    float max;
+    double sum;
+    shiftedExpSum(x, place, max, sum, sharedMax, sharedSum);
+    auto inverse = static_cast<float>(1.0 / sum);
+    for (int64_t j = threadIdx.x; j < layout.size; j += blockDim.x) {
+      int64_t at = place.base + j * place.stride;
+      float value =
+          j < place.valid ? fastExp(load(x, at) - max) * inverse : 0.0f;
+      storeFloat(y.data, y.type, at, value);
+    }
+  }
+}
+
+__global__ void softmaxGradRows(FloatRef dy, FloatRef y, FloatRef dx,
+                                SoftmaxLayout layout, int64_t rows) {
+  __shared__ double shared[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    RowPlace place = rowPlace(layout, row);
+    double localDot = 0.0;
+    for (int64_t j = threadIdx.x; j < place.valid; j += blockDim.x) {
+      int64_t at = place.base + j * place.stride;
+      localDot +=
+          static_cast<double>(load(dy, at)) * static_cast<double>(load(y, at));
+    }
+    auto dot = static_cast<float>(blockSum(localDot, shared));
+    for (int64_t j = threadIdx.x; j < layout.size; j += blockDim.x) {
+      int64_t at = place.base + j * place.stride;
+      float value = j < place.valid ? load(y, at) * (load(dy, at) - dot) : 0.0f;
+      storeFloat(dx.data, dx.type, at, value);
+    }
+  }
+}
+
+/// -log softmax(x)[label] per sample, in double; 0 for a label out of range
+/// (the label check reports it).
+__global__ void crossEntropyRows(FloatRef logits, const void *labels,
+                                 DType labelType, int64_t samples,
+                                 int64_t classes, double *losses) {
+  __shared__ float sharedMax[32];
+  __shared__ double sharedSum[32];
+  for (int64_t s = blockIdx.x; s < samples; s += gridDim.x) {
+    RowPlace place{s * classes, 1, classes};
+    float max;
+    double sum;
+    shiftedExpSum(logits, place, max, sum, sharedMax, sharedSum);
+    if (threadIdx.x == 0) {
+      int64_t label = loadIndex(labels, labelType, s);
+      bool valid = label >= 0 && label < classes;
+      losses[s] =
+          valid ? log(sum) + static_cast<double>(max) -
+                      static_cast<double>(load(logits, s * classes + label))
+                : 0.0;
+    }
+  }
+}
+
+/// The losses added in a fixed order, over `count`, into the 0-D result.
+__global__ void crossEntropyTotal(const double *losses, int64_t samples,
+                                  double count, FloatRef result) {
+  __shared__ double shared[32];
+  double local = 0.0;
+  for (int64_t s = threadIdx.x; s < samples; s += blockDim.x)
+    local += losses[s];
+  double total = blockSum(local, shared);
+  if (threadIdx.x == 0)
+    storeFloat(result.data, result.type, 0, static_cast<float>(total / count));
+}
+
+/// dx = dloss (softmax(x) - onehot(label)) / count.
+__global__ void crossEntropyGradRows(FloatRef gradLoss, FloatRef logits,
+                                     const void *labels, DType labelType,
+                                     int64_t samples, int64_t classes,
+                                     double count, FloatRef dx) {
+  __shared__ float sharedMax[32];
+  __shared__ double sharedSum[32];
+  auto factor =
+      static_cast<float>(static_cast<double>(load(gradLoss, 0)) / count);
+  for (int64_t s = blockIdx.x; s < samples; s += gridDim.x) {
+    RowPlace place{s * classes, 1, classes};
+    float max;
+    double sum;
+    shiftedExpSum(logits, place, max, sum, sharedMax, sharedSum);
+    auto inverse = static_cast<float>(1.0 / sum);
+    int64_t label = loadIndex(labels, labelType, s);
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+      int64_t at = s * classes + j;
+      float probability = fastExp(load(logits, at) - max) * inverse;
+      float value =
+          j == label ? (probability - 1.0f) * factor : probability * factor;
+      storeFloat(dx.data, dx.type, at, value);
+    }
+  }
+}
+
+SoftmaxLayout softmaxLayout(std::string_view op, const AttrMap &attrs,
+                            const TensorRef &input) {
+  int64_t rank = input.rank();
+  if (rank < 1)
+    fail(op, "input must have at least one dim");
+  int64_t axis = normalizeAxis(op, attrs.getInt("axis", -1), rank);
+  SoftmaxLayout layout{1, input.shape[axis], 1, attrs.flag("causal")};
+  for (int64_t d = 0; d < axis; ++d)
+    layout.outer *= input.shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    layout.inner *= input.shape[d];
+  if (layout.causal &&
+      (axis != rank - 1 || rank < 2 || input.shape[rank - 2] != layout.size))
+    fail(op, "causal needs the last axis and equal last two dims, got shape " +
+                 shapeString(input.shape));
+  return layout;
+}
+
+unsigned rowBlocks(int64_t rows) {
+  return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535));
+}
+
+struct LossLayout {
+  int64_t samples;
+  int64_t classes;
+  double count; // what the sum of sample losses is divided by
+};
+
+LossLayout lossLayout(std::string_view op, const AttrMap &attrs,
+                      const TensorRef &logits, const TensorRef &labels) {
+  expectFloat(op, logits, "logits");
+  expectIndex(op, labels, "labels");
+  if (logits.rank() < 1)
+    fail(op, "logits must have a class dim");
+  std::vector<int64_t> leading(logits.shape.begin(), logits.shape.end() - 1);
+  expectShape(op, labels, leading, "labels");
+  LossLayout layout{labels.numel(), logits.shape.back(), 0.0};
+  layout.count = static_cast<double>(layout.samples);
+  if (std::optional<int64_t> count = attrs.findInt("count")) {
+    if (*count < 1)
+      fail(op, "count " + std::to_string(*count) + " is not positive");
+    layout.count = static_cast<double>(*count);
+  }
+  return layout;
+}
+
+void checkLabels(std::string_view op, CudaContext &ctx, const TensorRef &labels,
+                 int64_t classes) {
+  checkIndexRange(op, ctx, labels, classes, std::string(op) + ": label ",
+                  " is out of range for " + std::to_string(classes) +
+                      " classes");
+}
+} // namespace
+
+void softmaxKernel(const AttrMap &attrs, const Tensors &operands,
+                   const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.softmax";
+  expectArity(op, operands, results, 1, 1);
+  const TensorRef &input = operands[0], &result = results[0];
+  expectFloat(op, input, "input");
+  expectFloat(op, result, "result");
+  expectShape(op, result, input.shape, "result");
+  SoftmaxLayout layout = softmaxLayout(op, attrs, input);
+  if (input.numel() == 0)
+    return;
+  ResultTarget out(op, ctx, result,
+                   overlapsOtherThanReplaced(result, operands));
+  int64_t rows = layout.outer * layout.inner;
+  softmaxRows<<<rowBlocks(rows), rowThreads(layout.size), 0, ctx.stream()>>>(
+      ref(input), ref(out.tensor()), layout, rows);
+  checkLaunch(op);
+  out.finish();
+}
+
+void softmaxGradKernel(const AttrMap &attrs, const Tensors &operands,
+                       const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.softmax_grad";
+  expectArity(op, operands, results, 2, 1);
+  const TensorRef &gradOutput = operands[0], &output = operands[1];
+  const TensorRef &result = results[0];
+  expectFloat(op, gradOutput, "grad_output");
+  expectFloat(op, output, "output");
+  expectFloat(op, result, "result");
+  expectShape(op, output, gradOutput.shape, "output");
+  expectShape(op, result, gradOutput.shape, "result");
+  SoftmaxLayout layout = softmaxLayout(op, attrs, output);
+  if (output.numel() == 0)
+    return;
+  ResultTarget out(op, ctx, result,
+                   overlapsOtherThanReplaced(result, operands));
+  int64_t rows = layout.outer * layout.inner;
+  softmaxGradRows<<<rowBlocks(rows), rowThreads(layout.size), 0,
+                    ctx.stream()>>>(ref(gradOutput), ref(output),
+                                    ref(out.tensor()), layout, rows);
+  checkLaunch(op);
+  out.finish();
+}
+
+void crossEntropyKernel(const AttrMap &attrs, const Tensors &operands,
+                        const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.cross_entropy";
+  expectArity(op, operands, results, 2, 1);
+  const TensorRef &logits = operands[0], &labels = operands[1];
+  const TensorRef &result = results[0];
+  LossLayout layout = lossLayout(op, attrs, logits, labels);
+  expectFloat(op, result, "result");
+  expectNumel(op, result, 1, "result");
+  checkLabels(op, ctx, labels, layout.classes);
+
+  DeviceScratch losses(op, ctx, layout.samples * sizeof(double));
+  if (layout.samples > 0) {
+    crossEntropyRows<<<rowBlocks(layout.samples), rowThreads(layout.classes), 0,
+                       ctx.stream()>>>(ref(logits), labels.data, labels.dtype,
+                                       layout.samples, layout.classes,
+                                       losses.as<double>());
+    checkLaunch(op);
+  }
+  // The losses are read on the device: the result may lie in the logits.
+  crossEntropyTotal<<<1, 256, 0, ctx.stream()>>>(
+      losses.as<double>(), layout.samples, layout.count, ref(result));
+  checkLaunch(op);
+}
+
+void crossEntropyGradKernel(const AttrMap &attrs, const Tensors &operands,
+                            const Tensors &results, CudaContext &ctx) {
+  constexpr std::string_view op = "nn.cross_entropy_grad";
+  expectArity(op, operands, results, 3, 1);
+  const TensorRef &gradLoss = operands[0], &logits = operands[1];
+  const TensorRef &labels = operands[2], &result = results[0];
+  expectFloat(op, gradLoss, "grad_loss");
+  expectNumel(op, gradLoss, 1, "grad_loss");
+  LossLayout layout = lossLayout(op, attrs, logits, labels);
+  expectFloat(op, result, "result");
+  expectShape(op, result, logits.shape, "result");
+  checkLabels(op, ctx, labels, layout.classes);
+  if (result.numel() == 0)
+    return;
+
+  // Every block reads grad_loss, so only the logits may be replaced.
+  bool separate = overlaps(result, gradLoss) || overlaps(result, labels) ||
+                  (overlaps(result, logits) && !replaces(result, logits));
+  ResultTarget out(op, ctx, result, separate);
+  crossEntropyGradRows<<<rowBlocks(layout.samples), rowThreads(layout.classes),
+                         0, ctx.stream()>>>(
+      ref(gradLoss), ref(logits), labels.data, labels.dtype, layout.samples,
+      layout.classes, layout.count, ref(out.tensor()));
+  checkLaunch(op);
+  out.finish();
+}
+
+} // namespace zerosbp::runtime::gpu

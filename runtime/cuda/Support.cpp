@@ -1,0 +1,223 @@
+//===- Support.cpp - host-side checks and buffers of the CUDA kernels -----===//
+
+#include "runtime/cuda/Support.h"
+
+#include <algorithm>
+
+namespace zerosbp::runtime::gpu {
+
+//===----------------------------------------------------------------------===//
+// Checks
+//===----------------------------------------------------------------------===//
+
+void fail(std::string_view op, const std::string &message) {
+  throw RuntimeError(std::string(op) + ": " + message);
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+void expectArity(std::string_view op, const Tensors &operands,
+                 const Tensors &results, size_t numOperands,
+                 size_t numResults) {
+  if (operands.size() != numOperands || results.size() != numResults)
+    fail(op, "expects " + std::to_string(numOperands) + " operands and " +
+                 std::to_string(numResults) + " results, got " +
+                 std::to_string(operands.size()) + " and " +
+                 std::to_string(results.size()));
+}
+
+void expectFloat(std::string_view op, const TensorRef &tensor,
+                 const char *what) {
+  if (!isFloat(tensor.dtype))
+    fail(op, std::string(what) + " has element type " +
+                 dtypeName(tensor.dtype) + ", expected f32, f16 or bf16");
+}
+
+void expectIndex(std::string_view op, const TensorRef &tensor,
+                 const char *what) {
+  if (tensor.dtype != DType::I32 && tensor.dtype != DType::I64)
+    fail(op, std::string(what) + " has element type " +
+                 dtypeName(tensor.dtype) + ", expected i32 or i64");
+}
+
+void expectShape(std::string_view op, const TensorRef &tensor,
+                 const std::vector<int64_t> &shape, const char *what) {
+  if (tensor.shape != shape)
+    fail(op, std::string(what) + " has shape " + shapeString(tensor.shape) +
+                 ", expected " + shapeString(shape));
+}
+
+void expectSameDType(std::string_view op, const TensorRef &tensor,
+                     const TensorRef &like, const char *what) {
+  if (tensor.dtype != like.dtype)
+    fail(op, std::string(what) + " has element type " +
+                 dtypeName(tensor.dtype) + ", expected " +
+                 dtypeName(like.dtype));
+}
+
+void expectNumel(std::string_view op, const TensorRef &tensor, int64_t numel,
+                 const char *what) {
+  if (tensor.numel() != numel)
+    fail(op, std::string(what) + " has " + std::to_string(tensor.numel()) +
+                 " elements, expected " + std::to_string(numel));
+}
+
+int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    fail(op, "axis " + std::to_string(axis) + " is out of range for rank " +
+                 std::to_string(rank));
+  return normalized;
+}
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i > 1; --i)
+    strides[i - 2] = strides[i - 1] * shape[i - 1];
+  return strides;
+}
+
+bool overlaps(const TensorRef &a, const TensorRef &b) {
+  size_t aBytes = a.bytes(), bBytes = b.bytes();
+  if (!aBytes || !bBytes || !a.data || !b.data)
+    return false;
+  auto aBegin = reinterpret_cast<uintptr_t>(a.data);
+  auto bBegin = reinterpret_cast<uintptr_t>(b.data);
+  return aBegin < bBegin + bBytes && bBegin < aBegin + aBytes;
+}
+
+bool overlapsAny(const TensorRef &result, const Tensors &operands) {
+  for (const TensorRef &operand : operands)
+    if (overlaps(result, operand))
+      return true;
+  return false;
+}
+
+bool replaces(const TensorRef &result, const TensorRef &operand) {
+  return result.data == operand.data && result.dtype == operand.dtype &&
+         result.shape == operand.shape;
+}
+
+bool overlapsOtherThanReplaced(const TensorRef &result,
+                               const Tensors &operands) {
+  for (const TensorRef &operand : operands)
+    if (overlaps(result, operand) && !replaces(result, operand))
+      return true;
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Strided loops
+//===----------------------------------------------------------------------===//
+
+std::vector<StridedDim> simplifyDims(const std::vector<int64_t> &shape,
+                                     const std::vector<int64_t> &stridesA,
+                                     const std::vector<int64_t> &stridesB) {
+  std::vector<StridedDim> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    StridedDim dim{shape[d], stridesA[d], stridesB[d]};
+    if (!dims.empty()) {
+      StridedDim &last = dims.back();
+      if (last.strideA == dim.strideA * dim.size &&
+          last.strideB == dim.strideB * dim.size) {
+        last = {last.size * dim.size, dim.strideA, dim.strideB};
+        continue;
+      }
+    }
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+void expectDeviceRank(std::string_view op,
+                      const std::vector<StridedDim> &dims) {
+  if (dims.size() > static_cast<size_t>(kMaxDims))
+    fail(op, "needs a loop nest of " + std::to_string(dims.size()) +
+                 " dims, the CUDA kernels take at most " +
+                 std::to_string(kMaxDims));
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA status
+//===----------------------------------------------------------------------===//
+
+void checkCuda(std::string_view op, cudaError_t status) {
+  if (status != cudaSuccess)
+    fail(op, std::string(cudaGetErrorName(status)) + ": " +
+                 cudaGetErrorString(status));
+}
+
+void checkLaunch(std::string_view op) { checkCuda(op, cudaGetLastError()); }
+
+unsigned gridFor(int64_t n, int threads) {
+  // Enough blocks to fill an H100 many times over; grid-stride loops do the
+  // rest.
+  constexpr int64_t kMaxBlocks = 65535;
+  int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));
+}
+
+//===----------------------------------------------------------------------===//
+// Device memory
+//===----------------------------------------------------------------------===//
+
+DeviceScratch::DeviceScratch(std::string_view op, CudaContext &ctx,
+                             size_t bytes)
+    : ctx_(ctx) {
+  if (bytes == 0)
+    return;
+  checkCuda(op, cudaMallocAsync(&data_, bytes, ctx.stream()));
+}
+
+DeviceScratch::~DeviceScratch() {
+  if (data_)
+    (void)cudaFreeAsync(data_, ctx_.stream());
+}
+
+void copyDeviceBytes(std::string_view op, CudaContext &ctx, void *dst,
+                     const void *src, size_t bytes) {
+  if (bytes == 0 || dst == src)
+    return;
+  auto dstBegin = reinterpret_cast<uintptr_t>(dst);
+  auto srcBegin = reinterpret_cast<uintptr_t>(src);
+  bool overlap = dstBegin < srcBegin + bytes && srcBegin < dstBegin + bytes;
+  if (!overlap) {
+    checkCuda(op, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                  ctx.stream()));
+    return;
+  }
+  // cudaMemcpy leaves overlapping ranges undefined: go through a copy.
+  DeviceScratch staging(op, ctx, bytes);
+  checkCuda(op, cudaMemcpyAsync(staging.data(), src, bytes,
+                                cudaMemcpyDeviceToDevice, ctx.stream()));
+  checkCuda(op, cudaMemcpyAsync(dst, staging.data(), bytes,
+                                cudaMemcpyDeviceToDevice, ctx.stream()));
+}
+
+ResultTarget::ResultTarget(std::string_view op, CudaContext &ctx,
+                           const TensorRef &result, bool separate)
+    : op_(op), ctx_(ctx), result_(result), target_(result) {
+  if (!separate || result.bytes() == 0)
+    return;
+  scratch_.emplace(op, ctx, result.bytes());
+  target_.data = scratch_->data();
+}
+
+void ResultTarget::finish() {
+  if (!scratch_)
+    return;
+  checkCuda(op_, cudaMemcpyAsync(result_.data, target_.data, result_.bytes(),
+                                 cudaMemcpyDeviceToDevice, ctx_.stream()));
+}
+
+} // namespace zerosbp::runtime::gpu

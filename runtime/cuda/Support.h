@@ -1,0 +1,155 @@
+//===- Support.h - host checks and buffers of the CUDA kernels --*- C++ -*-===//
+//
+// The precondition checks of the CUDA kernels, which throw the CPU kernels'
+// one-line RuntimeError word for word (runtime/kernels/cpu/Support.h has the
+// originals), the CUDA status checks, stream-ordered scratch memory, and the
+// merging of dims that strided loops share. Host code only: the .cu files and
+// the host sources include it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_CUDA_SUPPORT_H
+#define ZEROSBP_RUNTIME_CUDA_SUPPORT_H
+
+#include "runtime/core/AttrMap.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Tensor.h"
+#include "runtime/cuda/CudaContext.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zerosbp::runtime::gpu {
+
+using Tensors = std::vector<TensorRef>;
+
+//===----------------------------------------------------------------------===//
+// Checks (the CPU kernels' messages)
+//===----------------------------------------------------------------------===//
+
+/// Throws RuntimeError("<op>: <message>").
+[[noreturn]] void fail(std::string_view op, const std::string &message);
+
+/// `[2, 3]`.
+std::string shapeString(const std::vector<int64_t> &shape);
+
+void expectArity(std::string_view op, const Tensors &operands,
+                 const Tensors &results, size_t numOperands, size_t numResults);
+/// f32, f16, bf16 or f64.
+void expectFloat(std::string_view op, const TensorRef &tensor,
+                 const char *what);
+/// i32 or i64.
+void expectIndex(std::string_view op, const TensorRef &tensor,
+                 const char *what);
+void expectShape(std::string_view op, const TensorRef &tensor,
+                 const std::vector<int64_t> &shape, const char *what);
+void expectSameDType(std::string_view op, const TensorRef &tensor,
+                     const TensorRef &like, const char *what);
+void expectNumel(std::string_view op, const TensorRef &tensor, int64_t numel,
+                 const char *what);
+
+/// `axis` counted from the front; negative counts from the back.
+int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank);
+
+/// Row-major strides, in elements.
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+
+/// Whether the bytes of two tensors intersect.
+bool overlaps(const TensorRef &a, const TensorRef &b);
+bool overlapsAny(const TensorRef &result, const Tensors &operands);
+/// Whether `result` is exactly `operand` (same bytes, type and shape): the
+/// one overlap that element-by-element kernels compute in place.
+bool replaces(const TensorRef &result, const TensorRef &operand);
+/// Whether `result` overlaps some operand that it does not replace.
+bool overlapsOtherThanReplaced(const TensorRef &result,
+                               const Tensors &operands);
+
+//===----------------------------------------------------------------------===//
+// Strided loops
+//===----------------------------------------------------------------------===//
+
+/// The most dims a device loop nest takes after merging; plans use five.
+constexpr int kMaxDims = 8;
+
+/// One dim of a loop nest over two tensors: its size and the stride (in
+/// elements) of each tensor along it.
+struct StridedDim {
+  int64_t size;
+  int64_t strideA;
+  int64_t strideB;
+};
+
+/// The dims of `shape` with unit dims dropped and neighbours that are
+/// contiguous in both tensors merged, outermost first.
+std::vector<StridedDim> simplifyDims(const std::vector<int64_t> &shape,
+                                     const std::vector<int64_t> &stridesA,
+                                     const std::vector<int64_t> &stridesB);
+
+/// Throws when `dims` has more than kMaxDims entries.
+void expectDeviceRank(std::string_view op, const std::vector<StridedDim> &dims);
+
+//===----------------------------------------------------------------------===//
+// CUDA status
+//===----------------------------------------------------------------------===//
+
+/// Throws RuntimeError("<op>: <error name>: <error string>") unless success.
+void checkCuda(std::string_view op, cudaError_t status);
+/// checkCuda of the last launch's status.
+void checkLaunch(std::string_view op);
+
+/// Blocks of `threads` for a grid-stride loop over `n` items, capped so a
+/// launch never exceeds the grid limit.
+unsigned gridFor(int64_t n, int threads);
+
+//===----------------------------------------------------------------------===//
+// Device memory
+//===----------------------------------------------------------------------===//
+
+/// Bytes from the device's stream-ordered pool, freed on the stream when the
+/// object goes: kernels enqueued before that may still use them.
+class DeviceScratch {
+public:
+  DeviceScratch(std::string_view op, CudaContext &ctx, size_t bytes);
+  ~DeviceScratch();
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+  void *data() const { return data_; }
+  template <typename T> T *as() const { return static_cast<T *>(data_); }
+
+private:
+  CudaContext &ctx_;
+  void *data_ = nullptr;
+};
+
+/// Enqueues a copy of `bytes` from `src` to `dst`, both on the device; the
+/// ranges may overlap (memmove).
+void copyDeviceBytes(std::string_view op, CudaContext &ctx, void *dst,
+                     const void *src, size_t bytes);
+
+/// Where a kernel writes a result: the result's own bytes, or, when
+/// `separate`, a scratch tensor of the same type and shape that finish()
+/// copies into the result once the kernel has read its operands.
+class ResultTarget {
+public:
+  ResultTarget(std::string_view op, CudaContext &ctx, const TensorRef &result,
+               bool separate);
+  const TensorRef &tensor() const { return target_; }
+  void *data() const { return target_.data; }
+  void finish();
+
+private:
+  std::string_view op_;
+  CudaContext &ctx_;
+  TensorRef result_;
+  TensorRef target_;
+  std::optional<DeviceScratch> scratch_;
+};
+
+} // namespace zerosbp::runtime::gpu
+
+#endif // ZEROSBP_RUNTIME_CUDA_SUPPORT_H
