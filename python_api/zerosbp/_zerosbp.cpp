@@ -79,7 +79,7 @@ public:
             return mpiSession->gatherRecords(mine);
           },
           timeoutSeconds);
-      ranksHere = 1;
+      ranksHere = mpiRanksOnThisMachine();
     } else {
       throw RuntimeError("unknown backend '" + backend +
                          "' (expected inprocess or mpi)");

@@ -205,25 +205,28 @@ MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
 
 void MpiComm::wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
                    Clock::time_point deadline) {
-  auto pause = std::chrono::microseconds(10);
-  for (int polls = 0;; ++polls) {
+  // Progress needs MPI_Test calls: a large collective moves a chunk per
+  // call, so sleeping between polls throttles it. Yield instead, which
+  // still leaves the core to oversubscribed ranks; only a wait that has
+  // lasted (a slow peer, not a transfer) polls less often.
+  Clock::time_point start = Clock::now();
+  while (true) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE),
           std::string("MPI error in ") + collectiveKindName(kind));
     if (done)
       return;
-    if (Clock::now() >= deadline) {
+    Clock::time_point now = Clock::now();
+    if (now >= deadline) {
       broken = "timed out after " + formatDuration(timeout) + " in " +
                collectiveKindName(kind) + " on group " +
                formatRanks(group.ranks());
       throw RuntimeError(broken);
     }
-    // Progress needs MPI_Test calls; poll busily at first, then back off so
-    // that oversubscribed ranks leave each other the cores.
-    if (polls > 64) {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(500));
-    }
+    if (now - start < std::chrono::milliseconds(50))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,12 @@ void pickKernelThreads(int threads, int ranksHere) {
     threads = std::max(1, static_cast<int>(cores) / std::max(1, ranksHere));
   }
   setCpuKernelThreads(threads);
+}
+
+int mpiRanksOnThisMachine() {
+  const char *text = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  int ranks = text ? std::atoi(text) : 0;
+  return ranks > 0 ? ranks : 1;
 }
 
 std::string progressLine(const TrainResult &result, int64_t step,
@@ -144,7 +151,7 @@ TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
                          Communicator &comm, const GatherFn &gather,
                          std::ostream &progress) {
   checkRankCount(plan, comm.worldSize());
-  pickKernelThreads(options.threads, 1);
+  pickKernelThreads(options.threads, mpiRanksOnThisMachine());
   TrainingSession session(plan, comm, gather, options.timeoutSeconds);
   return runSteps(session, options, /*reporter=*/comm.rank() == 0, progress);
 }

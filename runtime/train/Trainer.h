@@ -61,6 +61,11 @@ TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
 /// shared among the `ranksHere` ranks this process runs.
 void pickKernelThreads(int threads, int ranksHere);
 
+/// The ranks mpirun started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE),
+/// so that one process per rank does not give each rank every core; 1
+/// when mpirun does not say.
+int mpiRanksOnThisMachine();
+
 /// The progress line of one step.
 std::string progressLine(const TrainResult &result, int64_t step,
                          int64_t steps);
