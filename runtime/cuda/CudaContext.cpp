@@ -36,9 +36,11 @@ cublasContext *CudaContext::blas(std::string_view op) {
     if (status != CUBLAS_STATUS_SUCCESS)
       (void)cublasDestroy(handle);
   }
-  if (status != CUBLAS_STATUS_SUCCESS)
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    (void)cudaGetLastError(); // What cuBLAS hit must not fail a later launch.
     gpu::fail(op, std::string("cannot create a cuBLAS handle: ") +
                       cublasGetStatusString(status));
+  }
   blas_ = handle;
   return blas_;
 }

@@ -152,9 +152,13 @@ void expectDeviceRank(std::string_view op,
 //===----------------------------------------------------------------------===//
 
 void checkCuda(std::string_view op, cudaError_t status) {
-  if (status != cudaSuccess)
-    fail(op, std::string(cudaGetErrorName(status)) + ": " +
-                 cudaGetErrorString(status));
+  if (status == cudaSuccess)
+    return;
+  // The runtime also keeps the failure as its last error; reported here, it
+  // must not resurface at the next launch's check.
+  (void)cudaGetLastError();
+  fail(op, std::string(cudaGetErrorName(status)) + ": " +
+               cudaGetErrorString(status));
 }
 
 void checkLaunch(std::string_view op) { checkCuda(op, cudaGetLastError()); }

@@ -5,6 +5,8 @@
 // before touching the device, with the CPU kernels' messages word for word.
 // The tensors here are host memory: a CUDA kernel that failed to reject
 // them would go on to CUDA calls and fail differently (or not at all).
+// Where there is no device, those calls fail with RuntimeErrors that name
+// the op and the CUDA error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -283,6 +285,42 @@ TEST(CudaKernelChecks, OptimizerStep) {
   expectRejected("nn.loss_scale_update", scaler,
                  {&scalar, &pair, &scalar, &scalar},
                  {&scalar, &scalar, &scalar});
+}
+
+TEST(CudaKernelErrors, WithoutADeviceTheFirstCudaCallFailsNamingTheOp) {
+  std::string reason = noDeviceReason();
+  if (reason.empty())
+    GTEST_SKIP() << "a CUDA device is present: cuda_kernels_test covers "
+                    "failed CUDA calls";
+  HostTensor x = randomTensor(DType::F32, {4, 4}, 1);
+  HostTensor y(DType::F32, {4, 4});
+  HostTensor ids = makeTensor(DType::I64, {2}, {0, 1});
+  HostTensor rows(DType::F32, {2, 4});
+  struct Case {
+    const char *op;
+    std::vector<TensorRef> operands, results;
+    std::string prefix; // then the CUDA or cuBLAS error
+  };
+  const Case cases[] = {
+      {"nn.relu", {x.ref}, {y.ref}, "nn.relu: cudaError"},
+      {"nn.matmul",
+       {x.ref, x.ref},
+       {y.ref},
+       "nn.matmul: cannot create a cuBLAS handle: "},
+      {"nn.embedding", {x.ref, ids.ref}, {rows.ref}, "nn.embedding: cudaError"},
+  };
+  for (const Case &c : cases) {
+    CudaContext ctx;
+    try {
+      findCudaKernel(c.op)({}, c.operands, c.results, ctx);
+      ADD_FAILURE() << c.op << " did not throw";
+    } catch (const RuntimeError &error) {
+      std::string message = error.what();
+      EXPECT_EQ(message.rfind(c.prefix, 0), 0u) << message;
+      EXPECT_GT(message.size(), c.prefix.size() + 4) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
 }
 
 } // namespace
