@@ -62,7 +62,19 @@ struct AdamTensors {
   DType stepType;
 };
 
-__global__ void adamUpdate(AdamConstants c, AdamTensors t, int64_t n) {
+/// Records a step below 1 in `slot` (the CPU kernel's error).
+__device__ __forceinline__ bool checkStep(int64_t step, DeviceCheckSlot *slot) {
+  if (step >= 1)
+    return true;
+  slot->position = 0;
+  slot->value = step;
+  return false;
+}
+
+/// The whole update in one kernel. A step below 1 is recorded in `slot` and
+/// writes nothing, as the CPU kernel throws before it writes.
+__global__ void adamUpdate(AdamConstants c, AdamTensors t, int64_t n,
+                           DeviceCheckSlot *slot) {
   __shared__ float stepSize;            // lr / (1 - beta1^t)
   __shared__ float biasCorrection2Sqrt; // sqrt(1 - beta2^t)
   __shared__ bool validStep;
@@ -73,8 +85,9 @@ __global__ void adamUpdate(AdamConstants c, AdamTensors t, int64_t n) {
     double biasCorrection2 = 1.0 - pow(c.beta2Double, exponent);
     stepSize = static_cast<float>(c.lr / biasCorrection1);
     biasCorrection2Sqrt = static_cast<float>(sqrt(biasCorrection2));
-    // A step below 1 is reported by the step check; nothing changes.
     validStep = step >= 1;
+    if (blockIdx.x == 0)
+      checkStep(step, slot);
   }
   __syncthreads();
   if (!validStep)
@@ -95,13 +108,10 @@ __global__ void adamUpdate(AdamConstants c, AdamTensors t, int64_t n) {
   }
 }
 
+/// The step check alone, for an empty shard.
 __global__ void checkStepPositive(const void *step, DType type,
                                   DeviceCheckSlot *slot) {
-  int64_t value = loadIndex(step, type, 0);
-  if (value < 1) {
-    slot->position = 0;
-    slot->value = value;
-  }
+  checkStep(loadIndex(step, type, 0), slot);
 }
 
 __global__ void clipCoefficient(FloatRef sumSquares, float maxNorm,
@@ -216,14 +226,14 @@ void runAdam(std::string_view op, const AttrMap &attrs, const Tensors &operands,
 
   DeviceCheckSlot *slot =
       ctx.beginCheck(op, std::string(op) + ": step ", " is not positive");
-  checkStepPositive<<<1, 1, 0, ctx.stream()>>>(stepTensor.data,
-                                               stepTensor.dtype, slot);
-  checkLaunch(op);
-  ctx.endCheck();
-
   int64_t n = operands[0].numel();
-  if (n == 0)
+  if (n == 0) {
+    checkStepPositive<<<1, 1, 0, ctx.stream()>>>(stepTensor.data,
+                                                 stepTensor.dtype, slot);
+    checkLaunch(op);
+    ctx.endCheck();
     return;
+  }
   // Each thread reads element i of every operand before writing it, so a
   // result may replace an operand; the step is read by every block.
   Tensors read(operands.begin(), operands.begin() + 4);
@@ -231,17 +241,25 @@ void runAdam(std::string_view op, const AttrMap &attrs, const Tensors &operands,
     return overlaps(result, stepTensor) ||
            overlapsOtherThanReplaced(result, read);
   };
-  ResultTarget newParam(op, ctx, results[0], separate(results[0]));
-  ResultTarget newExpAvg(op, ctx, results[1], separate(results[1]));
-  ResultTarget newExpAvgSq(op, ctx, results[2], separate(results[2]));
+  // A separate result starts as a copy of the result, so that a bad step
+  // leaves it as it was even with deferred checks.
+  ResultTarget newParam(op, ctx, results[0], separate(results[0]),
+                        /*keepContents=*/true);
+  ResultTarget newExpAvg(op, ctx, results[1], separate(results[1]),
+                         /*keepContents=*/true);
+  ResultTarget newExpAvgSq(op, ctx, results[2], separate(results[2]),
+                           /*keepContents=*/true);
   AdamTensors t{ref(operands[0]),          ref(operands[1]),
                 ref(operands[2]),          ref(operands[3]),
                 ref(newParam.tensor()),    ref(newExpAvg.tensor()),
                 ref(newExpAvgSq.tensor()), stepTensor.data,
                 stepTensor.dtype};
   constexpr int kThreads = 256;
-  adamUpdate<<<gridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(c, t, n);
+  adamUpdate<<<gridFor(n, kThreads), kThreads, 0, ctx.stream()>>>(c, t, n,
+                                                                  slot);
   checkLaunch(op);
+  // Eager checks throw here, before a separate result is copied back.
+  ctx.endCheck();
   newParam.finish();
   newExpAvg.finish();
   newExpAvgSq.finish();

@@ -209,12 +209,16 @@ void copyDeviceBytes(std::string_view op, CudaContext &ctx, void *dst,
 }
 
 ResultTarget::ResultTarget(std::string_view op, CudaContext &ctx,
-                           const TensorRef &result, bool separate)
+                           const TensorRef &result, bool separate,
+                           bool keepContents)
     : op_(op), ctx_(ctx), result_(result), target_(result) {
   if (!separate || result.bytes() == 0)
     return;
   scratch_.emplace(op, ctx, result.bytes());
   target_.data = scratch_->data();
+  if (keepContents)
+    checkCuda(op, cudaMemcpyAsync(target_.data, result.data, result.bytes(),
+                                  cudaMemcpyDeviceToDevice, ctx.stream()));
 }
 
 void ResultTarget::finish() {

@@ -133,11 +133,13 @@ void copyDeviceBytes(std::string_view op, CudaContext &ctx, void *dst,
 
 /// Where a kernel writes a result: the result's own bytes, or, when
 /// `separate`, a scratch tensor of the same type and shape that finish()
-/// copies into the result once the kernel has read its operands.
+/// copies into the result once the kernel has read its operands. With
+/// `keepContents` the scratch starts as a copy of the result, for kernels
+/// that may write nothing.
 class ResultTarget {
 public:
   ResultTarget(std::string_view op, CudaContext &ctx, const TensorRef &result,
-               bool separate);
+               bool separate, bool keepContents = false);
   const TensorRef &tensor() const { return target_; }
   void *data() const { return target_.data; }
   void finish();

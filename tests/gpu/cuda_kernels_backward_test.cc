@@ -370,6 +370,30 @@ TEST_F(CudaKernelsBackward, DeferredChecksThrowAtCheckDeviceErrors) {
   for (int64_t t = 0; t < 3; ++t)
     for (int64_t j = 0; j < 2; ++j)
       EXPECT_EQ(got.get(t * 2 + j), table.get(good.get(t) * 2 + j));
+
+  // A bad Adam step changes nothing, in place or into separate results.
+  HostTensor param = randomTensor(DType::F32, {1000}, 2);
+  HostTensor grad = randomTensor(DType::F32, {1000}, 3);
+  HostTensor state = randomTensor(DType::F32, {1000}, 4, 0.0, 1.0);
+  HostTensor step = makeTensor(DType::I64, {}, {0});
+  HostTensor before = randomTensor(DType::F32, {1000}, 5);
+  DeviceCopies adam({&param, &grad, &state, &state, &step}),
+      separate({&before, &before, &before});
+  CudaKernelFn adamKernel = findCudaKernel("nn.adam");
+  AttrMap lr = makeAttrs({{"lr", 0.1}});
+  adamKernel(lr, adam.refs, {adam.refs[0], adam.refs[2], adam.refs[3]}, ctx);
+  adamKernel(lr, adam.refs, separate.refs, ctx);
+  try {
+    ctx.checkDeviceErrors();
+    ADD_FAILURE() << "no error";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(), "nn.adam: step 0 is not positive");
+  }
+  expectAgree(adam.copies[0]->toHost(), param, exactBits(), "param");
+  expectAgree(adam.copies[2]->toHost(), state, exactBits(), "exp_avg");
+  for (int k = 0; k < 3; ++k)
+    expectAgree(separate.copies[k]->toHost(), before, exactBits(),
+                "separate result " + std::to_string(k));
 }
 
 TEST_F(CudaKernelsBackward, FailedCudaCallsNameTheOp) {
