@@ -15,6 +15,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Tensor.h"
 #include "runtime/cuda/CudaContext.h"
+#include "runtime/kernels/KernelChecks.h"
 
 #include <cuda_runtime_api.h>
 
@@ -32,36 +33,19 @@ using Tensors = std::vector<TensorRef>;
 // Checks (the CPU kernels' messages)
 //===----------------------------------------------------------------------===//
 
-/// Throws RuntimeError("<op>: <message>").
-[[noreturn]] void fail(std::string_view op, const std::string &message);
-
-/// `[2, 3]`.
-std::string shapeString(const std::vector<int64_t> &shape);
-
-void expectArity(std::string_view op, const Tensors &operands,
-                 const Tensors &results, size_t numOperands, size_t numResults);
-/// f32, f16, bf16 or f64.
-void expectFloat(std::string_view op, const TensorRef &tensor,
-                 const char *what);
-/// i32 or i64.
-void expectIndex(std::string_view op, const TensorRef &tensor,
-                 const char *what);
-void expectShape(std::string_view op, const TensorRef &tensor,
-                 const std::vector<int64_t> &shape, const char *what);
-void expectSameDType(std::string_view op, const TensorRef &tensor,
-                     const TensorRef &like, const char *what);
-void expectNumel(std::string_view op, const TensorRef &tensor, int64_t numel,
-                 const char *what);
-
-/// `axis` counted from the front; negative counts from the back.
-int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank);
-
-/// Row-major strides, in elements.
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
-
-/// Whether the bytes of two tensors intersect.
-bool overlaps(const TensorRef &a, const TensorRef &b);
-bool overlapsAny(const TensorRef &result, const Tensors &operands);
+// Shared with the CPU kernels (runtime/kernels/KernelChecks.h).
+using checks::contiguousStrides;
+using checks::expectArity;
+using checks::expectFloat;
+using checks::expectIndex;
+using checks::expectNumel;
+using checks::expectSameDType;
+using checks::expectShape;
+using checks::fail;
+using checks::normalizeAxis;
+using checks::overlaps;
+using checks::overlapsAny;
+using checks::shapeString;
 /// Whether `result` is exactly `operand` (same bytes, type and shape): the
 /// one overlap that element-by-element kernels compute in place.
 bool replaces(const TensorRef &result, const TensorRef &operand);

@@ -1,0 +1,102 @@
+//===- KernelChecks.cpp - precondition checks every kernel shares ---------===//
+
+#include "runtime/kernels/KernelChecks.h"
+
+#include "runtime/core/Error.h"
+
+#include <algorithm>
+
+namespace zerosbp::runtime::checks {
+
+void fail(std::string_view op, const std::string &message) {
+  throw RuntimeError(std::string(op) + ": " + message);
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+void expectArity(std::string_view op, const Tensors &operands,
+                 const Tensors &results, size_t numOperands,
+                 size_t numResults) {
+  if (operands.size() != numOperands || results.size() != numResults)
+    fail(op, "expects " + std::to_string(numOperands) + " operands and " +
+                 std::to_string(numResults) + " results, got " +
+                 std::to_string(operands.size()) + " and " +
+                 std::to_string(results.size()));
+}
+
+void expectFloat(std::string_view op, const TensorRef &tensor,
+                 const char *what) {
+  if (!isFloat(tensor.dtype))
+    fail(op, std::string(what) + " has element type " +
+                 dtypeName(tensor.dtype) + ", expected f32, f16 or bf16");
+}
+
+void expectIndex(std::string_view op, const TensorRef &tensor,
+                 const char *what) {
+  if (tensor.dtype != DType::I32 && tensor.dtype != DType::I64)
+    fail(op, std::string(what) + " has element type " +
+                 dtypeName(tensor.dtype) + ", expected i32 or i64");
+}
+
+void expectShape(std::string_view op, const TensorRef &tensor,
+                 const std::vector<int64_t> &shape, const char *what) {
+  if (tensor.shape != shape)
+    fail(op, std::string(what) + " has shape " + shapeString(tensor.shape) +
+                 ", expected " + shapeString(shape));
+}
+
+void expectSameDType(std::string_view op, const TensorRef &tensor,
+                     const TensorRef &like, const char *what) {
+  if (tensor.dtype != like.dtype)
+    fail(op, std::string(what) + " has element type " +
+                 dtypeName(tensor.dtype) + ", expected " +
+                 dtypeName(like.dtype));
+}
+
+void expectNumel(std::string_view op, const TensorRef &tensor, int64_t numel,
+                 const char *what) {
+  if (tensor.numel() != numel)
+    fail(op, std::string(what) + " has " + std::to_string(tensor.numel()) +
+                 " elements, expected " + std::to_string(numel));
+}
+
+int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    fail(op, "axis " + std::to_string(axis) + " is out of range for rank " +
+                 std::to_string(rank));
+  return normalized;
+}
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i > 1; --i)
+    strides[i - 2] = strides[i - 1] * shape[i - 1];
+  return strides;
+}
+
+bool overlaps(const TensorRef &a, const TensorRef &b) {
+  size_t aBytes = a.bytes(), bBytes = b.bytes();
+  if (!aBytes || !bBytes || !a.data || !b.data)
+    return false;
+  auto aBegin = reinterpret_cast<uintptr_t>(a.data);
+  auto bBegin = reinterpret_cast<uintptr_t>(b.data);
+  return aBegin < bBegin + bBytes && bBegin < aBegin + aBytes;
+}
+
+bool overlapsAny(const TensorRef &result, const Tensors &operands) {
+  for (const TensorRef &operand : operands)
+    if (overlaps(result, operand))
+      return true;
+  return false;
+}
+
+} // namespace zerosbp::runtime::checks
