@@ -20,16 +20,6 @@
 namespace zerosbp::runtime::gpu {
 
 namespace {
-/// The (rows, cols) of op(x) for the last two dims of `shape`.
-struct MatrixDims {
-  int64_t rows;
-  int64_t cols;
-};
-
-MatrixDims opDims(const std::vector<int64_t> &shape, bool transposed) {
-  int64_t rows = shape[shape.size() - 2], cols = shape[shape.size() - 1];
-  return transposed ? MatrixDims{cols, rows} : MatrixDims{rows, cols};
-}
 
 cudaDataType_t cudaType(DType type) {
   switch (type) {
@@ -79,37 +69,13 @@ int asInt(std::string_view op, int64_t value, const char *what) {
 void runMatmul(std::string_view op, const AttrMap &attrs,
                const Tensors &operands, const Tensors &results, bool batched,
                CudaContext &ctx) {
-  expectArity(op, operands, results, 2, 1);
+  MatmulShape shape = checkMatmul(op, attrs, operands, results, batched);
   const TensorRef &lhs = operands[0], &rhs = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, lhs, "lhs");
-  expectFloat(op, rhs, "rhs");
-  expectFloat(op, result, "result");
-  bool transA = attrs.flag("transpose_lhs");
-  bool transB = attrs.flag("transpose_rhs");
-  int64_t rank = lhs.rank();
-  bool ranksOk =
-      batched ? rank >= 3 && rhs.rank() == rank : rank == 2 && rhs.rank() == 2;
-  if (!ranksOk)
-    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " have the wrong ranks");
-  std::vector<int64_t> batchDims(lhs.shape.begin(), lhs.shape.end() - 2);
-  if (!std::equal(batchDims.begin(), batchDims.end(), rhs.shape.begin()))
-    fail(op, "batch dims of " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " differ");
-  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
-  if (a.cols != b.rows)
-    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " differ");
-  std::vector<int64_t> shape = batchDims;
-  shape.push_back(a.rows);
-  shape.push_back(b.cols);
-  expectShape(op, result, shape, "result");
-  int64_t batch = 1;
-  for (int64_t dim : batchDims)
-    batch *= dim;
+  bool transA = shape.transposeLhs, transB = shape.transposeRhs;
+  int64_t batch = shape.batch;
 
-  int64_t m = a.rows, n = b.cols, k = a.cols;
+  int64_t m = shape.m, n = shape.n, k = shape.k;
   if (batch == 0 || m == 0 || n == 0)
     return;
   if (k == 0) { // An empty sum: zeros, whose bits are 0 in every float type.

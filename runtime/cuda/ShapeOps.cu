@@ -83,24 +83,6 @@ void copyStrided(std::string_view op, CudaContext &ctx,
   checkLaunch(op);
 }
 
-/// Checks that `ints` has one entry per dim of `rank`.
-const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
-                                   const std::string &name, int64_t rank) {
-  const std::vector<int64_t> &ints = attrs.getInts(name);
-  if (static_cast<int64_t>(ints.size()) != rank)
-    fail(op, "'" + name + "' has " + std::to_string(ints.size()) +
-                 " entries for rank " + std::to_string(rank));
-  return ints;
-}
-
-int64_t offsetOf(const std::vector<int64_t> &index,
-                 const std::vector<int64_t> &strides) {
-  int64_t offset = 0;
-  for (size_t d = 0; d < index.size(); ++d)
-    offset += index[d] * strides[d];
-  return offset;
-}
-
 char *bytesAt(void *data, int64_t elements, size_t elementBytes) {
   return static_cast<char *>(data) + elements * elementBytes;
 }
@@ -236,37 +218,17 @@ void transposeKernel(const AttrMap &attrs, const Tensors &operands,
 void sliceKernel(const AttrMap &attrs, const Tensors &operands,
                  const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.slice";
-  expectArity(op, operands, results, 1, 1);
+  SliceWindow window = checkSlice(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectSameDType(op, result, input, "result");
-  int64_t rank = input.rank();
-  const std::vector<int64_t> &offsets = perDim(op, attrs, "offsets", rank);
-  const std::vector<int64_t> &sizes = perDim(op, attrs, "sizes", rank);
-  std::vector<int64_t> steps(static_cast<size_t>(rank), 1);
-  if (attrs.has("strides"))
-    steps = perDim(op, attrs, "strides", rank);
-  std::vector<int64_t> inputStrides = contiguousStrides(input.shape);
-  std::vector<int64_t> srcStrides(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d) {
-    bool inBounds = steps[d] >= 1 && offsets[d] >= 0 && sizes[d] >= 0 &&
-                    (sizes[d] == 0 ? offsets[d] <= input.shape[d]
-                                   : offsets[d] + (sizes[d] - 1) * steps[d] <
-                                         input.shape[d]);
-    if (!inBounds)
-      fail(op, "the window of dim " + std::to_string(d) +
-                   " does not fit in shape " + shapeString(input.shape));
-    srcStrides[d] = inputStrides[d] * steps[d];
-  }
-  expectShape(op, result, sizes, "result");
   if (result.bytes() == 0)
     return;
 
   size_t elementBytes = dtypeBytes(input.dtype);
   ResultTarget out(op, ctx, result, overlapsAny(result, operands));
-  copyStrided(
-      op, ctx, sizes, out.data(), contiguousStrides(sizes),
-      bytesAt(input.data, offsetOf(offsets, inputStrides), elementBytes),
-      srcStrides, elementBytes);
+  copyStrided(op, ctx, result.shape, out.data(),
+              contiguousStrides(result.shape),
+              bytesAt(input.data, window.offset, elementBytes), window.strides,
+              elementBytes);
   out.finish();
 }
 

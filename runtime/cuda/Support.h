@@ -34,6 +34,8 @@ using Tensors = std::vector<TensorRef>;
 //===----------------------------------------------------------------------===//
 
 // Shared with the CPU kernels (runtime/kernels/KernelChecks.h).
+using checks::checkMatmul;
+using checks::checkSlice;
 using checks::contiguousStrides;
 using checks::expectArity;
 using checks::expectFloat;
@@ -42,10 +44,14 @@ using checks::expectNumel;
 using checks::expectSameDType;
 using checks::expectShape;
 using checks::fail;
+using checks::MatmulShape;
 using checks::normalizeAxis;
+using checks::offsetOf;
 using checks::overlaps;
 using checks::overlapsAny;
+using checks::perDim;
 using checks::shapeString;
+using checks::SliceWindow;
 /// Whether `result` is exactly `operand` (same bytes, type and shape): the
 /// one overlap that element-by-element kernels compute in place.
 bool replaces(const TensorRef &result, const TensorRef &operand);

@@ -9,6 +9,7 @@
 #ifndef ZEROSBP_RUNTIME_KERNELS_KERNELCHECKS_H
 #define ZEROSBP_RUNTIME_KERNELS_KERNELCHECKS_H
 
+#include "runtime/core/AttrMap.h"
 #include "runtime/core/Tensor.h"
 
 #include <cstdint>
@@ -51,6 +52,35 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
 /// Whether the bytes of two tensors intersect.
 bool overlaps(const TensorRef &a, const TensorRef &b);
 bool overlapsAny(const TensorRef &result, const Tensors &operands);
+
+/// Attribute `name`, checked to have one entry per dim of `rank`.
+const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
+                                   const std::string &name, int64_t rank);
+
+/// The element offset of `index` under `strides`.
+int64_t offsetOf(const std::vector<int64_t> &index,
+                 const std::vector<int64_t> &strides);
+
+// Shape checks of ops whose CPU and CUDA kernels differ only after them.
+
+/// A checked nn.matmul or nn.batch_matmul: result = op(lhs) op(rhs), `batch`
+/// times, op(lhs) m x k and op(rhs) k x n, all row-major and packed.
+struct MatmulShape {
+  int64_t batch, m, n, k;
+  bool transposeLhs, transposeRhs;
+};
+MatmulShape checkMatmul(std::string_view op, const AttrMap &attrs,
+                        const Tensors &operands, const Tensors &results,
+                        bool batched);
+
+/// A checked nn.slice: its window's first element (counted in elements from
+/// the input's start) and the input strides between its elements.
+struct SliceWindow {
+  int64_t offset;
+  std::vector<int64_t> strides;
+};
+SliceWindow checkSlice(std::string_view op, const AttrMap &attrs,
+                       const Tensors &operands, const Tensors &results);
 
 } // namespace zerosbp::runtime::checks
 

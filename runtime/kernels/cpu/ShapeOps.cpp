@@ -10,23 +10,6 @@
 namespace zerosbp::runtime::cpu {
 
 namespace {
-/// Checks that `ints` has one entry per dim of `rank`.
-const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
-                                   const std::string &name, int64_t rank) {
-  const std::vector<int64_t> &ints = attrs.getInts(name);
-  if (static_cast<int64_t>(ints.size()) != rank)
-    fail(op, "'" + name + "' has " + std::to_string(ints.size()) +
-                 " entries for rank " + std::to_string(rank));
-  return ints;
-}
-
-int64_t offsetOf(const std::vector<int64_t> &index,
-                 const std::vector<int64_t> &strides) {
-  int64_t offset = 0;
-  for (size_t d = 0; d < index.size(); ++d)
-    offset += index[d] * strides[d];
-  return offset;
-}
 
 /// The value of `fill` stored as one element of `type`, in `bytes`.
 void encodeFill(double value, DType type, char *bytes) {
@@ -171,35 +154,15 @@ void transposeKernel(const AttrMap &attrs, const Tensors &operands,
 void sliceKernel(const AttrMap &attrs, const Tensors &operands,
                  const Tensors &results) {
   constexpr std::string_view op = "nn.slice";
-  expectArity(op, operands, results, 1, 1);
+  SliceWindow window = checkSlice(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectSameDType(op, result, input, "result");
-  int64_t rank = input.rank();
-  const std::vector<int64_t> &offsets = perDim(op, attrs, "offsets", rank);
-  const std::vector<int64_t> &sizes = perDim(op, attrs, "sizes", rank);
-  std::vector<int64_t> steps(static_cast<size_t>(rank), 1);
-  if (attrs.has("strides"))
-    steps = perDim(op, attrs, "strides", rank);
-  std::vector<int64_t> inputStrides = contiguousStrides(input.shape);
-  std::vector<int64_t> srcStrides(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d) {
-    bool inBounds = steps[d] >= 1 && offsets[d] >= 0 && sizes[d] >= 0 &&
-                    (sizes[d] == 0 ? offsets[d] <= input.shape[d]
-                                   : offsets[d] + (sizes[d] - 1) * steps[d] <
-                                         input.shape[d]);
-    if (!inBounds)
-      fail(op, "the window of dim " + std::to_string(d) +
-                   " does not fit in shape " + shapeString(input.shape));
-    srcStrides[d] = inputStrides[d] * steps[d];
-  }
-  expectShape(op, result, sizes, "result");
 
   size_t elementBytes = dtypeBytes(input.dtype);
   ByteOutput out(result, overlapsAny(result, operands));
-  copyStrided(sizes, out.data(), contiguousStrides(sizes),
+  copyStrided(result.shape, out.data(), contiguousStrides(result.shape),
               static_cast<const char *>(input.data) +
-                  offsetOf(offsets, inputStrides) * elementBytes,
-              srcStrides, elementBytes);
+                  window.offset * elementBytes,
+              window.strides, elementBytes);
   out.finish();
 }
 

@@ -33,6 +33,8 @@ using Tensors = std::vector<TensorRef>;
 //===----------------------------------------------------------------------===//
 
 // Shared with the CUDA kernels (runtime/kernels/KernelChecks.h).
+using checks::checkMatmul;
+using checks::checkSlice;
 using checks::contiguousStrides;
 using checks::expectArity;
 using checks::expectFloat;
@@ -41,10 +43,14 @@ using checks::expectNumel;
 using checks::expectSameDType;
 using checks::expectShape;
 using checks::fail;
+using checks::MatmulShape;
 using checks::normalizeAxis;
+using checks::offsetOf;
 using checks::overlaps;
 using checks::overlapsAny;
+using checks::perDim;
 using checks::shapeString;
+using checks::SliceWindow;
 
 //===----------------------------------------------------------------------===//
 // Conversions
