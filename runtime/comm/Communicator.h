@@ -107,6 +107,7 @@ public:
   virtual void abort(const std::string &reason) = 0;
 
   void setTimeout(std::chrono::milliseconds value) { timeout = value; }
+  std::chrono::milliseconds getTimeout() const { return timeout; }
   const CommStats &stats() const { return counters; }
   void resetStats() { counters = CommStats(); }
 

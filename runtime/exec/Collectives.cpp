@@ -4,7 +4,9 @@
 // gathered axis has only size-1 dims before it is already rank-major and is
 // passed as is; otherwise its parts are packed into (and out of) a scratch
 // buffer. An all-reduce bucket whose operands lie end to end and whose
-// results are those same bytes is reduced in place with one call.
+// results are those same bytes is reduced in place with one call. Every
+// copy goes through a CollectiveMemory, so the same code runs on host
+// buffers and, enqueued on a stream, on device buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,11 +15,52 @@
 #include "runtime/core/Error.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 
 namespace zerosbp::runtime {
 
 namespace {
+
+class HostCollectiveMemory : public CollectiveMemory {
+public:
+  void copy(void *dst, const void *src, size_t bytes) override {
+    if (dst != src)
+      std::memcpy(dst, src, bytes);
+  }
+  void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+                size_t rowBytes, size_t rows) override {
+    for (size_t row = 0; row < rows; ++row)
+      std::memmove(static_cast<unsigned char *>(dst) + row * dstPitch,
+                   static_cast<const unsigned char *>(src) + row * srcPitch,
+                   rowBytes);
+  }
+  void *allocate(size_t bytes) override {
+    void *scratch = std::malloc(bytes ? bytes : 1);
+    if (!scratch)
+      throw RuntimeError("cannot allocate " + std::to_string(bytes) +
+                         " bytes of collective scratch");
+    return scratch;
+  }
+  void release(void *scratch) override { std::free(scratch); }
+};
+
+/// Scratch of one collective, released when it goes out of scope.
+class Scratch {
+public:
+  Scratch(CollectiveMemory &memory, size_t bytes)
+      : memory(memory),
+        bytes(static_cast<unsigned char *>(memory.allocate(bytes))) {}
+  ~Scratch() { memory.release(bytes); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  unsigned char *data() const { return bytes; }
+
+private:
+  CollectiveMemory &memory;
+  unsigned char *bytes;
+};
 
 /// A tensor seen as [outer, dim, inner] around `axis`.
 struct AxisView {
@@ -31,26 +74,27 @@ struct AxisView {
   }
 };
 
-/// Copies the n parts of `axis` of `src` (shape `shape`) into `dst` one
-/// after another (part-major), or back when `unpack`.
-void packParts(const std::vector<int64_t> &shape, int axis, int64_t n,
-               size_t elementBytes, unsigned char *tensor, unsigned char *flat,
-               bool unpack) {
+/// Copies the n parts of `axis` of `tensor` (shape `shape`) into `flat`
+/// one after another (part-major), or back when `unpack`: one strided copy
+/// per part.
+void packParts(CollectiveMemory &memory, const std::vector<int64_t> &shape,
+               int axis, int64_t n, size_t elementBytes, unsigned char *tensor,
+               unsigned char *flat, bool unpack) {
   AxisView view(shape, axis);
   int64_t partDim = view.dim / n;
   size_t rowBytes = partDim * view.inner * elementBytes;
+  size_t tensorPitch = view.dim * view.inner * elementBytes;
   size_t partBytes = view.outer * rowBytes;
-  for (int64_t part = 0; part < n; ++part)
-    for (int64_t o = 0; o < view.outer; ++o) {
-      unsigned char *inTensor =
-          tensor +
-          ((o * view.dim + part * partDim) * view.inner) * elementBytes;
-      unsigned char *inFlat = flat + part * partBytes + o * rowBytes;
-      if (unpack)
-        std::memcpy(inTensor, inFlat, rowBytes);
-      else
-        std::memcpy(inFlat, inTensor, rowBytes);
-    }
+  for (int64_t part = 0; part < n; ++part) {
+    unsigned char *inTensor = tensor + part * rowBytes;
+    unsigned char *inFlat = flat + part * partBytes;
+    if (unpack)
+      memory.copyRows(inTensor, tensorPitch, inFlat, rowBytes, rowBytes,
+                      view.outer);
+    else
+      memory.copyRows(inFlat, rowBytes, inTensor, tensorPitch, rowBytes,
+                      view.outer);
+  }
 }
 
 bool isRankMajor(const std::vector<int64_t> &shape, int axis) {
@@ -64,7 +108,8 @@ unsigned char *bytesOf(const TensorRef &tensor) {
 void allReduceBucket(const Instruction &instruction,
                      const std::vector<TensorRef> &operands,
                      const std::vector<TensorRef> &results, void *staging,
-                     CommGroup &group, Communicator &comm) {
+                     CommGroup &group, Communicator &comm,
+                     CollectiveMemory &memory) {
   DType type = operands[0].dtype;
   size_t elementBytes = dtypeBytes(type);
   const std::vector<Segment> &segments = instruction.segments;
@@ -79,23 +124,23 @@ void allReduceBucket(const Instruction &instruction,
     return;
   }
   if (operands.size() == 1) {
-    std::memmove(results[0].data, operands[0].data, operands[0].bytes());
+    memory.copy(results[0].data, operands[0].data, operands[0].bytes());
     comm.allReduce(group, type, results[0].data, operands[0].numel(),
                    instruction.reduce);
     return;
   }
-  std::vector<unsigned char> scratch;
+  std::unique_ptr<Scratch> scratch;
   unsigned char *flat = static_cast<unsigned char *>(staging);
   if (!flat) {
-    scratch.resize(total * elementBytes);
-    flat = scratch.data();
+    scratch = std::make_unique<Scratch>(memory, total * elementBytes);
+    flat = scratch->data();
   }
   for (size_t i = 0; i < operands.size(); ++i)
-    std::memcpy(flat + segments[i].offset * elementBytes, operands[i].data,
+    memory.copy(flat + segments[i].offset * elementBytes, operands[i].data,
                 operands[i].bytes());
   comm.allReduce(group, type, flat, total, instruction.reduce);
   for (size_t i = 0; i < results.size(); ++i)
-    std::memcpy(results[i].data, flat + segments[i].offset * elementBytes,
+    memory.copy(results[i].data, flat + segments[i].offset * elementBytes,
                 results[i].bytes());
 }
 
@@ -106,7 +151,8 @@ void allReduceBucket(const Instruction &instruction,
 bool runFusedBucket(const Instruction &instruction,
                     const std::vector<TensorRef> &operands,
                     const std::vector<TensorRef> &results, void *staging,
-                    CommGroup &group, Communicator &comm) {
+                    CommGroup &group, Communicator &comm,
+                    CollectiveMemory &memory) {
   if (operands.size() < 2)
     return false;
   bool scatter = instruction.collective == CollectiveKind::ReduceScatter;
@@ -127,42 +173,41 @@ bool runFusedBucket(const Instruction &instruction,
   size_t partBytes = partElements * elementBytes;
   // The full-size bucket (the planned staging buffer where there is one)
   // and this rank's part.
-  std::vector<unsigned char> scratch((scatter && staging ? 0 : n * partBytes) +
-                                     partBytes);
+  Scratch scratch(memory,
+                  (scatter && staging ? 0 : n * partBytes) + partBytes);
   unsigned char *whole = scatter && staging
                              ? static_cast<unsigned char *>(staging)
                              : scratch.data();
-  unsigned char *own = scratch.data() + scratch.size() - partBytes;
+  unsigned char *own = scatter && staging ? scratch.data()
+                                          : scratch.data() + n * partBytes;
   size_t at = 0;
   if (scatter) {
     // Part j of every segment, end to end, is rank j's block.
     for (const TensorRef &operand : operands) {
       size_t segmentPart = operand.bytes() / n;
-      for (int64_t j = 0; j < n; ++j)
-        std::memcpy(whole + j * partBytes + at,
-                    bytesOf(operand) + j * segmentPart, segmentPart);
+      memory.copyRows(whole + at, partBytes, bytesOf(operand), segmentPart,
+                      segmentPart, n);
       at += segmentPart;
     }
     comm.reduceScatter(group, type, whole, own, partElements,
                        instruction.reduce);
     at = 0;
     for (const TensorRef &result : results) {
-      std::memcpy(result.data, own + at, result.bytes());
+      memory.copy(result.data, own + at, result.bytes());
       at += result.bytes();
     }
     return true;
   }
   for (const TensorRef &operand : operands) {
-    std::memcpy(own + at, operand.data, operand.bytes());
+    memory.copy(own + at, operand.data, operand.bytes());
     at += operand.bytes();
   }
   comm.allGather(group, type, own, whole, partElements);
   at = 0;
   for (const TensorRef &result : results) {
     size_t segmentPart = result.bytes() / n;
-    for (int64_t j = 0; j < n; ++j)
-      std::memcpy(bytesOf(result) + j * segmentPart, whole + j * partBytes + at,
-                  segmentPart);
+    memory.copyRows(bytesOf(result), segmentPart, whole + at, partBytes,
+                    segmentPart, n);
     at += segmentPart;
   }
   return true;
@@ -170,23 +215,30 @@ bool runFusedBucket(const Instruction &instruction,
 
 } // namespace
 
+CollectiveMemory &hostCollectiveMemory() {
+  static HostCollectiveMemory memory;
+  return memory;
+}
+
 void runCollective(const Instruction &instruction,
                    const std::vector<TensorRef> &operands,
                    const std::vector<TensorRef> &results, void *staging,
-                   CommGroup &group, Communicator &comm) {
+                   CommGroup &group, Communicator &comm,
+                   CollectiveMemory &memory) {
   int64_t n = group.size();
   if (instruction.collective == CollectiveKind::AllReduce) {
-    allReduceBucket(instruction, operands, results, staging, group, comm);
+    allReduceBucket(instruction, operands, results, staging, group, comm,
+                    memory);
     return;
   }
-  if (runFusedBucket(instruction, operands, results, staging, group, comm))
+  if (runFusedBucket(instruction, operands, results, staging, group, comm,
+                     memory))
     return;
   for (size_t i = 0; i < operands.size(); ++i) {
     const TensorRef &operand = operands[i];
     const TensorRef &result = results[i];
     DType type = operand.dtype;
     size_t elementBytes = dtypeBytes(type);
-    std::vector<unsigned char> scratch;
     switch (instruction.collective) {
     case CollectiveKind::ReduceScatter: {
       int axis = *instruction.scatterAxis;
@@ -199,9 +251,9 @@ void runCollective(const Instruction &instruction,
                            result.numel(), instruction.reduce);
         break;
       }
-      scratch.resize(operand.bytes());
-      packParts(operand.shape, axis, n, elementBytes, bytesOf(operand),
-                scratch.data(), /*unpack=*/false);
+      Scratch scratch(memory, operand.bytes());
+      packParts(memory, operand.shape, axis, n, elementBytes,
+                bytesOf(operand), scratch.data(), /*unpack=*/false);
       comm.reduceScatter(group, type, scratch.data(), result.data,
                          result.numel(), instruction.reduce);
       break;
@@ -212,10 +264,10 @@ void runCollective(const Instruction &instruction,
         comm.allGather(group, type, operand.data, result.data, operand.numel());
         break;
       }
-      scratch.resize(result.bytes());
+      Scratch scratch(memory, result.bytes());
       comm.allGather(group, type, operand.data, scratch.data(),
                      operand.numel());
-      packParts(result.shape, axis, n, elementBytes, bytesOf(result),
+      packParts(memory, result.shape, axis, n, elementBytes, bytesOf(result),
                 scratch.data(), /*unpack=*/true);
       break;
     }
@@ -226,14 +278,14 @@ void runCollective(const Instruction &instruction,
         throw RuntimeError("all_to_all of bucket " +
                            std::to_string(instruction.bucket) +
                            ": dim does not divide by the group size");
-      scratch.resize(2 * operand.bytes());
+      Scratch scratch(memory, 2 * operand.bytes());
       unsigned char *send = scratch.data();
       unsigned char *recv = scratch.data() + operand.bytes();
-      packParts(operand.shape, scatterAxis, n, elementBytes, bytesOf(operand),
-                send, /*unpack=*/false);
+      packParts(memory, operand.shape, scatterAxis, n, elementBytes,
+                bytesOf(operand), send, /*unpack=*/false);
       comm.allToAll(group, type, send, recv, operand.numel() / n);
-      packParts(result.shape, gatherAxis, n, elementBytes, bytesOf(result),
-                recv, /*unpack=*/true);
+      packParts(memory, result.shape, gatherAxis, n, elementBytes,
+                bytesOf(result), recv, /*unpack=*/true);
       break;
     }
     case CollectiveKind::AllReduce:
@@ -243,7 +295,8 @@ void runCollective(const Instruction &instruction,
 }
 
 void runAllSlice(const Instruction &instruction, const Plan &plan, int rank,
-                 const TensorRef &operand, const TensorRef &result) {
+                 const TensorRef &operand, const TensorRef &result,
+                 CollectiveMemory &memory) {
   int axis = static_cast<int>(instruction.attrs.getInt("slice_axis"));
   const std::vector<int64_t> &gridAxes = instruction.attrs.getInts("grid_axes");
   if (axis < 0 || axis >= operand.rank())
@@ -266,11 +319,9 @@ void runAllSlice(const Instruction &instruction, const Plan &plan, int rank,
                        std::to_string(index) + " of " + std::to_string(parts));
   size_t elementBytes = dtypeBytes(operand.dtype);
   size_t rowBytes = size * in.inner * elementBytes;
-  for (int64_t o = 0; o < in.outer; ++o)
-    std::memmove(bytesOf(result) + o * rowBytes,
-                 bytesOf(operand) +
-                     ((o * in.dim + begin) * in.inner) * elementBytes,
-                 rowBytes);
+  memory.copyRows(bytesOf(result), rowBytes,
+                  bytesOf(operand) + begin * in.inner * elementBytes,
+                  in.dim * in.inner * elementBytes, rowBytes, in.outer);
 }
 
 } // namespace zerosbp::runtime

@@ -11,18 +11,40 @@
 
 namespace zerosbp::runtime {
 
+/// The memory a collective packs its parts in and out of: host memory on
+/// the CPU, device memory and stream-ordered copies on a GPU (where the
+/// copies and the communicator's calls are enqueued on one stream).
+class CollectiveMemory {
+public:
+  virtual ~CollectiveMemory() = default;
+  /// Copies `bytes` from `src` to `dst` (equal or disjoint ranges).
+  virtual void copy(void *dst, const void *src, size_t bytes) = 0;
+  /// Copies `rows` rows of `rowBytes`, `srcPitch` and `dstPitch` bytes apart.
+  virtual void copyRows(void *dst, size_t dstPitch, const void *src,
+                        size_t srcPitch, size_t rowBytes, size_t rows) = 0;
+  /// Scratch bytes that stay valid until release(), which the collective
+  /// calls once its last use of them has been issued.
+  virtual void *allocate(size_t bytes) = 0;
+  virtual void release(void *scratch) = 0;
+};
+
+/// Host memory: memcpy and malloc.
+CollectiveMemory &hostCollectiveMemory();
+
 /// Runs one (possibly bucketed) collective: each segment follows the rule of
 /// its kind on its own (docs/plan-format.md). `staging` is the planned
 /// staging buffer or null.
 void runCollective(const Instruction &instruction,
                    const std::vector<TensorRef> &operands,
                    const std::vector<TensorRef> &results, void *staging,
-                   CommGroup &group, Communicator &comm);
+                   CommGroup &group, Communicator &comm,
+                   CollectiveMemory &memory = hostCollectiveMemory());
 
 /// shard.all_slice: this rank's balanced part of `slice_axis`, indexed by
 /// its coordinates on `grid_axes`.
 void runAllSlice(const Instruction &instruction, const Plan &plan, int rank,
-                 const TensorRef &operand, const TensorRef &result);
+                 const TensorRef &operand, const TensorRef &result,
+                 CollectiveMemory &memory = hostCollectiveMemory());
 
 } // namespace zerosbp::runtime
 

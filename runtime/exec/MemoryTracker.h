@@ -24,6 +24,10 @@ struct MemoryPeaks {
   int64_t modelStates = 0;
   int64_t highWater = 0; // Largest offset + bytes of a live buffer.
   int64_t byRole[kNumRoles] = {};
+  /// Device memory the executor held at its peak, measured from the
+  /// allocator (CUDA: the arena plus scratch and library workspaces); 0 on
+  /// the CPU, whose arena is `highWater` at most.
+  int64_t deviceHeld = 0;
 };
 
 class MemoryTracker {

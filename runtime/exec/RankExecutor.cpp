@@ -29,7 +29,7 @@ bool isOptimizerUpdate(const std::string &op) {
 } // namespace
 
 RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
-    : plan(plan), myRank(rank), comm(comm), tracker(plan) {
+    : thePlan(plan), myRank(rank), comm(comm), tracker(plan) {
   // One allocation for the whole rank, aligned like the planner's offsets.
   size_t bytes = (static_cast<size_t>(plan.arenaBytes) + 63) / 64 * 64;
   arena =
@@ -56,9 +56,9 @@ RankExecutor::~RankExecutor() {
 }
 
 TensorRef RankExecutor::tensor(int id) const {
-  const PlanValue &value = plan.values[id];
+  const PlanValue &value = thePlan.values[id];
   TensorRef ref;
-  ref.data = arena + plan.buffers[value.buffer].offset + value.offset;
+  ref.data = arena + thePlan.buffers[value.buffer].offset + value.offset;
   ref.dtype = value.dtype;
   ref.shape = value.shape;
   return ref;
@@ -66,14 +66,14 @@ TensorRef RankExecutor::tensor(int id) const {
 
 void RankExecutor::prepare() {
   Phase phase = Phase::Forward;
-  prepared.resize(plan.instructions.size());
-  for (size_t i = 0; i < plan.instructions.size(); ++i) {
-    const Instruction &instruction = plan.instructions[i];
+  prepared.resize(thePlan.instructions.size());
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+    const Instruction &instruction = thePlan.instructions[i];
     Prepared &entry = prepared[i];
     if (instruction.kind == InstructionKind::Kernel) {
       entry.kernel = findCpuKernel(instruction.op);
       if (!entry.kernel)
-        throw RuntimeError(plan.source + ": instructions[" + std::to_string(i) +
+        throw RuntimeError(thePlan.source + ": instructions[" + std::to_string(i) +
                            "]: no CPU kernel for '" + instruction.op + "'");
       if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
         phase = Phase::Backward;
@@ -85,13 +85,13 @@ void RankExecutor::prepare() {
       entry.operands.push_back(tensor(id));
     for (int id : instruction.results) {
       entry.results.push_back(tensor(id));
-      entry.writtenBuffers.push_back(plan.values[id].buffer);
+      entry.writtenBuffers.push_back(thePlan.values[id].buffer);
     }
     if (instruction.kind == InstructionKind::Copy)
       entry.writtenBuffers.push_back(
-          plan.values[plan.variables[instruction.variableIndex].value].buffer);
+          thePlan.values[thePlan.variables[instruction.variableIndex].value].buffer);
     if (instruction.staging) {
-      entry.staging = arena + plan.buffers[*instruction.staging].offset;
+      entry.staging = arena + thePlan.buffers[*instruction.staging].offset;
       entry.writtenBuffers.push_back(*instruction.staging);
     }
     if (instruction.kind == InstructionKind::CollectiveStart)
@@ -99,31 +99,28 @@ void RankExecutor::prepare() {
   }
 }
 
-void RankExecutor::initializeVariables(
-    const std::function<std::vector<double>(const PlanVariable &)>
-        &modelValues) {
-  for (const PlanVariable &variable : plan.variables)
-    storeElements(tensor(variable.value),
-                  shardOf(variable, myRank, modelValues(variable)));
+void RankExecutor::writeVariable(int index,
+                                 const std::vector<double> &values) {
+  storeElements(tensor(thePlan.variables[index].value), values);
 }
 
 void RankExecutor::writeInput(int index, const std::vector<double> &values) {
-  storeElements(tensor(plan.inputs[index].value), values);
+  storeElements(tensor(thePlan.inputs[index].value), values);
 }
 
 std::vector<double> RankExecutor::variableShard(int index) const {
-  return loadElements(tensor(plan.variables[index].value));
+  return loadElements(tensor(thePlan.variables[index].value));
 }
 
 void RankExecutor::execute(size_t index) {
-  const Instruction &instruction = plan.instructions[index];
+  const Instruction &instruction = thePlan.instructions[index];
   Prepared &entry = prepared[index];
   switch (instruction.kind) {
   case InstructionKind::Kernel:
     entry.kernel(instruction.attrs, entry.operands, entry.results);
     break;
   case InstructionKind::AllSlice:
-    runAllSlice(instruction, plan, myRank, entry.operands[0], entry.results[0]);
+    runAllSlice(instruction, thePlan, myRank, entry.operands[0], entry.results[0]);
     break;
   case InstructionKind::CollectiveStart: {
     const Prepared *work = &entry;
@@ -141,7 +138,7 @@ void RankExecutor::execute(size_t index) {
     stream->wait(instruction.bucket);
     break;
   case InstructionKind::Copy: {
-    TensorRef target = tensor(plan.variables[instruction.variableIndex].value);
+    TensorRef target = tensor(thePlan.variables[instruction.variableIndex].value);
     std::memmove(target.data, entry.operands[0].data, target.bytes());
     break;
   }
@@ -149,7 +146,7 @@ void RankExecutor::execute(size_t index) {
 }
 
 double RankExecutor::runStep(int64_t stepNumber) {
-  for (int id : plan.steps)
+  for (int id : thePlan.steps)
     *tensor(id).as<int64_t>() = stepNumber;
   times = StepTimes();
   stream->reset();
@@ -163,8 +160,8 @@ double RankExecutor::runStep(int64_t stepNumber) {
   auto micros = [&](Clock::time_point at) {
     return std::chrono::duration<double, std::micro>(at - stepBegin).count();
   };
-  for (size_t i = 0; i < plan.instructions.size(); ++i) {
-    const Instruction &instruction = plan.instructions[i];
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+    const Instruction &instruction = thePlan.instructions[i];
     Prepared &entry = prepared[i];
     for (int buffer : entry.writtenBuffers)
       tracker.markLive(buffer);
@@ -210,9 +207,9 @@ double RankExecutor::runStep(int64_t stepNumber) {
     StepTrace comm = stream->endTrace();
     trace.insert(trace.end(), comm.begin(), comm.end());
   }
-  if (plan.outputs.empty())
+  if (thePlan.outputs.empty())
     return 0;
-  std::vector<double> loss = loadElements(tensor(plan.outputs[0]));
+  std::vector<double> loss = loadElements(tensor(thePlan.outputs[0]));
   return loss.empty() ? 0 : loss[0];
 }
 

@@ -14,6 +14,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/Tensor.h"
 #include "runtime/exec/CommStream.h"
+#include "runtime/exec/Executor.h"
 #include "runtime/exec/MemoryTracker.h"
 #include "runtime/exec/StepTrace.h"
 #include "runtime/kernels/Kernel.h"
@@ -25,47 +26,32 @@
 
 namespace zerosbp::runtime {
 
-/// Where the time of one step went, in milliseconds. Compute phases count
-/// kernel time only; `commWait` is the time the compute stream was blocked
-/// in collective_wait (communication not hidden), `commBusy` the time the
-/// communication stream was running collectives.
-struct StepTimes {
-  double step = 0, forward = 0, backward = 0, optimizer = 0, commWait = 0,
-         commBusy = 0;
-};
-
-class RankExecutor {
+class RankExecutor : public Executor {
 public:
   RankExecutor(const Plan &plan, int rank, Communicator &comm);
   ~RankExecutor();
   RankExecutor(const RankExecutor &) = delete;
   RankExecutor &operator=(const RankExecutor &) = delete;
 
-  int rank() const { return myRank; }
+  int rank() const override { return myRank; }
+  const char *device() const override { return "cpu"; }
   /// The bytes of value `id` in this rank's arena.
   TensorRef tensor(int id) const;
 
-  /// Sets every variable to its shard of the model tensor `modelValues`
-  /// returns (PyTorch shape, row-major).
-  void initializeVariables(
-      const std::function<std::vector<double>(const PlanVariable &)>
-          &modelValues);
-  /// Writes this rank's shard of input `index` for the next step.
-  void writeInput(int index, const std::vector<double> &localValues);
-  /// Runs the program once with nn.step = `stepNumber`; returns the loss
-  /// (outputs[0]), which every rank holds.
-  double runStep(int64_t stepNumber);
+  void writeVariable(int index,
+                     const std::vector<double> &localValues) override;
+  void writeInput(int index, const std::vector<double> &localValues) override;
+  double runStep(int64_t stepNumber) override;
+  std::vector<double> variableShard(int index) const override;
 
-  /// This rank's elements of variable `index`.
-  std::vector<double> variableShard(int index) const;
+  const MemoryPeaks &memoryPeaks() const override { return tracker.peaks(); }
+  const StepTimes &lastStepTimes() const override { return times; }
+  const CommStats &commStats() const override { return comm.stats(); }
+  void setTracing(bool on) override { tracing = on; }
+  const StepTrace &lastStepTrace() const override { return trace; }
 
-  const MemoryPeaks &memoryPeaks() const { return tracker.peaks(); }
-  const StepTimes &lastStepTimes() const { return times; }
-  /// Records a timeline of every following step (the last one is kept).
-  void setTracing(bool on) { tracing = on; }
-  /// Both streams' events of the last traced step, in start order per stream.
-  const StepTrace &lastStepTrace() const { return trace; }
-  Communicator &communicator() { return comm; }
+protected:
+  const Plan &plan() const override { return thePlan; }
 
 private:
   enum class Phase { Forward, Backward, Optimizer };
@@ -82,7 +68,7 @@ private:
   void prepare();
   void execute(size_t index);
 
-  const Plan &plan;
+  const Plan &thePlan;
   int myRank;
   Communicator &comm;
   unsigned char *arena = nullptr;

@@ -37,6 +37,7 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
     report["stage"] = *plan.stage;
   report["world"] = plan.world;
   report["backend"] = options.backend;
+  report["device"] = runDevice(plan, options);
   report["steps"] = options.steps;
   report["losses"] = result.losses;
 
@@ -81,6 +82,7 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                      {"total", peak.total},
                      {"model_states", peak.modelStates},
                      {"high_water", peak.highWater},
+                     {"device_held", peak.deviceHeld},
                      {"by_role", roleBytes(peak.byRole)}});
   }
   report["peak_bytes"] = peaks;

@@ -139,11 +139,16 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
 
 } // namespace
 
+std::string runDevice(const Plan &plan, const TrainOptions &options) {
+  return options.device.empty() ? plan.device : options.device;
+}
+
 TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
                            std::ostream &progress) {
   checkRankCount(plan, options.ranks);
   pickKernelThreads(options.threads, options.ranks);
-  TrainingSession session(plan, options.timeoutSeconds);
+  TrainingSession session(plan, options.timeoutSeconds,
+                          runDevice(plan, options));
   return runSteps(session, options, /*reporter=*/true, progress);
 }
 
@@ -152,7 +157,8 @@ TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
                          std::ostream &progress) {
   checkRankCount(plan, comm.worldSize());
   pickKernelThreads(options.threads, mpiRanksOnThisMachine());
-  TrainingSession session(plan, comm, gather, options.timeoutSeconds);
+  TrainingSession session(plan, comm, gather, options.timeoutSeconds,
+                          runDevice(plan, options));
   return runSteps(session, options, /*reporter=*/comm.rank() == 0, progress);
 }
 

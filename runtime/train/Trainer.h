@@ -28,6 +28,8 @@ struct TrainOptions {
   std::string planPath;
   int ranks = 1;
   std::string backend = "inprocess";
+  /// "cpu" or "cuda"; empty runs on the plan's placement device.
+  std::string device;
   int64_t steps = 1;
   std::optional<std::string> dataDir;
   std::optional<std::string> initDir;
@@ -56,6 +58,9 @@ TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
 TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
                          Communicator &comm, const GatherFn &gather,
                          std::ostream &progress);
+
+/// The device a run uses: options.device, else the plan's placement.
+std::string runDevice(const Plan &plan, const TrainOptions &options);
 
 /// Sets the kernels' BLAS threads: `threads`, or when it is 0 the cores
 /// shared among the `ranksHere` ranks this process runs.

@@ -41,6 +41,7 @@ std::vector<double> flatten(const StepTimes &times, const KindBytes &sent,
     flat.push_back(static_cast<double>(bytes));
   for (int64_t bytes : peaks.byRole)
     flat.push_back(static_cast<double>(bytes));
+  flat.push_back(static_cast<double>(peaks.deviceHeld));
   return flat;
 }
 
@@ -56,31 +57,36 @@ void unflatten(const double *at, RankRecord &record) {
   for (int role = 0; role < kNumRoles; ++role)
     record.peaks.byRole[role] =
         static_cast<int64_t>(at[9 + kNumCollectiveKinds + role]);
+  record.peaks.deviceHeld =
+      static_cast<int64_t>(at[9 + kNumCollectiveKinds + kNumRoles]);
 }
 
 } // namespace
 
-TrainingSession::TrainingSession(const Plan &plan, double timeoutSeconds)
+TrainingSession::TrainingSession(const Plan &plan, double timeoutSeconds,
+                                 const std::string &device)
     : thePlan(plan), timeoutSeconds(timeoutSeconds),
       world(std::make_unique<InProcessWorld>(plan.world)) {
   checkRankCount(plan, plan.world);
+  const ExecutorFactory &makeExecutor = findExecutor(device);
   executors.resize(plan.world);
   rankRecords.resize(plan.world);
   // Executors create their groups collectively, so each on its rank's thread.
   onRankThreads([&](int rank) {
     Communicator &comm = world->communicator(rank);
     comm.setTimeout(toMilliseconds(timeoutSeconds));
-    executors[rank] = std::make_unique<RankExecutor>(thePlan, rank, comm);
+    executors[rank] = makeExecutor(thePlan, rank, comm);
   });
 }
 
 TrainingSession::TrainingSession(const Plan &plan, Communicator &comm,
-                                 GatherFn gather, double timeoutSeconds)
+                                 GatherFn gather, double timeoutSeconds,
+                                 const std::string &device)
     : thePlan(plan), timeoutSeconds(timeoutSeconds), externalComm(&comm),
       gather(std::move(gather)) {
   checkRankCount(plan, comm.worldSize());
   comm.setTimeout(toMilliseconds(timeoutSeconds));
-  executors.push_back(std::make_unique<RankExecutor>(plan, comm.rank(), comm));
+  executors.push_back(findExecutor(device)(plan, comm.rank(), comm));
   rankRecords.resize(plan.world);
 }
 
@@ -96,7 +102,7 @@ void TrainingSession::checkUsable() const {
 }
 
 void TrainingSession::onLocalRanks(
-    const std::function<void(RankExecutor &)> &body) {
+    const std::function<void(Executor &)> &body) {
   checkUsable();
   if (externalComm) {
     try {
@@ -138,15 +144,14 @@ void TrainingSession::onRankThreads(const std::function<void(int)> &body) {
 
 void TrainingSession::initialize(const ModelValuesFn &model) {
   onLocalRanks(
-      [&](RankExecutor &executor) { executor.initializeVariables(model); });
+      [&](Executor &executor) { executor.initializeVariables(model); });
 }
 
 void TrainingSession::setVariable(int index, const std::vector<double> &model) {
   checkUsable();
   const PlanVariable &variable = thePlan.variables.at(index);
   for (auto &executor : executors)
-    storeElements(executor->tensor(variable.value),
-                  shardOf(variable, executor->rank(), model));
+    executor->writeVariable(index, shardOf(variable, executor->rank(), model));
 }
 
 double TrainingSession::step(
@@ -157,15 +162,15 @@ double TrainingSession::step(
   int64_t stepNumber = steps + 1;
   std::vector<double> losses(executors.size(), 0.0);
   std::vector<KindBytes> sent(executors.size());
-  onLocalRanks([&](RankExecutor &executor) {
+  onLocalRanks([&](Executor &executor) {
     size_t local = externalComm ? 0 : executor.rank();
     for (size_t i = 0; i < thePlan.inputs.size(); ++i)
       executor.writeInput(
           static_cast<int>(i),
           shardOf(thePlan.inputs[i], executor.rank(), inputs[i]));
-    CommStats before = executor.communicator().stats();
+    CommStats before = executor.commStats();
     losses[local] = executor.runStep(stepNumber);
-    sent[local] = bytesDelta(executor.communicator().stats(), before);
+    sent[local] = bytesDelta(executor.commStats(), before);
   });
   ++steps;
   if (!externalComm) {
@@ -177,7 +182,7 @@ double TrainingSession::step(
     }
     return losses[0];
   }
-  RankExecutor &executor = *executors[0];
+  Executor &executor = *executors[0];
   std::vector<double> mine =
       flatten(executor.lastStepTimes(), sent[0], executor.memoryPeaks());
   std::vector<double> all = gather(mine);

@@ -22,7 +22,7 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/exec/MemoryTracker.h"
-#include "runtime/exec/RankExecutor.h"
+#include "runtime/exec/Executor.h"
 #include "runtime/plan/Plan.h"
 
 #include <array>
@@ -51,12 +51,14 @@ using ModelValuesFn = std::function<std::vector<double>(const PlanVariable &)>;
 
 class TrainingSession {
 public:
-  /// All plan.world ranks as threads of this process. `timeoutSeconds`
-  /// bounds every wait for a peer.
-  TrainingSession(const Plan &plan, double timeoutSeconds);
+  /// All plan.world ranks as threads of this process, on `device` ("cpu"
+  /// or "cuda", see findExecutor). `timeoutSeconds` bounds every wait for a
+  /// peer.
+  TrainingSession(const Plan &plan, double timeoutSeconds,
+                  const std::string &device = "cpu");
   /// This process's rank of a run over `comm` (one process per rank).
   TrainingSession(const Plan &plan, Communicator &comm, GatherFn gather,
-                  double timeoutSeconds);
+                  double timeoutSeconds, const std::string &device = "cpu");
   ~TrainingSession();
   TrainingSession(const TrainingSession &) = delete;
   TrainingSession &operator=(const TrainingSession &) = delete;
@@ -91,7 +93,7 @@ public:
 private:
   /// Runs `body(executor)` on every local rank; rethrows the first failure
   /// and marks the session failed.
-  void onLocalRanks(const std::function<void(RankExecutor &)> &body);
+  void onLocalRanks(const std::function<void(Executor &)> &body);
   /// Runs `body(rank)` on one thread per in-process rank; a rank that
   /// throws aborts its communicator, and the first failure is rethrown.
   void onRankThreads(const std::function<void(int)> &body);
@@ -102,7 +104,7 @@ private:
   std::unique_ptr<InProcessWorld> world;
   Communicator *externalComm = nullptr;
   GatherFn gather;
-  std::vector<std::unique_ptr<RankExecutor>> executors;
+  std::vector<std::unique_ptr<Executor>> executors;
   std::vector<RankRecord> rankRecords;
   int64_t steps = 0;
   std::string failure;

@@ -1,7 +1,7 @@
 //===- zero-run.cpp - trains a compiled plan across ranks -----------------===//
 //
-//   zero-run model.zplan --ranks N [--backend inprocess|mpi] --steps K
-//            [--data DIR] [--init DIR] [--save DIR] [--report=json]
+//   zero-run model.zplan --ranks N [--backend inprocess|mpi]
+//            [--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save DIR] [--report=json]
 //            [--report-file FILE] [--trace FILE] [--seed S]
 //            [--timeout SECONDS] [--threads T] [--quiet]
 //
@@ -9,6 +9,10 @@
 // `mpirun -n N` is one rank; started outside mpirun, zero-run launches
 // itself under mpirun. `--trace` writes the last step's timeline of the
 // compute and communication streams as Chrome trace-event JSON.
+//
+// `--device` overrides the plan's placement device. On `cuda` each rank
+// runs on its own GPU (rank r of a process on device r mod the devices it
+// sees), with NCCL between the GPUs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +35,7 @@ namespace {
 
 const char *const kUsage =
     "usage: zero-run model.zplan --ranks N [--backend inprocess|mpi] "
-    "--steps K [--data DIR] [--init DIR] [--save DIR] [--report=json] "
+    "[--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save DIR] [--report=json] "
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet]";
 
@@ -92,6 +96,11 @@ CommandLine parse(int argc, char **argv) {
       if (options.backend != "inprocess" && options.backend != "mpi")
         usageError("--backend: expected inprocess or mpi, got '" +
                    options.backend + "'");
+    } else if (arg == "--device") {
+      options.device = next();
+      if (options.device != "cpu" && options.device != "cuda")
+        usageError("--device: expected cpu or cuda, got '" + options.device +
+                   "'");
     } else if (arg == "--steps") {
       options.steps = parseInteger(arg, next(), 1, 1000000000);
       line.stepsGiven = true;

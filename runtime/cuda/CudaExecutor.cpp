@@ -1,0 +1,562 @@
+//===- CudaExecutor.cpp - runs a plan on one rank's GPU -------------------===//
+
+#include "runtime/cuda/CudaExecutor.h"
+
+#include "runtime/core/Error.h"
+#include "runtime/cuda/CudaContext.h"
+#include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/NcclComm.h"
+#include "runtime/exec/Collectives.h"
+#include "runtime/exec/Distribution.h"
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+namespace zerosbp::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check(const std::string &what, cudaError_t status) {
+  if (status != cudaSuccess)
+    throw RuntimeError(what + ": " + cudaGetErrorName(status) + ": " +
+                       cudaGetErrorString(status));
+}
+
+int envInt(const char *name, int fallback) {
+  const char *text = std::getenv(name);
+  int value = text ? std::atoi(text) : -1;
+  return value >= 0 && text && *text ? value : fallback;
+}
+
+bool isOptimizerUpdate(const std::string &op) {
+  return op == "nn.sgd" || op == "nn.adam" || op == "nn.adamw";
+}
+
+/// Collective scratch and copies, enqueued on one stream.
+class StreamMemory : public CollectiveMemory {
+public:
+  explicit StreamMemory(cudaStream_t stream) : stream(stream) {}
+  void copy(void *dst, const void *src, size_t bytes) override {
+    if (dst != src && bytes)
+      check("collective copy", cudaMemcpyAsync(dst, src, bytes,
+                                               cudaMemcpyDeviceToDevice,
+                                               stream));
+  }
+  void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+                size_t rowBytes, size_t rows) override {
+    if (rowBytes && rows)
+      check("collective copy",
+            cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows,
+                              cudaMemcpyDeviceToDevice, stream));
+  }
+  void *allocate(size_t bytes) override {
+    void *scratch = nullptr;
+    check("collective scratch of " + std::to_string(bytes) + " bytes",
+          cudaMallocAsync(&scratch, bytes ? bytes : 1, stream));
+    return scratch;
+  }
+  void release(void *scratch) override {
+    (void)cudaFreeAsync(scratch, stream);
+  }
+
+private:
+  cudaStream_t stream;
+};
+
+/// A CUDA event that is destroyed with its owner.
+class Event {
+public:
+  Event() = default;
+  ~Event() {
+    if (event)
+      (void)cudaEventDestroy(event);
+  }
+  Event(Event &&other) noexcept : event(other.event) { other.event = nullptr; }
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  Event &operator=(Event &&) = delete;
+  cudaEvent_t get(bool timing = true) {
+    if (!event)
+      check("cudaEventCreate",
+            cudaEventCreateWithFlags(&event, timing ? cudaEventDefault
+                                                    : cudaEventDisableTiming));
+    return event;
+  }
+
+private:
+  cudaEvent_t event = nullptr;
+};
+
+float elapsedMs(cudaEvent_t begin, cudaEvent_t end) {
+  float ms = 0;
+  check("cudaEventElapsedTime", cudaEventElapsedTime(&ms, begin, end));
+  return ms;
+}
+
+class CudaExecutor : public Executor {
+public:
+  CudaExecutor(const Plan &plan, int rank, Communicator &hostComm);
+  ~CudaExecutor() override;
+
+  int rank() const override { return myRank; }
+  const char *device() const override { return "cuda"; }
+  void writeVariable(int index, const std::vector<double> &values) override;
+  void writeInput(int index, const std::vector<double> &values) override;
+  double runStep(int64_t stepNumber) override;
+  std::vector<double> variableShard(int index) const override;
+  const MemoryPeaks &memoryPeaks() const override { return peaks; }
+  const StepTimes &lastStepTimes() const override { return times; }
+  const CommStats &commStats() const override { return nccl->stats(); }
+  void setTracing(bool on) override { tracing = on; }
+  const StepTrace &lastStepTrace() const override { return trace; }
+
+protected:
+  const Plan &plan() const override { return thePlan; }
+
+private:
+  enum class Phase { Forward, Backward, Optimizer };
+  struct Prepared {
+    CudaKernelFn kernel = nullptr;
+    std::vector<TensorRef> operands;
+    std::vector<TensorRef> results;
+    std::vector<int> writtenBuffers;
+    void *staging = nullptr;
+    CommGroup *group = nullptr;
+    Phase phase = Phase::Forward;
+  };
+
+  TensorRef tensor(int id) const;
+  void prepare();
+  void enqueue(size_t index);
+  void storeValues(const TensorRef &target, const std::vector<double> &values);
+  /// Waits for `event` with the communicator's timeout, checking NCCL.
+  void awaitEvent(cudaEvent_t event, const char *what);
+  void collectTimes();
+
+  const Plan &thePlan;
+  int myRank;
+  int deviceIndex;
+  std::chrono::milliseconds timeout;
+  unsigned char *arena = nullptr;
+  cudaStream_t computeStream = nullptr;
+  cudaStream_t commStream = nullptr;
+  std::unique_ptr<CudaContext> ctx;
+  std::unique_ptr<NcclComm> nccl;
+  std::unique_ptr<StreamMemory> commMemory;
+  std::unique_ptr<StreamMemory> computeMemory;
+  std::vector<Prepared> prepared;
+  std::vector<CommGroup *> groupsByAxis;
+  // Pinned host bytes for the step number and for reading values back.
+  int64_t *hostStep = nullptr;
+  MemoryTracker tracker;
+  MemoryPeaks peaks;
+  // Per bucket: compute ready for the collective, collective begun, done.
+  std::vector<Event> bucketReady, bucketBegin, bucketDone;
+  // Around every collective_wait, and at the phase boundaries.
+  std::vector<Event> waitBegin, waitEnd;
+  Event stepBegin, backwardBegin, optimizerBegin, stepEnd;
+  // With tracing, around every instruction of the compute stream.
+  std::vector<Event> traceBegin, traceEnd;
+  std::vector<int> waitIndexOf;
+  StepTimes times;
+  bool tracing = false;
+  bool tracedThisStep = false;
+  StepTrace trace;
+  bool failed = false;
+};
+
+CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
+    : thePlan(plan), myRank(rank),
+      deviceIndex(cudaDeviceForRank(rank, hostComm.worldSize())),
+      timeout(hostComm.getTimeout()), tracker(plan) {
+  std::string where = "rank " + std::to_string(rank) + " on GPU " +
+                      std::to_string(deviceIndex);
+  check(where + ": cudaSetDevice", cudaSetDevice(deviceIndex));
+  // Scratch from the stream-ordered pool stays reserved between steps.
+  cudaMemPool_t pool;
+  check(where + ": memory pool",
+        cudaDeviceGetDefaultMemPool(&pool, deviceIndex));
+  uint64_t keep = UINT64_MAX;
+  check(where + ": memory pool",
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  size_t bytes = (static_cast<size_t>(plan.arenaBytes) + 255) / 256 * 256;
+  cudaError_t status =
+      cudaMalloc(reinterpret_cast<void **>(&arena), bytes ? bytes : 256);
+  if (status != cudaSuccess)
+    throw RuntimeError(where + ": cannot allocate the arena of " +
+                       std::to_string(plan.arenaBytes) +
+                       " bytes: " + cudaGetErrorString(status));
+  check(where + ": arena", cudaMemset(arena, 0, bytes ? bytes : 256));
+  check(where + ": streams",
+        cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
+  check(where + ": streams",
+        cudaStreamCreateWithFlags(&commStream, cudaStreamNonBlocking));
+  check(where + ": pinned memory",
+        cudaMallocHost(reinterpret_cast<void **>(&hostStep), sizeof(int64_t)));
+  ctx = std::make_unique<CudaContext>(computeStream);
+  ctx->setEagerChecks(false);
+  commMemory = std::make_unique<StreamMemory>(commStream);
+  computeMemory = std::make_unique<StreamMemory>(computeStream);
+  nccl = std::make_unique<NcclComm>(hostComm, commStream);
+  std::set<int> axes;
+  for (const Instruction &instruction : plan.instructions)
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      axes.insert(instruction.groupAxis);
+  groupsByAxis.assign(plan.hierarchy.size(), nullptr);
+  for (int axis : axes)
+    groupsByAxis[axis] = &nccl->createGroup(plan.groupOf(rank, axis));
+  bucketReady = std::vector<Event>(plan.numBuckets);
+  bucketBegin = std::vector<Event>(plan.numBuckets);
+  bucketDone = std::vector<Event>(plan.numBuckets);
+  prepare();
+}
+
+CudaExecutor::~CudaExecutor() {
+  // Nothing here may throw; a failed step has already reported its error.
+  (void)cudaSetDevice(deviceIndex);
+  if (computeStream)
+    (void)cudaStreamSynchronize(computeStream);
+  if (commStream && !failed)
+    (void)cudaStreamSynchronize(commStream);
+  ctx.reset();
+  if (failed && nccl)
+    nccl->abort("rank " + std::to_string(myRank) + " stopped");
+  nccl.reset();
+  bucketReady.clear();
+  bucketBegin.clear();
+  bucketDone.clear();
+  waitBegin.clear();
+  waitEnd.clear();
+  traceBegin.clear();
+  traceEnd.clear();
+  if (hostStep)
+    (void)cudaFreeHost(hostStep);
+  if (computeStream)
+    (void)cudaStreamDestroy(computeStream);
+  if (commStream)
+    (void)cudaStreamDestroy(commStream);
+  (void)cudaFree(arena);
+}
+
+TensorRef CudaExecutor::tensor(int id) const {
+  const PlanValue &value = thePlan.values[id];
+  TensorRef ref;
+  ref.data = arena + thePlan.buffers[value.buffer].offset + value.offset;
+  ref.dtype = value.dtype;
+  ref.shape = value.shape;
+  return ref;
+}
+
+void CudaExecutor::prepare() {
+  Phase phase = Phase::Forward;
+  prepared.resize(thePlan.instructions.size());
+  waitIndexOf.assign(thePlan.instructions.size(), -1);
+  int waits = 0;
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+    const Instruction &instruction = thePlan.instructions[i];
+    Prepared &entry = prepared[i];
+    if (instruction.kind == InstructionKind::Kernel) {
+      entry.kernel = findCudaKernel(instruction.op);
+      if (!entry.kernel)
+        throw RuntimeError(thePlan.source + ": instructions[" +
+                           std::to_string(i) + "]: no CUDA kernel for '" +
+                           instruction.op + "'");
+      if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
+        phase = Phase::Backward;
+      if (isOptimizerUpdate(instruction.op))
+        phase = Phase::Optimizer;
+    }
+    entry.phase = phase;
+    for (int id : instruction.operands)
+      entry.operands.push_back(tensor(id));
+    for (int id : instruction.results) {
+      entry.results.push_back(tensor(id));
+      entry.writtenBuffers.push_back(thePlan.values[id].buffer);
+    }
+    if (instruction.kind == InstructionKind::Copy)
+      entry.writtenBuffers.push_back(
+          thePlan.values[thePlan.variables[instruction.variableIndex].value]
+              .buffer);
+    if (instruction.staging) {
+      entry.staging = arena + thePlan.buffers[*instruction.staging].offset;
+      entry.writtenBuffers.push_back(*instruction.staging);
+    }
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      entry.group = groupsByAxis[instruction.groupAxis];
+    if (instruction.kind == InstructionKind::CollectiveWait)
+      waitIndexOf[i] = waits++;
+  }
+  waitBegin = std::vector<Event>(waits);
+  waitEnd = std::vector<Event>(waits);
+}
+
+void CudaExecutor::storeValues(const TensorRef &target,
+                               const std::vector<double> &values) {
+  check("cudaSetDevice", cudaSetDevice(deviceIndex));
+  std::vector<unsigned char> host(target.bytes());
+  TensorRef staged = target;
+  staged.data = host.data();
+  storeElements(staged, values);
+  check("copy to the device",
+        cudaMemcpyAsync(target.data, host.data(), host.size(),
+                        cudaMemcpyHostToDevice, computeStream));
+  check("copy to the device", cudaStreamSynchronize(computeStream));
+}
+
+void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
+  storeValues(tensor(thePlan.variables[index].value), values);
+}
+
+void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
+  storeValues(tensor(thePlan.inputs[index].value), values);
+}
+
+std::vector<double> CudaExecutor::variableShard(int index) const {
+  check("cudaSetDevice", cudaSetDevice(deviceIndex));
+  TensorRef source = tensor(thePlan.variables[index].value);
+  std::vector<unsigned char> host(source.bytes());
+  check("copy from the device",
+        cudaMemcpyAsync(host.data(), source.data, host.size(),
+                        cudaMemcpyDeviceToHost, computeStream));
+  check("copy from the device", cudaStreamSynchronize(computeStream));
+  TensorRef staged = source;
+  staged.data = host.data();
+  return loadElements(staged);
+}
+
+void CudaExecutor::enqueue(size_t index) {
+  const Instruction &instruction = thePlan.instructions[index];
+  Prepared &entry = prepared[index];
+  switch (instruction.kind) {
+  case InstructionKind::Kernel:
+    entry.kernel(instruction.attrs, entry.operands, entry.results, *ctx);
+    break;
+  case InstructionKind::AllSlice:
+    runAllSlice(instruction, thePlan, myRank, entry.operands[0],
+                entry.results[0], *computeMemory);
+    break;
+  case InstructionKind::CollectiveStart: {
+    int bucket = instruction.bucket;
+    check("collective_start", cudaEventRecord(bucketReady[bucket].get(false),
+                                              computeStream));
+    check("collective_start",
+          cudaStreamWaitEvent(commStream, bucketReady[bucket].get(false), 0));
+    check("collective_start",
+          cudaEventRecord(bucketBegin[bucket].get(), commStream));
+    runCollective(instruction, entry.operands, entry.results, entry.staging,
+                  *entry.group, *nccl, *commMemory);
+    check("collective_start",
+          cudaEventRecord(bucketDone[bucket].get(), commStream));
+    break;
+  }
+  case InstructionKind::CollectiveWait: {
+    int wait = waitIndexOf[index];
+    check("collective_wait",
+          cudaEventRecord(waitBegin[wait].get(), computeStream));
+    check("collective_wait",
+          cudaStreamWaitEvent(computeStream,
+                              bucketDone[instruction.bucket].get(), 0));
+    check("collective_wait",
+          cudaEventRecord(waitEnd[wait].get(), computeStream));
+    break;
+  }
+  case InstructionKind::Copy: {
+    TensorRef target =
+        tensor(thePlan.variables[instruction.variableIndex].value);
+    if (target.data != entry.operands[0].data)
+      check("copy", cudaMemcpyAsync(target.data, entry.operands[0].data,
+                                    target.bytes(), cudaMemcpyDeviceToDevice,
+                                    computeStream));
+    break;
+  }
+  }
+}
+
+void CudaExecutor::awaitEvent(cudaEvent_t event, const char *what) {
+  Clock::time_point deadline = Clock::now() + timeout;
+  while (true) {
+    cudaError_t status = cudaEventQuery(event);
+    if (status == cudaSuccess)
+      return;
+    if (status != cudaErrorNotReady)
+      check(what, status);
+    nccl->checkAsyncErrors();
+    if (Clock::now() > deadline)
+      throw RuntimeError(std::string(what) + ": not done after " +
+                         formatDuration(timeout) +
+                         " (a peer may have failed or stopped)");
+    std::this_thread::yield();
+  }
+}
+
+double CudaExecutor::runStep(int64_t stepNumber) {
+  check("cudaSetDevice", cudaSetDevice(deviceIndex));
+  if (failed)
+    throw RuntimeError("rank " + std::to_string(myRank) +
+                       ": the GPU executor failed earlier");
+  Clock::time_point hostBegin = Clock::now();
+  try {
+    // The previous step has finished, so the pinned step is free to reuse.
+    *hostStep = stepNumber;
+    check("step", cudaEventRecord(stepBegin.get(), computeStream));
+    for (int id : thePlan.steps)
+      check("step", cudaMemcpyAsync(tensor(id).data, hostStep, sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, computeStream));
+    tracedThisStep = tracing;
+    if (tracedThisStep) {
+      traceBegin.resize(thePlan.instructions.size());
+      traceEnd.resize(thePlan.instructions.size());
+    }
+    bool backwardMarked = false, optimizerMarked = false;
+    tracker.beginStep();
+    for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+      const Instruction &instruction = thePlan.instructions[i];
+      Prepared &entry = prepared[i];
+      if (entry.phase != Phase::Forward && !backwardMarked) {
+        check("step", cudaEventRecord(backwardBegin.get(), computeStream));
+        backwardMarked = true;
+      }
+      if (entry.phase == Phase::Optimizer && !optimizerMarked) {
+        check("step", cudaEventRecord(optimizerBegin.get(), computeStream));
+        optimizerMarked = true;
+      }
+      for (int buffer : entry.writtenBuffers)
+        tracker.markLive(buffer);
+      tracker.sample();
+      if (tracedThisStep)
+        check("trace", cudaEventRecord(traceBegin[i].get(), computeStream));
+      try {
+        enqueue(i);
+      } catch (const RuntimeError &error) {
+        throw RuntimeError("instructions[" + std::to_string(i) + "] (" +
+                           instruction.op + "): " + error.what());
+      }
+      if (tracedThisStep)
+        check("trace", cudaEventRecord(traceEnd[i].get(), computeStream));
+      for (int buffer : instruction.free)
+        tracker.markDead(buffer);
+    }
+    if (!backwardMarked)
+      check("step", cudaEventRecord(backwardBegin.get(), computeStream));
+    if (!optimizerMarked)
+      check("step", cudaEventRecord(optimizerBegin.get(), computeStream));
+    check("step", cudaEventRecord(stepEnd.get(), computeStream));
+    awaitEvent(stepEnd.get(), "step");
+    // Every collective was waited for, so the communication stream is idle.
+    ctx->checkDeviceErrors();
+    nccl->checkAsyncErrors();
+  } catch (...) {
+    failed = true;
+    throw;
+  }
+  times = StepTimes();
+  times.step =
+      std::chrono::duration<double, std::milli>(Clock::now() - hostBegin)
+          .count();
+  collectTimes();
+  peaks = tracker.peaks();
+  cudaMemPool_t pool;
+  uint64_t poolHigh = 0;
+  if (cudaDeviceGetDefaultMemPool(&pool, deviceIndex) == cudaSuccess)
+    (void)cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh,
+                                  &poolHigh);
+  peaks.deviceHeld = thePlan.arenaBytes + static_cast<int64_t>(poolHigh);
+  if (thePlan.outputs.empty())
+    return 0;
+  std::vector<double> loss = loadElements([&] {
+    TensorRef source = tensor(thePlan.outputs[0]);
+    static thread_local std::vector<unsigned char> host;
+    host.resize(source.bytes());
+    check("loss", cudaMemcpy(host.data(), source.data, host.size(),
+                             cudaMemcpyDeviceToHost));
+    source.data = host.data();
+    return source;
+  }());
+  return loss.empty() ? 0 : loss[0];
+}
+
+void CudaExecutor::collectTimes() {
+  times.forward = elapsedMs(stepBegin.get(), backwardBegin.get());
+  times.backward = elapsedMs(backwardBegin.get(), optimizerBegin.get());
+  times.optimizer = elapsedMs(optimizerBegin.get(), stepEnd.get());
+  for (size_t w = 0; w < waitBegin.size(); ++w)
+    times.commWait += elapsedMs(waitBegin[w].get(), waitEnd[w].get());
+  std::vector<char> ran(thePlan.numBuckets, 0);
+  for (const Instruction &instruction : thePlan.instructions)
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      ran[instruction.bucket] = 1;
+  for (int b = 0; b < thePlan.numBuckets; ++b)
+    if (ran[b])
+      times.commBusy += elapsedMs(bucketBegin[b].get(), bucketDone[b].get());
+  // Phases count kernel time: the time blocked in waits is commWait.
+  double waitIn[3] = {0, 0, 0};
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i)
+    if (waitIndexOf[i] >= 0)
+      waitIn[static_cast<int>(prepared[i].phase)] +=
+          elapsedMs(waitBegin[waitIndexOf[i]].get(),
+                    waitEnd[waitIndexOf[i]].get());
+  times.forward -= waitIn[0];
+  times.backward -= waitIn[1];
+  times.optimizer -= waitIn[2];
+  if (!tracedThisStep)
+    return;
+  trace.clear();
+  auto micros = [&](cudaEvent_t at) {
+    return 1000.0 * elapsedMs(stepBegin.get(), at);
+  };
+  static const char *const kCategory[] = {"forward", "backward", "optimizer"};
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+    const Instruction &instruction = thePlan.instructions[i];
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      continue;
+    bool wait = instruction.kind == InstructionKind::CollectiveWait;
+    trace.push_back({TraceStream::Compute, instruction.op,
+                     wait ? "wait"
+                          : kCategory[static_cast<int>(prepared[i].phase)],
+                     wait ? instruction.bucket : -1,
+                     micros(traceBegin[i].get()), micros(traceEnd[i].get())});
+  }
+  for (const Instruction &instruction : thePlan.instructions)
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      trace.push_back({TraceStream::Comm,
+                       collectiveKindName(instruction.collective), "collective",
+                       instruction.bucket,
+                       micros(bucketBegin[instruction.bucket].get()),
+                       micros(bucketDone[instruction.bucket].get())});
+}
+
+} // namespace
+
+int cudaDeviceForRank(int rank, int worldSize) {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    throw RuntimeError(std::string("no CUDA device: ") +
+                       (status != cudaSuccess ? cudaGetErrorString(status)
+                                              : "none found"));
+  }
+  int localRank = envInt("OMPI_COMM_WORLD_LOCAL_RANK", rank);
+  int localRanks = envInt("OMPI_COMM_WORLD_LOCAL_SIZE", worldSize);
+  if (localRanks > count)
+    throw RuntimeError(std::to_string(localRanks) +
+                       " ranks on this machine need as many GPUs, but " +
+                       std::to_string(count) +
+                       (count == 1 ? " is" : " are") +
+                       " visible (one GPU per rank: NCCL cannot run two "
+                       "ranks on one device)");
+  return localRank % count;
+}
+
+std::unique_ptr<Executor> makeCudaExecutor(const Plan &plan, int rank,
+                                           Communicator &hostComm) {
+  return std::make_unique<CudaExecutor>(plan, rank, hostComm);
+}
+
+} // namespace zerosbp::runtime

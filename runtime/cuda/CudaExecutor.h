@@ -1,0 +1,46 @@
+//===- CudaExecutor.h - runs a plan on one rank's GPU -----------*- C++ -*-===//
+//
+// The CUDA counterpart of RankExecutor. One rank owns one GPU:
+//
+// - one device arena of the plan's size (one cudaMalloc), laid out by the
+//   memory plan exactly as on the CPU;
+// - a compute stream, on which the kernels run in plan order with deferred
+//   device checks (one wait per step, not per embedding or loss);
+// - a communication stream, on which the collectives run over NCCL: a
+//   collective_start records an event on the compute stream that the
+//   communication stream waits for, and a collective_wait makes the compute
+//   stream wait for the bucket's completion event. The host never blocks
+//   inside a step, so communication overlaps the kernels between a start
+//   and its wait as the schedule says.
+//
+// Times come from CUDA events: compute phases from events at the phase
+// boundaries, `commBusy` from events around every collective, `commWait`
+// from events around every collective_wait. The end of a step is polled
+// with a timeout, checking NCCL's asynchronous errors, so that a failed
+// peer ends the step with an error rather than a hang.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_CUDA_CUDAEXECUTOR_H
+#define ZEROSBP_RUNTIME_CUDA_CUDAEXECUTOR_H
+
+#include "runtime/exec/Executor.h"
+
+#include <memory>
+#include <string>
+
+namespace zerosbp::runtime {
+
+/// The GPU rank `rank` of `worldSize` uses: its local rank (mpirun's
+/// OMPI_COMM_WORLD_LOCAL_RANK, else `rank`) modulo the devices it sees.
+/// Throws RuntimeError when there is no usable device ("no CUDA device:
+/// ...") or fewer devices than the ranks sharing this machine.
+int cudaDeviceForRank(int rank, int worldSize);
+
+/// Rank `rank`'s executor on its GPU; `hostComm` bootstraps NCCL.
+std::unique_ptr<Executor> makeCudaExecutor(const Plan &plan, int rank,
+                                           Communicator &hostComm);
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_CUDA_CUDAEXECUTOR_H

@@ -1,0 +1,96 @@
+//===- Executor.h - runs a plan on one rank, on some device -----*- C++ -*-===//
+//
+// What a training session needs of one rank's executor, whatever the device:
+// the CPU executor (RankExecutor) and the CUDA executor (runtime/cuda) both
+// implement it. Values cross this interface as doubles in host memory; the
+// executor moves them to and from its arena.
+//
+// Executors are made by name through a registry, so that a binary links the
+// CUDA executor only where the CUDA toolkit was found at build time and
+// still gives a clear error for `--device cuda` where it was not.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_EXEC_EXECUTOR_H
+#define ZEROSBP_RUNTIME_EXEC_EXECUTOR_H
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/exec/MemoryTracker.h"
+#include "runtime/exec/StepTrace.h"
+#include "runtime/plan/Plan.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+/// Where the time of one step went, in milliseconds. Compute phases count
+/// kernel time only; `commWait` is the time the compute stream was blocked
+/// in collective_wait (communication not hidden), `commBusy` the time the
+/// communication stream was running collectives.
+struct StepTimes {
+  double step = 0, forward = 0, backward = 0, optimizer = 0, commWait = 0,
+         commBusy = 0;
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+
+  virtual int rank() const = 0;
+  /// "cpu" or "cuda".
+  virtual const char *device() const = 0;
+
+  /// Sets variable `index` to this rank's elements `localValues`.
+  virtual void writeVariable(int index,
+                             const std::vector<double> &localValues) = 0;
+  /// Writes this rank's shard of input `index` for the next step.
+  virtual void writeInput(int index,
+                          const std::vector<double> &localValues) = 0;
+  /// Runs the program once with nn.step = `stepNumber`; returns the loss
+  /// (outputs[0]), which every rank holds.
+  virtual double runStep(int64_t stepNumber) = 0;
+  /// This rank's elements of variable `index`.
+  virtual std::vector<double> variableShard(int index) const = 0;
+
+  /// Sets every variable to its shard of the model tensor `modelValues`
+  /// returns (PyTorch shape, row-major).
+  void initializeVariables(
+      const std::function<std::vector<double>(const PlanVariable &)>
+          &modelValues);
+
+  virtual const MemoryPeaks &memoryPeaks() const = 0;
+  virtual const StepTimes &lastStepTimes() const = 0;
+  /// Bytes sent and calls by collective kind since the executor was made.
+  virtual const CommStats &commStats() const = 0;
+
+  /// Records a timeline of every following step (the last one is kept).
+  virtual void setTracing(bool on) = 0;
+  /// Both streams' events of the last traced step, in start order per stream.
+  virtual const StepTrace &lastStepTrace() const = 0;
+
+protected:
+  virtual const Plan &plan() const = 0;
+};
+
+/// Makes rank `rank`'s executor. `hostComm` connects this rank to the
+/// others over host memory (threads or MPI): the CPU executor runs its
+/// collectives on it, the CUDA executor bootstraps NCCL over it. Every rank
+/// calls the factory together (it creates groups collectively).
+using ExecutorFactory = std::function<std::unique_ptr<Executor>(
+    const Plan &plan, int rank, Communicator &hostComm)>;
+
+/// Registers the executor of `device`; a static initializer of the library
+/// that provides it calls this.
+bool registerExecutor(const std::string &device, ExecutorFactory factory);
+/// The executor of `device`, or a RuntimeError that says why there is none:
+/// an unknown name, or a device this binary was built without.
+const ExecutorFactory &findExecutor(const std::string &device);
+/// The devices this binary can run on, "cpu" first.
+std::vector<std::string> executorDevices();
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_EXEC_EXECUTOR_H
