@@ -44,9 +44,8 @@ public:
   explicit StreamMemory(cudaStream_t stream) : stream(stream) {}
   void copy(void *dst, const void *src, size_t bytes) override {
     if (dst != src && bytes)
-      check("collective copy", cudaMemcpyAsync(dst, src, bytes,
-                                               cudaMemcpyDeviceToDevice,
-                                               stream));
+      check("collective copy",
+            cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
   }
   void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
                 size_t rowBytes, size_t rows) override {
@@ -61,9 +60,7 @@ public:
           cudaMallocAsync(&scratch, bytes ? bytes : 1, stream));
     return scratch;
   }
-  void release(void *scratch) override {
-    (void)cudaFreeAsync(scratch, stream);
-  }
+  void release(void *scratch) override { (void)cudaFreeAsync(scratch, stream); }
 
 private:
   cudaStream_t stream;
@@ -175,8 +172,8 @@ CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
     : thePlan(plan), myRank(rank),
       deviceIndex(cudaDeviceForRank(rank, hostComm.worldSize())),
       timeout(hostComm.getTimeout()), tracker(plan) {
-  std::string where = "rank " + std::to_string(rank) + " on GPU " +
-                      std::to_string(deviceIndex);
+  std::string where =
+      "rank " + std::to_string(rank) + " on GPU " + std::to_string(deviceIndex);
   check(where + ": cudaSetDevice", cudaSetDevice(deviceIndex));
   // Scratch from the stream-ordered pool stays reserved between steps.
   cudaMemPool_t pool;
@@ -343,8 +340,8 @@ void CudaExecutor::enqueue(size_t index) {
     break;
   case InstructionKind::CollectiveStart: {
     int bucket = instruction.bucket;
-    check("collective_start", cudaEventRecord(bucketReady[bucket].get(false),
-                                              computeStream));
+    check("collective_start",
+          cudaEventRecord(bucketReady[bucket].get(false), computeStream));
     check("collective_start",
           cudaStreamWaitEvent(commStream, bucketReady[bucket].get(false), 0));
     check("collective_start",
@@ -370,9 +367,9 @@ void CudaExecutor::enqueue(size_t index) {
     TensorRef target =
         tensor(thePlan.variables[instruction.variableIndex].value);
     if (target.data != entry.operands[0].data)
-      check("copy", cudaMemcpyAsync(target.data, entry.operands[0].data,
-                                    target.bytes(), cudaMemcpyDeviceToDevice,
-                                    computeStream));
+      check("copy",
+            cudaMemcpyAsync(target.data, entry.operands[0].data, target.bytes(),
+                            cudaMemcpyDeviceToDevice, computeStream));
     break;
   }
   }
@@ -498,9 +495,8 @@ void CudaExecutor::collectTimes() {
   double waitIn[3] = {0, 0, 0};
   for (size_t i = 0; i < thePlan.instructions.size(); ++i)
     if (waitIndexOf[i] >= 0)
-      waitIn[static_cast<int>(prepared[i].phase)] +=
-          elapsedMs(waitBegin[waitIndexOf[i]].get(),
-                    waitEnd[waitIndexOf[i]].get());
+      waitIn[static_cast<int>(prepared[i].phase)] += elapsedMs(
+          waitBegin[waitIndexOf[i]].get(), waitEnd[waitIndexOf[i]].get());
   times.forward -= waitIn[0];
   times.backward -= waitIn[1];
   times.optimizer -= waitIn[2];
@@ -516,11 +512,11 @@ void CudaExecutor::collectTimes() {
     if (instruction.kind == InstructionKind::CollectiveStart)
       continue;
     bool wait = instruction.kind == InstructionKind::CollectiveWait;
-    trace.push_back({TraceStream::Compute, instruction.op,
-                     wait ? "wait"
-                          : kCategory[static_cast<int>(prepared[i].phase)],
-                     wait ? instruction.bucket : -1,
-                     micros(traceBegin[i].get()), micros(traceEnd[i].get())});
+    trace.push_back(
+        {TraceStream::Compute, instruction.op,
+         wait ? "wait" : kCategory[static_cast<int>(prepared[i].phase)],
+         wait ? instruction.bucket : -1, micros(traceBegin[i].get()),
+         micros(traceEnd[i].get())});
   }
   for (const Instruction &instruction : thePlan.instructions)
     if (instruction.kind == InstructionKind::CollectiveStart)
@@ -538,17 +534,16 @@ int cudaDeviceForRank(int rank, int worldSize) {
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
     (void)cudaGetLastError();
-    throw RuntimeError(std::string("no CUDA device: ") +
-                       (status != cudaSuccess ? cudaGetErrorString(status)
-                                              : "none found"));
+    throw RuntimeError(
+        std::string("no CUDA device: ") +
+        (status != cudaSuccess ? cudaGetErrorString(status) : "none found"));
   }
   int localRank = envInt("OMPI_COMM_WORLD_LOCAL_RANK", rank);
   int localRanks = envInt("OMPI_COMM_WORLD_LOCAL_SIZE", worldSize);
   if (localRanks > count)
     throw RuntimeError(std::to_string(localRanks) +
                        " ranks on this machine need as many GPUs, but " +
-                       std::to_string(count) +
-                       (count == 1 ? " is" : " are") +
+                       std::to_string(count) + (count == 1 ? " is" : " are") +
                        " visible (one GPU per rank: NCCL cannot run two "
                        "ranks on one device)");
   return localRank % count;

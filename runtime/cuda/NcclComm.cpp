@@ -55,7 +55,9 @@ ncclDataType_t ncclType(DType type) {
   return ncclUint8;
 }
 
-ncclRedOp_t ncclOp(ReduceOp op) { return op == ReduceOp::Max ? ncclMax : ncclSum; }
+ncclRedOp_t ncclOp(ReduceOp op) {
+  return op == ReduceOp::Max ? ncclMax : ncclSum;
+}
 
 ncclComm_t commOf(CommGroup &group) {
   ncclComm_t comm = static_cast<NcclGroup &>(group).comm;
@@ -99,9 +101,9 @@ CommGroup &NcclComm::createGroup(const std::vector<int> &ranks) {
   ncclUniqueId id;
   std::memcpy(&id, all.data() + kIdWords * ranks[0], sizeof(id));
   ncclComm_t comm = nullptr;
-  checkNccl("cannot join the group " + formatRanks(ranks),
-            ncclCommInitRank(&comm, static_cast<int>(ranks.size()), id,
-                             myIndex));
+  checkNccl(
+      "cannot join the group " + formatRanks(ranks),
+      ncclCommInitRank(&comm, static_cast<int>(ranks.size()), id, myIndex));
   groups.push_back(std::make_unique<NcclGroup>(ranks, myIndex, comm));
   return *groups.back();
 }

@@ -51,8 +51,8 @@ public:
 
   void allReduce(CommGroup &group, DType type, void *data, int64_t count,
                  ReduceOp op) override;
-  void reduceScatter(CommGroup &group, DType type, const void *send,
-                     void *recv, int64_t count, ReduceOp op) override;
+  void reduceScatter(CommGroup &group, DType type, const void *send, void *recv,
+                     int64_t count, ReduceOp op) override;
   void allGather(CommGroup &group, DType type, const void *send, void *recv,
                  int64_t count) override;
   void allToAll(CommGroup &group, DType type, const void *send, void *recv,

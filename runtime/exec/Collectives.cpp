@@ -173,13 +173,12 @@ bool runFusedBucket(const Instruction &instruction,
   size_t partBytes = partElements * elementBytes;
   // The full-size bucket (the planned staging buffer where there is one)
   // and this rank's part.
-  Scratch scratch(memory,
-                  (scatter && staging ? 0 : n * partBytes) + partBytes);
+  Scratch scratch(memory, (scatter && staging ? 0 : n * partBytes) + partBytes);
   unsigned char *whole = scatter && staging
                              ? static_cast<unsigned char *>(staging)
                              : scratch.data();
-  unsigned char *own = scatter && staging ? scratch.data()
-                                          : scratch.data() + n * partBytes;
+  unsigned char *own =
+      scatter && staging ? scratch.data() : scratch.data() + n * partBytes;
   size_t at = 0;
   if (scatter) {
     // Part j of every segment, end to end, is rank j's block.
@@ -252,8 +251,8 @@ void runCollective(const Instruction &instruction,
         break;
       }
       Scratch scratch(memory, operand.bytes());
-      packParts(memory, operand.shape, axis, n, elementBytes,
-                bytesOf(operand), scratch.data(), /*unpack=*/false);
+      packParts(memory, operand.shape, axis, n, elementBytes, bytesOf(operand),
+                scratch.data(), /*unpack=*/false);
       comm.reduceScatter(group, type, scratch.data(), result.data,
                          result.numel(), instruction.reduce);
       break;

@@ -73,8 +73,9 @@ void RankExecutor::prepare() {
     if (instruction.kind == InstructionKind::Kernel) {
       entry.kernel = findCpuKernel(instruction.op);
       if (!entry.kernel)
-        throw RuntimeError(thePlan.source + ": instructions[" + std::to_string(i) +
-                           "]: no CPU kernel for '" + instruction.op + "'");
+        throw RuntimeError(thePlan.source + ": instructions[" +
+                           std::to_string(i) + "]: no CPU kernel for '" +
+                           instruction.op + "'");
       if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
         phase = Phase::Backward;
       if (isOptimizerUpdate(instruction.op))
@@ -89,7 +90,8 @@ void RankExecutor::prepare() {
     }
     if (instruction.kind == InstructionKind::Copy)
       entry.writtenBuffers.push_back(
-          thePlan.values[thePlan.variables[instruction.variableIndex].value].buffer);
+          thePlan.values[thePlan.variables[instruction.variableIndex].value]
+              .buffer);
     if (instruction.staging) {
       entry.staging = arena + thePlan.buffers[*instruction.staging].offset;
       entry.writtenBuffers.push_back(*instruction.staging);
@@ -99,8 +101,7 @@ void RankExecutor::prepare() {
   }
 }
 
-void RankExecutor::writeVariable(int index,
-                                 const std::vector<double> &values) {
+void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
   storeElements(tensor(thePlan.variables[index].value), values);
 }
 
@@ -120,7 +121,8 @@ void RankExecutor::execute(size_t index) {
     entry.kernel(instruction.attrs, entry.operands, entry.results);
     break;
   case InstructionKind::AllSlice:
-    runAllSlice(instruction, thePlan, myRank, entry.operands[0], entry.results[0]);
+    runAllSlice(instruction, thePlan, myRank, entry.operands[0],
+                entry.results[0]);
     break;
   case InstructionKind::CollectiveStart: {
     const Prepared *work = &entry;
@@ -138,7 +140,8 @@ void RankExecutor::execute(size_t index) {
     stream->wait(instruction.bucket);
     break;
   case InstructionKind::Copy: {
-    TensorRef target = tensor(thePlan.variables[instruction.variableIndex].value);
+    TensorRef target =
+        tensor(thePlan.variables[instruction.variableIndex].value);
     std::memmove(target.data, entry.operands[0].data, target.bytes());
     break;
   }

@@ -21,8 +21,8 @@
 #define ZEROSBP_RUNTIME_TRAIN_TRAININGSESSION_H
 
 #include "runtime/comm/Communicator.h"
-#include "runtime/exec/MemoryTracker.h"
 #include "runtime/exec/Executor.h"
+#include "runtime/exec/MemoryTracker.h"
 #include "runtime/plan/Plan.h"
 
 #include <array>

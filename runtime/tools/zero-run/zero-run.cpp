@@ -1,7 +1,8 @@
 //===- zero-run.cpp - trains a compiled plan across ranks -----------------===//
 //
 //   zero-run model.zplan --ranks N [--backend inprocess|mpi]
-//            [--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save DIR] [--report=json]
+//            [--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save
+//            DIR] [--report=json]
 //            [--report-file FILE] [--trace FILE] [--seed S]
 //            [--timeout SECONDS] [--threads T] [--quiet]
 //
@@ -35,7 +36,8 @@ namespace {
 
 const char *const kUsage =
     "usage: zero-run model.zplan --ranks N [--backend inprocess|mpi] "
-    "[--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save DIR] [--report=json] "
+    "[--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save DIR] "
+    "[--report=json] "
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet]";
 
