@@ -6,6 +6,7 @@
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/NcclComm.h"
+#include "runtime/cuda/StreamMemory.h"
 #include "runtime/exec/Collectives.h"
 #include "runtime/exec/Distribution.h"
 
@@ -37,34 +38,6 @@ int envInt(const char *name, int fallback) {
 bool isOptimizerUpdate(const std::string &op) {
   return op == "nn.sgd" || op == "nn.adam" || op == "nn.adamw";
 }
-
-/// Collective scratch and copies, enqueued on one stream.
-class StreamMemory : public CollectiveMemory {
-public:
-  explicit StreamMemory(cudaStream_t stream) : stream(stream) {}
-  void copy(void *dst, const void *src, size_t bytes) override {
-    if (dst != src && bytes)
-      check("collective copy",
-            cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
-  }
-  void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
-                size_t rowBytes, size_t rows) override {
-    if (rowBytes && rows)
-      check("collective copy",
-            cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows,
-                              cudaMemcpyDeviceToDevice, stream));
-  }
-  void *allocate(size_t bytes) override {
-    void *scratch = nullptr;
-    check("collective scratch of " + std::to_string(bytes) + " bytes",
-          cudaMallocAsync(&scratch, bytes ? bytes : 1, stream));
-    return scratch;
-  }
-  void release(void *scratch) override { (void)cudaFreeAsync(scratch, stream); }
-
-private:
-  cudaStream_t stream;
-};
 
 /// A CUDA event that is destroyed with its owner.
 class Event {

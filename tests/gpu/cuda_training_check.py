@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""Trains plans with `zero-run --device cuda` and with `--device cpu` and
+checks that the GPU run is the CPU run: the same losses within float32 noise
+(bf16 plans within bf16's), the same bytes sent per step and kind, the same
+planned memory peaks, and a measured device peak that holds the arena. It
+also checks the GPU run's timeline (--trace) and that bad devices are
+refused with one line.
+
+Without a usable GPU, `--device cuda` must fail with exactly one line
+`zero-run: rank 0: no CUDA device: <reason>` and a non-zero exit; the check
+then prints `SKIPPED: ...` and succeeds, having checked that.
+
+Usage:
+    cuda_training_check.py --zero-run BIN --plan P[:RTOL] [--plan ...]
+                           [--steps N] [--out FILE]
+    cuda_training_check.py --zero-run BIN --zero-compile BIN [--steps N]
+        (compiles its own plans: the tiny GPT-2 at world 1, stages 0-3 in
+        f32 and stage 2 in bf16)
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(condition, message):
+    print(("ok:   " if condition else "FAIL: ") + message, flush=True)
+    if not condition:
+        failures.append(message)
+
+
+def run(command, timeout=600):
+    return subprocess.run(command, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def compile_plans(zero_compile, workdir):
+    plans = []
+    for stage in range(4):
+        path = os.path.join(workdir, f"tiny_f32_stage{stage}.zplan")
+        result = run([zero_compile, "--preset=tiny", "--world=1",
+                      f"--stage={stage}", "-o", path, "--report=none"])
+        if result.returncode != 0:
+            sys.exit("zero-compile failed: " + result.stderr.strip())
+        plans.append((path, 1e-4))
+    config = os.path.join(workdir, "bf16.json")
+    with open(config, "w") as file:
+        json.dump({"bf16": {"enabled": True},
+                   "zero_optimization": {"stage": 2}}, file)
+    path = os.path.join(workdir, "tiny_bf16_stage2.zplan")
+    result = run([zero_compile, "--preset=tiny", "--world=1",
+                  "--config=" + config, "-o", path, "--report=none"])
+    if result.returncode != 0:
+        sys.exit("zero-compile failed: " + result.stderr.strip())
+    plans.append((path, 2e-2))
+    return plans
+
+
+def train(zero_run, plan, device, steps, workdir, trace=False):
+    report = os.path.join(workdir, f"{os.path.basename(plan)}.{device}.json")
+    command = [zero_run, plan, "--device", device, "--steps", str(steps),
+               "--seed", "3", "--report-file", report, "--quiet"]
+    if trace:
+        command += ["--trace", report + ".trace"]
+    result = run(command)
+    if result.returncode != 0:
+        return None, result
+    with open(report) as file:
+        return json.load(file), result
+
+
+def no_device(result):
+    """The reason when `result` is zero-run's clean no-GPU failure."""
+    lines = result.stderr.strip().splitlines()
+    prefix = "zero-run: rank 0: no CUDA device: "
+    if result.returncode == 1 and len(lines) == 1 and \
+            lines[0].startswith(prefix):
+        return lines[0][len(prefix):]
+    return None
+
+
+def compare(name, cpu, cuda, rtol):
+    worst = max(abs(a - b) / max(abs(a), 1e-30)
+                for a, b in zip(cpu["losses"], cuda["losses"]))
+    check(len(cpu["losses"]) == len(cuda["losses"]) and worst <= rtol,
+          f"{name}: losses agree (max rel diff {worst:.2e} <= {rtol:g}): "
+          f"cpu {cpu['losses']} cuda {cuda['losses']}")
+    check(cpu["comm_bytes"] == cuda["comm_bytes"],
+          f"{name}: bytes sent per step and kind equal the CPU's")
+    planned = [(p["total"], p["model_states"], p["by_role"])
+               for p in cpu["peak_bytes"]]
+    measured = [(p["total"], p["model_states"], p["by_role"])
+                for p in cuda["peak_bytes"]]
+    check(planned == measured, f"{name}: memory peaks by role equal the CPU's")
+    arena = cuda["planned_bytes"]["arena"]
+    held = [p["device_held"] for p in cuda["peak_bytes"]]
+    check(all(h >= arena for h in held),
+          f"{name}: device memory held {held} covers the arena {arena}")
+    check(cuda["device"] == "cuda" and cpu["device"] == "cpu",
+          f"{name}: reports name their device")
+
+
+def check_trace(name, path):
+    with open(path) as file:
+        events = json.load(file)
+    events = events.get("traceEvents", events)
+    spans = [e for e in events if e.get("ph") == "X"]
+    check(len(spans) > 0 and all(e["dur"] >= 0 for e in spans),
+          f"{name}: the GPU timeline has {len(spans)} events")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--zero-run", required=True)
+    parser.add_argument("--zero-compile")
+    parser.add_argument("--plan", action="append", default=[])
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+
+    workdir = tempfile.mkdtemp(prefix="cuda_training_")
+    plans = []
+    for spec in args.plan:
+        path, _, rtol = spec.partition(":")
+        plans.append((path, float(rtol) if rtol else 1e-4))
+    if not plans:
+        if not args.zero_compile:
+            sys.exit("give --plan or --zero-compile")
+        plans = compile_plans(args.zero_compile, workdir)
+
+    bad = run([args.zero_run, plans[0][0], "--device", "tpu", "--steps", "1"])
+    check(bad.returncode == 2 or bad.returncode == 1,
+          "--device tpu exits non-zero")
+    check(bad.stderr.startswith(
+        "zero-run: --device: expected cpu or cuda, got 'tpu'"),
+        "--device tpu is refused with one line: " +
+        bad.stderr.splitlines()[0] if bad.stderr else "(no message)")
+
+    results = {}
+    skipped = None
+    for index, (plan, rtol) in enumerate(plans):
+        name = os.path.basename(plan)
+        cpu, result = train(args.zero_run, plan, "cpu", args.steps, workdir)
+        check(cpu is not None, f"{name}: trains on the CPU "
+              f"{'' if cpu else result.stderr.strip()}")
+        if cpu is None:
+            continue
+        cuda, result = train(args.zero_run, plan, "cuda", args.steps, workdir,
+                             trace=index == len(plans) - 1)
+        if cuda is None:
+            reason = no_device(result)
+            if reason is None:
+                check(False, f"{name}: trains on the GPU: "
+                      f"{result.stderr.strip()}")
+                continue
+            check(True, f"{name}: --device cuda fails cleanly without a "
+                  f"GPU: {result.stderr.strip()!r}")
+            skipped = reason
+            continue
+        compare(name, cpu, cuda, rtol)
+        results[name] = {"cpu": cpu["losses"], "cuda": cuda["losses"],
+                         "cpu_ms": cpu["mean_step_ms"],
+                         "cuda_ms": cuda["mean_step_ms"]}
+        if index == len(plans) - 1:
+            check_trace(name, os.path.join(
+                workdir, f"{name}.cuda.json.trace"))
+
+    if args.out:
+        with open(args.out, "w") as file:
+            json.dump({"skipped": skipped, "plans": results,
+                       "failures": failures}, file, indent=2)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    if skipped is not None:
+        print(f"SKIPPED: no CUDA device: {skipped} (checked that "
+              "--device cuda fails with this one line)")
+    else:
+        print(f"all {len(plans)} plans train on the GPU as on the CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
