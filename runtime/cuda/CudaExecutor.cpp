@@ -9,12 +9,12 @@
 #include "runtime/cuda/StreamMemory.h"
 #include "runtime/exec/Collectives.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/exec/PreparedProgram.h"
 
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <set>
 #include <thread>
 
 namespace zerosbp::runtime {
@@ -33,10 +33,6 @@ int envInt(const char *name, int fallback) {
   const char *text = std::getenv(name);
   int value = text ? std::atoi(text) : -1;
   return value >= 0 && text && *text ? value : fallback;
-}
-
-bool isOptimizerUpdate(const std::string &op) {
-  return op == "nn.sgd" || op == "nn.adam" || op == "nn.adamw";
 }
 
 /// A CUDA event that is destroyed with its owner.
@@ -90,17 +86,6 @@ protected:
   const Plan &plan() const override { return thePlan; }
 
 private:
-  enum class Phase { Forward, Backward, Optimizer };
-  struct Prepared {
-    CudaKernelFn kernel = nullptr;
-    std::vector<TensorRef> operands;
-    std::vector<TensorRef> results;
-    std::vector<int> writtenBuffers;
-    void *staging = nullptr;
-    CommGroup *group = nullptr;
-    Phase phase = Phase::Forward;
-  };
-
   TensorRef tensor(int id) const;
   void prepare();
   void enqueue(size_t index);
@@ -120,7 +105,8 @@ private:
   std::unique_ptr<NcclComm> nccl;
   std::unique_ptr<StreamMemory> commMemory;
   std::unique_ptr<StreamMemory> computeMemory;
-  std::vector<Prepared> prepared;
+  std::vector<PreparedInstruction> prepared;
+  std::vector<CudaKernelFn> kernels; // By instruction; null for non-kernels.
   std::vector<CommGroup *> groupsByAxis;
   // Pinned host bytes for the step number and for reading values back.
   int64_t *hostStep = nullptr;
@@ -174,13 +160,7 @@ CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
   commMemory = std::make_unique<StreamMemory>(commStream);
   computeMemory = std::make_unique<StreamMemory>(computeStream);
   nccl = std::make_unique<NcclComm>(hostComm, commStream);
-  std::set<int> axes;
-  for (const Instruction &instruction : plan.instructions)
-    if (instruction.kind == InstructionKind::CollectiveStart)
-      axes.insert(instruction.groupAxis);
-  groupsByAxis.assign(plan.hierarchy.size(), nullptr);
-  for (int axis : axes)
-    groupsByAxis[axis] = &nccl->createGroup(plan.groupOf(rank, axis));
+  groupsByAxis = createAxisGroups(plan, rank, *nccl);
   bucketReady = std::vector<Event>(plan.numBuckets);
   bucketBegin = std::vector<Event>(plan.numBuckets);
   bucketDone = std::vector<Event>(plan.numBuckets);
@@ -215,52 +195,25 @@ CudaExecutor::~CudaExecutor() {
 }
 
 TensorRef CudaExecutor::tensor(int id) const {
-  const PlanValue &value = thePlan.values[id];
-  TensorRef ref;
-  ref.data = arena + thePlan.buffers[value.buffer].offset + value.offset;
-  ref.dtype = value.dtype;
-  ref.shape = value.shape;
-  return ref;
+  return arenaTensor(thePlan, arena, id);
 }
 
 void CudaExecutor::prepare() {
-  Phase phase = Phase::Forward;
-  prepared.resize(thePlan.instructions.size());
+  prepared = prepareInstructions(thePlan, arena);
+  kernels.assign(thePlan.instructions.size(), nullptr);
   waitIndexOf.assign(thePlan.instructions.size(), -1);
   int waits = 0;
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
-    Prepared &entry = prepared[i];
-    if (instruction.kind == InstructionKind::Kernel) {
-      entry.kernel = findCudaKernel(instruction.op);
-      if (!entry.kernel)
-        throw RuntimeError(thePlan.source + ": instructions[" +
-                           std::to_string(i) + "]: no CUDA kernel for '" +
-                           instruction.op + "'");
-      if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
-        phase = Phase::Backward;
-      if (isOptimizerUpdate(instruction.op))
-        phase = Phase::Optimizer;
-    }
-    entry.phase = phase;
-    for (int id : instruction.operands)
-      entry.operands.push_back(tensor(id));
-    for (int id : instruction.results) {
-      entry.results.push_back(tensor(id));
-      entry.writtenBuffers.push_back(thePlan.values[id].buffer);
-    }
-    if (instruction.kind == InstructionKind::Copy)
-      entry.writtenBuffers.push_back(
-          thePlan.values[thePlan.variables[instruction.variableIndex].value]
-              .buffer);
-    if (instruction.staging) {
-      entry.staging = arena + thePlan.buffers[*instruction.staging].offset;
-      entry.writtenBuffers.push_back(*instruction.staging);
-    }
-    if (instruction.kind == InstructionKind::CollectiveStart)
-      entry.group = groupsByAxis[instruction.groupAxis];
     if (instruction.kind == InstructionKind::CollectiveWait)
       waitIndexOf[i] = waits++;
+    if (instruction.kind != InstructionKind::Kernel)
+      continue;
+    kernels[i] = findCudaKernel(instruction.op);
+    if (!kernels[i])
+      throw RuntimeError(thePlan.source + ": instructions[" +
+                         std::to_string(i) + "]: no CUDA kernel for '" +
+                         instruction.op + "'");
   }
   waitBegin = std::vector<Event>(waits);
   waitEnd = std::vector<Event>(waits);
@@ -302,10 +255,10 @@ std::vector<double> CudaExecutor::variableShard(int index) const {
 
 void CudaExecutor::enqueue(size_t index) {
   const Instruction &instruction = thePlan.instructions[index];
-  Prepared &entry = prepared[index];
+  PreparedInstruction &entry = prepared[index];
   switch (instruction.kind) {
   case InstructionKind::Kernel:
-    entry.kernel(instruction.attrs, entry.operands, entry.results, *ctx);
+    kernels[index](instruction.attrs, entry.operands, entry.results, *ctx);
     break;
   case InstructionKind::AllSlice:
     runAllSlice(instruction, thePlan, myRank, entry.operands[0],
@@ -320,7 +273,7 @@ void CudaExecutor::enqueue(size_t index) {
     check("collective_start",
           cudaEventRecord(bucketBegin[bucket].get(), commStream));
     runCollective(instruction, entry.operands, entry.results, entry.staging,
-                  *entry.group, *nccl, *commMemory);
+                  *groupsByAxis[instruction.groupAxis], *nccl, *commMemory);
     check("collective_start",
           cudaEventRecord(bucketDone[bucket].get(), commStream));
     break;
@@ -387,7 +340,7 @@ double CudaExecutor::runStep(int64_t stepNumber) {
     tracker.beginStep();
     for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
       const Instruction &instruction = thePlan.instructions[i];
-      Prepared &entry = prepared[i];
+      PreparedInstruction &entry = prepared[i];
       if (entry.phase != Phase::Forward && !backwardMarked) {
         check("step", cudaEventRecord(backwardBegin.get(), computeStream));
         backwardMarked = true;
@@ -479,17 +432,15 @@ void CudaExecutor::collectTimes() {
   auto micros = [&](cudaEvent_t at) {
     return 1000.0 * elapsedMs(stepBegin.get(), at);
   };
-  static const char *const kCategory[] = {"forward", "backward", "optimizer"};
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
     if (instruction.kind == InstructionKind::CollectiveStart)
       continue;
     bool wait = instruction.kind == InstructionKind::CollectiveWait;
-    trace.push_back(
-        {TraceStream::Compute, instruction.op,
-         wait ? "wait" : kCategory[static_cast<int>(prepared[i].phase)],
-         wait ? instruction.bucket : -1, micros(traceBegin[i].get()),
-         micros(traceEnd[i].get())});
+    trace.push_back({TraceStream::Compute, instruction.op,
+                     wait ? "wait" : phaseName(prepared[i].phase),
+                     wait ? instruction.bucket : -1,
+                     micros(traceBegin[i].get()), micros(traceEnd[i].get())});
   }
   for (const Instruction &instruction : thePlan.instructions)
     if (instruction.kind == InstructionKind::CollectiveStart)

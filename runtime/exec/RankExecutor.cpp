@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 
 namespace zerosbp::runtime {
 
@@ -20,10 +19,6 @@ using Clock = std::chrono::steady_clock;
 double millisSince(Clock::time_point begin) {
   return std::chrono::duration<double, std::milli>(Clock::now() - begin)
       .count();
-}
-
-bool isOptimizerUpdate(const std::string &op) {
-  return op == "nn.sgd" || op == "nn.adam" || op == "nn.adamw";
 }
 
 } // namespace
@@ -38,15 +33,18 @@ RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
     throw RuntimeError("rank " + std::to_string(rank) + ": cannot allocate " +
                        std::to_string(plan.arenaBytes) + " arena bytes");
   std::memset(arena, 0, bytes);
-  // Groups are created collectively, in axis order, on every rank.
-  std::set<int> axes;
-  for (const Instruction &instruction : plan.instructions)
-    if (instruction.kind == InstructionKind::CollectiveStart)
-      axes.insert(instruction.groupAxis);
-  groupsByAxis.assign(plan.hierarchy.size(), nullptr);
-  for (int axis : axes)
-    groupsByAxis[axis] = &comm.createGroup(plan.groupOf(rank, axis));
-  prepare();
+  groupsByAxis = createAxisGroups(plan, rank, comm);
+  prepared = prepareInstructions(plan, arena);
+  kernels.assign(plan.instructions.size(), nullptr);
+  for (size_t i = 0; i < plan.instructions.size(); ++i) {
+    const Instruction &instruction = plan.instructions[i];
+    if (instruction.kind != InstructionKind::Kernel)
+      continue;
+    kernels[i] = findCpuKernel(instruction.op);
+    if (!kernels[i])
+      throw RuntimeError(plan.source + ": instructions[" + std::to_string(i) +
+                         "]: no CPU kernel for '" + instruction.op + "'");
+  }
   stream = std::make_unique<CommStream>(plan.numBuckets);
 }
 
@@ -56,49 +54,7 @@ RankExecutor::~RankExecutor() {
 }
 
 TensorRef RankExecutor::tensor(int id) const {
-  const PlanValue &value = thePlan.values[id];
-  TensorRef ref;
-  ref.data = arena + thePlan.buffers[value.buffer].offset + value.offset;
-  ref.dtype = value.dtype;
-  ref.shape = value.shape;
-  return ref;
-}
-
-void RankExecutor::prepare() {
-  Phase phase = Phase::Forward;
-  prepared.resize(thePlan.instructions.size());
-  for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
-    const Instruction &instruction = thePlan.instructions[i];
-    Prepared &entry = prepared[i];
-    if (instruction.kind == InstructionKind::Kernel) {
-      entry.kernel = findCpuKernel(instruction.op);
-      if (!entry.kernel)
-        throw RuntimeError(thePlan.source + ": instructions[" +
-                           std::to_string(i) + "]: no CPU kernel for '" +
-                           instruction.op + "'");
-      if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
-        phase = Phase::Backward;
-      if (isOptimizerUpdate(instruction.op))
-        phase = Phase::Optimizer;
-    }
-    entry.phase = phase;
-    for (int id : instruction.operands)
-      entry.operands.push_back(tensor(id));
-    for (int id : instruction.results) {
-      entry.results.push_back(tensor(id));
-      entry.writtenBuffers.push_back(thePlan.values[id].buffer);
-    }
-    if (instruction.kind == InstructionKind::Copy)
-      entry.writtenBuffers.push_back(
-          thePlan.values[thePlan.variables[instruction.variableIndex].value]
-              .buffer);
-    if (instruction.staging) {
-      entry.staging = arena + thePlan.buffers[*instruction.staging].offset;
-      entry.writtenBuffers.push_back(*instruction.staging);
-    }
-    if (instruction.kind == InstructionKind::CollectiveStart)
-      entry.group = groupsByAxis[instruction.groupAxis];
-  }
+  return arenaTensor(thePlan, arena, id);
 }
 
 void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
@@ -115,23 +71,24 @@ std::vector<double> RankExecutor::variableShard(int index) const {
 
 void RankExecutor::execute(size_t index) {
   const Instruction &instruction = thePlan.instructions[index];
-  Prepared &entry = prepared[index];
+  PreparedInstruction &entry = prepared[index];
   switch (instruction.kind) {
   case InstructionKind::Kernel:
-    entry.kernel(instruction.attrs, entry.operands, entry.results);
+    kernels[index](instruction.attrs, entry.operands, entry.results);
     break;
   case InstructionKind::AllSlice:
     runAllSlice(instruction, thePlan, myRank, entry.operands[0],
                 entry.results[0]);
     break;
   case InstructionKind::CollectiveStart: {
-    const Prepared *work = &entry;
+    const PreparedInstruction *work = &entry;
+    CommGroup *group = groupsByAxis[instruction.groupAxis];
     Communicator *communicator = &comm;
     stream->start(
         instruction.bucket,
-        [&instruction, work, communicator] {
+        [&instruction, work, group, communicator] {
           runCollective(instruction, work->operands, work->results,
-                        work->staging, *work->group, *communicator);
+                        work->staging, *group, *communicator);
         },
         collectiveKindName(instruction.collective));
     break;
@@ -165,7 +122,7 @@ double RankExecutor::runStep(int64_t stepNumber) {
   };
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
-    Prepared &entry = prepared[i];
+    PreparedInstruction &entry = prepared[i];
     for (int buffer : entry.writtenBuffers)
       tracker.markLive(buffer);
     tracker.sample();

@@ -16,6 +16,7 @@
 #include "runtime/exec/CommStream.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/exec/MemoryTracker.h"
+#include "runtime/exec/PreparedProgram.h"
 #include "runtime/exec/StepTrace.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/plan/Plan.h"
@@ -54,25 +55,14 @@ protected:
   const Plan &plan() const override { return thePlan; }
 
 private:
-  enum class Phase { Forward, Backward, Optimizer };
-  struct Prepared {
-    KernelFn kernel = nullptr;
-    std::vector<TensorRef> operands;
-    std::vector<TensorRef> results;
-    std::vector<int> writtenBuffers;
-    void *staging = nullptr;
-    CommGroup *group = nullptr;
-    Phase phase = Phase::Forward;
-  };
-
-  void prepare();
   void execute(size_t index);
 
   const Plan &thePlan;
   int myRank;
   Communicator &comm;
   unsigned char *arena = nullptr;
-  std::vector<Prepared> prepared;
+  std::vector<PreparedInstruction> prepared;
+  std::vector<KernelFn> kernels; // By instruction; null for non-kernels.
   std::vector<CommGroup *> groupsByAxis;
   MemoryTracker tracker;
   std::unique_ptr<CommStream> stream;
