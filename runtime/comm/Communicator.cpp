@@ -219,4 +219,23 @@ void reduceInRankOrder(DType type, const std::vector<const void *> &sources,
   throw RuntimeError("reduction of an unknown element type");
 }
 
+int64_t directBytesSent(CollectiveKind kind, DType type, int64_t count,
+                        int groupSize, int groupIndex) {
+  int64_t elementBytes = static_cast<int64_t>(dtypeBytes(type));
+  int64_t others = groupSize - 1;
+  if (kind != CollectiveKind::AllReduce)
+    return others * count * elementBytes;
+  // A reduce-scatter of every chunk but this rank's, then an all-gather of
+  // this rank's chunk to every other rank.
+  PartRange mine = balancedPart(count, groupSize, groupIndex);
+  return ((count - mine.size) + others * mine.size) * elementBytes;
+}
+
+void Communicator::countCollective(CollectiveKind kind, DType type,
+                                   int64_t count, const CommGroup &group) {
+  counters.called(kind) += 1;
+  counters.sent(kind) +=
+      directBytesSent(kind, type, count, group.size(), group.index());
+}
+
 } // namespace zerosbp::runtime

@@ -112,6 +112,11 @@ public:
   void resetStats() { counters = CommStats(); }
 
 protected:
+  /// Counts one collective over `group`, `count` as the collective's own
+  /// argument, with directBytesSent: every backend counts the same bytes.
+  void countCollective(CollectiveKind kind, DType type, int64_t count,
+                       const CommGroup &group);
+
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   CommStats counters;
 };
@@ -135,6 +140,13 @@ PartRange balancedPart(int64_t count, int parts, int index);
 /// rank outside the world or twice, or does not hold `myRank`.
 int memberIndex(const std::vector<int> &ranks, int myRank, int worldSize,
                 const std::string &where);
+
+/// The bytes rank `groupIndex` of a group of `groupSize` sends in one
+/// collective with the direct algorithms (DESIGN.md section 3); `count` is
+/// the collective's own argument (all elements for an all-reduce, one
+/// rank's part for the others).
+int64_t directBytesSent(CollectiveKind kind, DType type, int64_t count,
+                        int groupSize, int groupIndex);
 
 /// "[0, 1, 3]".
 std::string formatRanks(const std::vector<int> &ranks);

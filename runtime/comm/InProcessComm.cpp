@@ -375,8 +375,7 @@ void InProcessComm::reduceScatter(CommGroup &group, DType type,
     reduceInRankOrder(type, sources, recv, count, op);
     meeting.sync();
   }
-  counters.called(call.kind) += 1;
-  counters.sent(call.kind) += (n - 1) * partBytes;
+  countCollective(call.kind, type, count, group);
 }
 
 void InProcessComm::allGather(CommGroup &group, DType type, const void *send,
@@ -400,8 +399,7 @@ void InProcessComm::allGather(CommGroup &group, DType type, const void *send,
     }
     meeting.sync();
   }
-  counters.called(call.kind) += 1;
-  counters.sent(call.kind) += (n - 1) * partBytes;
+  countCollective(call.kind, type, count, group);
 }
 
 void InProcessComm::allToAll(CommGroup &group, DType type, const void *send,
@@ -424,8 +422,7 @@ void InProcessComm::allToAll(CommGroup &group, DType type, const void *send,
                     partBytes);
     meeting.sync();
   }
-  counters.called(call.kind) += 1;
-  counters.sent(call.kind) += (n - 1) * partBytes;
+  countCollective(call.kind, type, count, group);
 }
 
 void InProcessComm::allReduce(CommGroup &group, DType type, void *data,
@@ -456,9 +453,7 @@ void InProcessComm::allReduce(CommGroup &group, DType type, void *data,
     }
     meeting.sync();
   }
-  counters.called(call.kind) += 1;
-  counters.sent(call.kind) +=
-      ((count - mine.size) + (n - 1) * mine.size) * elementBytes;
+  countCollective(call.kind, type, count, group);
 }
 
 } // namespace zerosbp::runtime

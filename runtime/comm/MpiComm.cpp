@@ -124,10 +124,6 @@ private:
   /// Completes `request`, polling so that the timeout can fire.
   void wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
             Clock::time_point deadline);
-  void finish(CollectiveKind kind, int64_t bytes) {
-    counters.called(kind) += 1;
-    counters.sent(kind) += bytes;
-  }
 
   MPI_Comm world;
   int myRank = 0;
@@ -240,7 +236,7 @@ void MpiComm::reduceScatter(CommGroup &group, DType type, const void *send,
   if (n == 1) {
     if (count && send != recv)
       std::memmove(recv, send, partBytes);
-    return finish(kind, 0);
+    return countCollective(kind, type, count, own);
   }
   std::vector<char> staging(static_cast<size_t>(n * partBytes));
   MPI_Request request;
@@ -253,7 +249,7 @@ void MpiComm::reduceScatter(CommGroup &group, DType type, const void *send,
   for (int j = 0; j < n; ++j)
     sources[j] = staging.data() + j * partBytes;
   reduceInRankOrder(type, sources, recv, count, op);
-  finish(kind, (n - 1) * partBytes);
+  countCollective(kind, type, count, own);
 }
 
 void MpiComm::allGather(CommGroup &group, DType type, const void *send,
@@ -266,7 +262,7 @@ void MpiComm::allGather(CommGroup &group, DType type, const void *send,
   if (n == 1) {
     if (count && send != recv)
       std::memmove(recv, send, partBytes);
-    return finish(kind, 0);
+    return countCollective(kind, type, count, own);
   }
   bool inPlace = send == advance(recv, me * partBytes);
   if (!inPlace && overlaps(send, partBytes, recv, n * partBytes))
@@ -279,7 +275,7 @@ void MpiComm::allGather(CommGroup &group, DType type, const void *send,
                        recv, elements, wireType(type), own.comm, &request),
         "MPI_Iallgather in all_gather");
   wait(request, kind, own, deadline);
-  finish(kind, (n - 1) * partBytes);
+  countCollective(kind, type, count, own);
 }
 
 void MpiComm::allToAll(CommGroup &group, DType type, const void *send,
@@ -296,7 +292,7 @@ void MpiComm::allToAll(CommGroup &group, DType type, const void *send,
   if (n == 1) {
     if (count)
       std::memcpy(recv, send, partBytes);
-    return finish(kind, 0);
+    return countCollective(kind, type, count, own);
   }
   MPI_Request request;
   int elements = static_cast<int>(count);
@@ -304,7 +300,7 @@ void MpiComm::allToAll(CommGroup &group, DType type, const void *send,
                       wireType(type), own.comm, &request),
         "MPI_Ialltoall in all_to_all");
   wait(request, kind, own, deadline);
-  finish(kind, (n - 1) * partBytes);
+  countCollective(kind, type, count, own);
 }
 
 void MpiComm::allReduce(CommGroup &group, DType type, void *data, int64_t count,
@@ -316,7 +312,7 @@ void MpiComm::allReduce(CommGroup &group, DType type, void *data, int64_t count,
   int64_t elementBytes = static_cast<int64_t>(dtypeBytes(type));
   PartRange mine = balancedPart(count, n, me);
   if (n == 1)
-    return finish(kind, 0);
+    return countCollective(kind, type, count, own);
   // Reduce-scatter: chunk j to rank j; this rank receives its chunk from
   // every rank, in rank order, and reduces it into place.
   std::vector<int> sendCounts(n), sendOffsets(n), recvCounts(n), recvOffsets(n);
@@ -345,7 +341,7 @@ void MpiComm::allReduce(CommGroup &group, DType type, void *data, int64_t count,
                         own.comm, &request),
         "MPI_Iallgatherv in all_reduce");
   wait(request, kind, own, deadline);
-  finish(kind, ((count - mine.size) + (n - 1) * mine.size) * elementBytes);
+  countCollective(kind, type, count, own);
 }
 
 } // namespace

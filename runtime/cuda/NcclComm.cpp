@@ -115,11 +115,7 @@ void NcclComm::allReduce(CommGroup &group, DType type, void *data,
             ncclAllReduce(data, data, count, ncclType(type), ncclOp(op), comm,
                           stream),
             comm);
-  int64_t n = group.size();
-  PartRange mine = balancedPart(count, group.size(), group.index());
-  counters.called(CollectiveKind::AllReduce) += 1;
-  counters.sent(CollectiveKind::AllReduce) +=
-      ((count - mine.size) + (n - 1) * mine.size) * dtypeBytes(type);
+  countCollective(CollectiveKind::AllReduce, type, count, group);
 }
 
 void NcclComm::reduceScatter(CommGroup &group, DType type, const void *send,
@@ -129,9 +125,7 @@ void NcclComm::reduceScatter(CommGroup &group, DType type, const void *send,
             ncclReduceScatter(send, recv, count, ncclType(type), ncclOp(op),
                               comm, stream),
             comm);
-  counters.called(CollectiveKind::ReduceScatter) += 1;
-  counters.sent(CollectiveKind::ReduceScatter) +=
-      (group.size() - 1) * count * dtypeBytes(type);
+  countCollective(CollectiveKind::ReduceScatter, type, count, group);
 }
 
 void NcclComm::allGather(CommGroup &group, DType type, const void *send,
@@ -140,9 +134,7 @@ void NcclComm::allGather(CommGroup &group, DType type, const void *send,
   checkNccl(describeCollective(CollectiveKind::AllGather, type, count),
             ncclAllGather(send, recv, count, ncclType(type), comm, stream),
             comm);
-  counters.called(CollectiveKind::AllGather) += 1;
-  counters.sent(CollectiveKind::AllGather) +=
-      (group.size() - 1) * count * dtypeBytes(type);
+  countCollective(CollectiveKind::AllGather, type, count, group);
 }
 
 void NcclComm::allToAll(CommGroup &group, DType type, const void *send,
@@ -162,8 +154,7 @@ void NcclComm::allToAll(CommGroup &group, DType type, const void *send,
               comm);
   }
   checkNccl(what, ncclGroupEnd(), comm);
-  counters.called(CollectiveKind::AllToAll) += 1;
-  counters.sent(CollectiveKind::AllToAll) += (group.size() - 1) * partBytes;
+  countCollective(CollectiveKind::AllToAll, type, count, group);
 }
 
 void NcclComm::abort(const std::string &reason) {
