@@ -26,11 +26,17 @@ GraphBuilder::GraphBuilder(MLIRContext &context, StringRef name,
 
 sbp::PlacementAttr GraphBuilder::cpuPlacement(MLIRContext &context,
                                               int64_t numRanks) {
+  return makePlacement(context, sbp::DeviceKind::cpu, numRanks);
+}
+
+sbp::PlacementAttr GraphBuilder::makePlacement(MLIRContext &context,
+                                               sbp::DeviceKind kind,
+                                               int64_t numRanks) {
   loadAllDialects(context);
   SmallVector<int64_t> ranks;
   for (int64_t r = 0; r < numRanks; ++r)
     ranks.push_back(r);
-  return sbp::PlacementAttr::get(&context, sbp::DeviceKind::cpu, ranks, {});
+  return sbp::PlacementAttr::get(&context, kind, ranks, {});
 }
 
 Location GraphBuilder::loc() { return func.getLoc(); }

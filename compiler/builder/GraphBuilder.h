@@ -33,6 +33,10 @@ public:
   /// A placement of `numRanks` CPU ranks 0..numRanks-1.
   static mlir::sbp::PlacementAttr cpuPlacement(mlir::MLIRContext &context,
                                                int64_t numRanks);
+  /// A placement of ranks 0..numRanks-1 of device kind `kind`.
+  static mlir::sbp::PlacementAttr makePlacement(mlir::MLIRContext &context,
+                                                mlir::sbp::DeviceKind kind,
+                                                int64_t numRanks);
 
   mlir::MLIRContext &getContext() { return context; }
   mlir::Type f32() { return builder.getF32Type(); }

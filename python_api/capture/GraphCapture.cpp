@@ -184,9 +184,10 @@ std::string checkConfig(const ConfigSpec &spec, int64_t world) {
 }
 
 struct GraphCapture::Impl {
-  Impl(const std::string &name, int64_t world)
+  Impl(const std::string &name, int64_t world, sbp::DeviceKind device)
       : world(world),
-        builder(context, name, GraphBuilder::cpuPlacement(context, world)) {
+        builder(context, name,
+                GraphBuilder::makePlacement(context, device, world)) {
     context.disableMultithreading();
   }
 
@@ -226,10 +227,15 @@ struct GraphCapture::Impl {
   bool finished = false;
 };
 
-GraphCapture::GraphCapture(const std::string &name, int64_t world) {
+GraphCapture::GraphCapture(const std::string &name, int64_t world,
+                           const std::string &device) {
   if (world < 1)
     fail("a placement needs at least one rank");
-  impl = std::make_unique<Impl>(name, world);
+  if (device != "cpu" && device != "cuda")
+    fail("unknown device '" + device + "' (expected cpu or cuda)");
+  impl = std::make_unique<Impl>(name, world,
+                                device == "cuda" ? sbp::DeviceKind::cuda
+                                                 : sbp::DeviceKind::cpu);
 }
 
 GraphCapture::~GraphCapture() = default;

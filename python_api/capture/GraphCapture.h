@@ -77,8 +77,10 @@ std::string checkConfig(const ConfigSpec &spec, int64_t world);
 
 class GraphCapture {
 public:
-  /// Starts graph `name` on CPU ranks 0..world-1.
-  GraphCapture(const std::string &name, int64_t world);
+  /// Starts graph `name` on ranks 0..world-1 of `device` ("cpu" or
+  /// "cuda").
+  GraphCapture(const std::string &name, int64_t world,
+               const std::string &device = "cpu");
   ~GraphCapture();
   GraphCapture(const GraphCapture &) = delete;
   GraphCapture &operator=(const GraphCapture &) = delete;

@@ -3,13 +3,13 @@
 
 class placement:
     """``placement("cpu", ranks=[0, 1, 2, 3])``: ranks 0..N-1 of one device
-    kind. The graph's inputs are split along the batch over these ranks."""
+    kind, ``cpu`` or ``cuda`` (one GPU per rank, NCCL between them). The
+    graph's inputs are split along the batch over these ranks."""
 
     def __init__(self, type="cpu", ranks=(0,)):
-        if type != "cpu":
+        if type not in ("cpu", "cuda"):
             raise ValueError(
-                f"placement type '{type}' is not supported here "
-                "(cpu; CUDA plans run through zero-run --device cuda)")
+                f"placement type '{type}' is not supported (cpu or cuda)")
         ranks = list(ranks)
         if not ranks or ranks != list(range(len(ranks))):
             raise ValueError(

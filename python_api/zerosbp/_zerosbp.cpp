@@ -69,8 +69,10 @@ public:
             double timeoutSeconds, int threads)
       : plan(readPlan(planFile)) {
     int ranksHere = plan.world;
+    // The plan's placement says where it runs (cpu, or cuda: a GPU per rank).
     if (backend == "inprocess") {
-      session = std::make_unique<TrainingSession>(plan, timeoutSeconds);
+      session =
+          std::make_unique<TrainingSession>(plan, timeoutSeconds, plan.device);
     } else if (backend == "mpi") {
       MpiSession *mpiSession = startMpi().session.get();
       session = std::make_unique<TrainingSession>(
@@ -78,7 +80,7 @@ public:
           [mpiSession](const std::vector<double> &mine) {
             return mpiSession->gatherRecords(mine);
           },
-          timeoutSeconds);
+          timeoutSeconds, plan.device);
       ranksHere = mpiRanksOnThisMachine();
     } else {
       throw RuntimeError("unknown backend '" + backend +
@@ -311,8 +313,8 @@ PYBIND11_MODULE(_zerosbp, m) {
   });
 
   py::class_<python::GraphCapture>(m, "GraphCapture")
-      .def(py::init<const std::string &, int64_t>(), py::arg("name"),
-           py::arg("world"))
+      .def(py::init<const std::string &, int64_t, const std::string &>(),
+           py::arg("name"), py::arg("world"), py::arg("device") = "cpu")
       .def_property_readonly("world", &python::GraphCapture::world)
       .def("input", &python::GraphCapture::input, py::arg("name"),
            py::arg("shape"), py::arg("dtype"))

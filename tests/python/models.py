@@ -61,9 +61,10 @@ class Gpt2(nn.Module):
 
 
 def train_graph(model, optimizer, stage=None, world=1, loss_fn=None,
-                configure=None):
+                configure=None, device="cpu"):
     """An nn.Graph training `model` with `optimizer` at ZeRO `stage`
-    (None: no ZeRO) on `world` ranks, every parameter partitioned."""
+    (None: no ZeRO) on `world` ranks of `device`, every parameter
+    partitioned."""
     loss_fn = loss_fn or nn.CrossEntropyLoss()
 
     class TrainGraph(nn.Graph):
@@ -83,7 +84,7 @@ def train_graph(model, optimizer, stage=None, world=1, loss_fn=None,
             loss.backward()
             return loss
 
-    return TrainGraph().to(zs.placement("cpu", ranks=range(world)))
+    return TrainGraph().to(zs.placement(device, ranks=range(world)))
 
 
 def mlp_batches(steps, batch=16, seed=3):

@@ -122,7 +122,9 @@ class Graph:
         names = [names[i] if i < len(names) else f"input{i}"
                  for i in range(len(arrays))]
 
-        capture = _zerosbp.GraphCapture(type(self).__name__, self.world)
+        device = self._placement.type if self._placement else "cpu"
+        capture = _zerosbp.GraphCapture(type(self).__name__, self.world,
+                                        device)
         trace = _trace.Trace(capture, self._parameter_names())
         signature = []
         _trace.set_current(trace)
