@@ -93,6 +93,10 @@ private:
   /// Waits for `event` with the communicator's timeout, checking NCCL.
   void awaitEvent(cudaEvent_t event, const char *what);
   void collectTimes();
+  void setUp(Communicator &hostComm);
+  /// Frees everything; never throws. After a failure NCCL is aborted first,
+  /// so that no stream waits on a peer that will not come.
+  void release();
 
   const Plan &thePlan;
   int myRank;
@@ -131,6 +135,18 @@ CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
     : thePlan(plan), myRank(rank),
       deviceIndex(cudaDeviceForRank(rank, hostComm.worldSize())),
       timeout(hostComm.getTimeout()), tracker(plan) {
+  try {
+    setUp(hostComm);
+  } catch (...) {
+    failed = true;
+    release();
+    throw;
+  }
+}
+
+void CudaExecutor::setUp(Communicator &hostComm) {
+  const Plan &plan = thePlan;
+  int rank = myRank;
   std::string where =
       "rank " + std::to_string(rank) + " on GPU " + std::to_string(deviceIndex);
   check(where + ": cudaSetDevice", cudaSetDevice(deviceIndex));
@@ -167,16 +183,17 @@ CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
   prepare();
 }
 
-CudaExecutor::~CudaExecutor() {
-  // Nothing here may throw; a failed step has already reported its error.
+CudaExecutor::~CudaExecutor() { release(); }
+
+void CudaExecutor::release() {
   (void)cudaSetDevice(deviceIndex);
-  if (computeStream)
-    (void)cudaStreamSynchronize(computeStream);
-  if (commStream && !failed)
-    (void)cudaStreamSynchronize(commStream);
-  ctx.reset();
   if (failed && nccl)
     nccl->abort("rank " + std::to_string(myRank) + " stopped");
+  if (computeStream)
+    (void)cudaStreamSynchronize(computeStream);
+  if (commStream)
+    (void)cudaStreamSynchronize(commStream);
+  ctx.reset();
   nccl.reset();
   bucketReady.clear();
   bucketBegin.clear();
@@ -191,7 +208,11 @@ CudaExecutor::~CudaExecutor() {
     (void)cudaStreamDestroy(computeStream);
   if (commStream)
     (void)cudaStreamDestroy(commStream);
-  (void)cudaFree(arena);
+  if (arena)
+    (void)cudaFree(arena);
+  hostStep = nullptr;
+  computeStream = commStream = nullptr;
+  arena = nullptr;
 }
 
 TensorRef CudaExecutor::tensor(int id) const {
