@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The one command to run on the GPU machine, with a bundle that
+# bench/gpu/bundle.sh made: every GPU test, compute-sanitizer, and the
+# GPT-2 small benchmark against PyTorch. Each step has its own time limit
+# and the next step runs whatever happened; the last line sums them up.
+# Everything fits in 10 minutes (the limits add up to 555 s).
+#
+# Usage: on_gpu.sh BUNDLE_DIR OUT_DIR [gpu_bench.py options]
+#
+# OUT_DIR receives seven files: on_gpu.txt (everything printed, with
+# nvidia-smi and the summary), kernels.txt (cuda_kernels_test, then
+# nccl_comm_test), training_check.txt and .json, sanitizer.txt,
+# gpu_bench.txt and .json. The scripts run are the bundle's copies.
+set -uo pipefail
+
+if [ $# -lt 2 ]; then
+  echo "usage: on_gpu.sh BUNDLE_DIR OUT_DIR [gpu_bench.py options]" >&2
+  exit 2
+fi
+BUNDLE=$(cd "$1" && pwd) || exit 2
+mkdir -p "$2" && OUT=$(cd "$2" && pwd) || exit 2
+shift 2
+# Seconds per step; override through the environment.
+T_KERNELS=${T_KERNELS:-60}
+T_NCCL=${T_NCCL:-45}
+T_CHECK=${T_CHECK:-90}
+T_SANITIZER=${T_SANITIZER:-120}
+T_BENCH=${T_BENCH:-240}
+export PYTHONUNBUFFERED=1
+
+exec > >(tee "$OUT/on_gpu.txt") 2>&1
+TEE=$!
+BEGIN=$SECONDS
+SUMMARY=()
+PART=$(mktemp)
+trap 'rm -f "$PART"' EXIT
+
+# What a step's output says in brief: gtest's counts, compute-sanitizer's
+# error summary, the training check's verdict.
+brief() {
+  local passed skipped failed
+  passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\..*/\1/p' "$1")
+  skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$1")
+  failed=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\{0,1\},.*/\1/p' "$1")
+  if [ -n "$passed$skipped$failed" ]; then
+    printf ' (%s passed, %s skipped, %s failed)' \
+      "${passed:-0}" "${skipped:-0}" "${failed:-0}"
+  fi
+  grep -o 'ERROR SUMMARY: [0-9]* errors\{0,1\}' "$1" | tail -1 |
+    sed 's/.*/ (&)/' | tr -d '\n'
+  grep -o '^SKIPPED: no CUDA device\|^[0-9]* check(s) failed$' "$1" |
+    tail -1 | sed 's/.*/ (&)/' | tr -d '\n'
+}
+
+# step NAME LIMIT LOG COMMAND...: runs COMMAND, adds its output to LOG,
+# prints the output's tail, and records how it ended.
+step() {
+  local name=$1 limit=$2 log=$3 start=$SECONDS rc took
+  shift 3
+  echo
+  echo "== $name (limit ${limit}s): $*"
+  timeout --kill-after=10 "$limit" "$@" > "$PART" 2>&1
+  rc=$?
+  cat "$PART" >> "$log"
+  tail -n 15 "$PART"
+  took=$((SECONDS - start))
+  case $rc in
+    0) SUMMARY+=("$name ok ${took}s$(brief "$PART")") ;;
+    124|137) SUMMARY+=("$name TIMED OUT after ${took}s$(brief "$PART")") ;;
+    *) SUMMARY+=("$name FAILED rc=$rc ${took}s$(brief "$PART")") ;;
+  esac
+}
+
+# shellcheck source=/dev/null
+source "$BUNDLE/env.sh"
+COMMIT=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["commit"])' "$BUNDLE/plans/plans.json" 2>&1)
+echo "bundle $BUNDLE, commit $COMMIT"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+timeout 30 nvidia-smi || echo "nvidia-smi failed"
+if ldd "$BUNDLE/bin/zero-run" | grep 'not found'; then
+  echo "zero-run has unresolved libraries (above)"
+fi
+
+: > "$OUT/kernels.txt"
+step kernels "$T_KERNELS" "$OUT/kernels.txt" \
+  "$BUNDLE/bin/cuda_kernels_test" --gtest_color=no
+step nccl "$T_NCCL" "$OUT/kernels.txt" \
+  "$BUNDLE/bin/nccl_comm_test" --gtest_color=no
+
+CHECK=$BUNDLE/scripts/cuda_training_check.py
+if [ -f "$CHECK" ]; then
+  # The manifest's correctness plans, each with its loss tolerance.
+  mapfile -t PLANS < <(python3 - "$BUNDLE" <<'PY'
+import json, os, sys
+bundle = sys.argv[1]
+with open(os.path.join(bundle, "plans", "plans.json")) as f:
+    for entry in json.load(f)["check"].values():
+        print("--plan=%s:%g" % (os.path.join(bundle, entry["file"]),
+                                entry["loss_rtol"]))
+PY
+)
+  : > "$OUT/training_check.txt"
+  step training_check "$T_CHECK" "$OUT/training_check.txt" \
+    python3 "$CHECK" --zero-run "$BUNDLE/bin/zero-run" "${PLANS[@]}" \
+    --steps 4 --out "$OUT/training_check.json"
+else
+  SUMMARY+=("training_check not bundled")
+fi
+
+SANITIZER=$(command -v compute-sanitizer ||
+            ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$SANITIZER" ]; then
+  : > "$OUT/sanitizer.txt"
+  step sanitizer "$T_SANITIZER" "$OUT/sanitizer.txt" \
+    "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BUNDLE/bin/zero-run" "$BUNDLE/plans/tiny_f32_stage2.zplan" \
+    --device cuda --steps 2
+else
+  SUMMARY+=("sanitizer: compute-sanitizer not found")
+fi
+
+: > "$OUT/gpu_bench.txt"
+step gpu_bench "$T_BENCH" "$OUT/gpu_bench.txt" \
+  python3 "$BUNDLE/scripts/gpu_bench.py" --bundle "$BUNDLE" \
+  --zero-run-timeout 100 --json "$OUT/gpu_bench.json" "$@"
+
+echo
+SEP="; "
+LINE=$(printf "%s$SEP" "${SUMMARY[@]}")
+echo "on_gpu: ${LINE}$((SECONDS - BEGIN))s in all"
+exec >&- 2>&-
+wait "$TEE"
