@@ -5,15 +5,15 @@
 // result, so a result may replace an operand of its own shape. The op is a
 // launch argument rather than a template parameter, which keeps the build
 // to one instantiation. Formulas are the CPU kernels' (Elementwise.cpp,
-// Activations.cpp), operation for operation.
+// Activations.cpp), operation for operation; so are the checks
+// (runtime/kernels/ElementwiseChecks.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/DeviceMath.cuh"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
-
-#include <algorithm>
+#include "runtime/kernels/ElementwiseChecks.h"
 
 namespace zerosbp::runtime::gpu {
 
@@ -141,38 +141,10 @@ void launchMap(std::string_view op, CudaContext &ctx, MapOp mapOp, float factor,
   out.finish();
 }
 
-/// The strides (in elements) of `shape`, right-aligned to the dims of
-/// `broadcast`, with 0 along every dim it is stretched on.
-std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &broadcast) {
-  std::vector<int64_t> own = contiguousStrides(shape);
-  size_t leading = broadcast.size() - shape.size();
-  std::vector<int64_t> strides(broadcast.size(), 0);
-  for (size_t d = 0; d < shape.size(); ++d)
-    strides[leading + d] = shape[d] == 1 ? 0 : own[d];
-  return strides;
-}
-
 void runBinary(std::string_view op, CudaContext &ctx, MapOp mapOp,
                const TensorRef &lhs, const TensorRef &rhs,
                const TensorRef &result) {
-  expectFloat(op, lhs, "lhs");
-  expectFloat(op, rhs, "rhs");
-  expectFloat(op, result, "result");
-  size_t rank = std::max(lhs.shape.size(), rhs.shape.size());
-  std::vector<int64_t> shape(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    size_t fromEnd = rank - d;
-    int64_t a =
-        fromEnd <= lhs.shape.size() ? lhs.shape[lhs.shape.size() - fromEnd] : 1;
-    int64_t b =
-        fromEnd <= rhs.shape.size() ? rhs.shape[rhs.shape.size() - fromEnd] : 1;
-    if (a != b && a != 1 && b != 1)
-      fail(op, "shapes " + shapeString(lhs.shape) + " and " +
-                   shapeString(rhs.shape) + " do not broadcast");
-    shape[d] = a == 1 ? b : a;
-  }
-  expectShape(op, result, shape, "result");
+  std::vector<int64_t> shape = checks::checkBroadcast(op, lhs, rhs, result);
   if (result.numel() == 0)
     return;
 
@@ -217,26 +189,17 @@ void runUnary(std::string_view op, CudaContext &ctx, MapOp mapOp, float factor,
 
 void runActivation(std::string_view op, MapOp mapOp, const Tensors &operands,
                    const Tensors &results, CudaContext &ctx) {
-  expectArity(op, operands, results, 1, 1);
-  const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
-  runUnary(op, ctx, mapOp, 0.0f, input, result);
+  checks::checkUnaryFloat(op, operands, results);
+  runUnary(op, ctx, mapOp, 0.0f, operands[0], results[0]);
 }
 
 /// An activation gradient `dx = op(dy, saved)`.
 void runActivationGrad(std::string_view op, MapOp mapOp,
                        const Tensors &operands, const Tensors &results,
                        CudaContext &ctx) {
-  expectArity(op, operands, results, 2, 1);
+  checks::checkGradPair(op, operands, results, "saved");
   const TensorRef &gradOutput = operands[0], &saved = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, saved, "saved");
-  expectFloat(op, result, "result");
-  expectShape(op, saved, gradOutput.shape, "saved");
-  expectShape(op, result, gradOutput.shape, "result");
   launchMap(op, ctx, mapOp, 0.0f, contiguousOperand(gradOutput),
             contiguousOperand(saved), result, flatShape(result.numel()),
             overlapsOtherThanReplaced(result, operands));
@@ -271,23 +234,15 @@ void divKernel(const AttrMap &, const Tensors &operands, const Tensors &results,
 void biasAddKernel(const AttrMap &, const Tensors &operands,
                    const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.bias_add";
-  expectArity(op, operands, results, 2, 1);
-  const TensorRef &input = operands[0], &bias = operands[1];
-  if (input.rank() < 1 || bias.rank() != 1 ||
-      bias.shape[0] != input.shape.back())
-    fail(op, "bias shape " + shapeString(bias.shape) +
-                 " does not match the last dim of " + shapeString(input.shape));
-  runBinary(op, ctx, MapOp::Add, input, bias, results[0]);
+  checks::checkBiasAdd(op, operands, results);
+  runBinary(op, ctx, MapOp::Add, operands[0], operands[1], results[0]);
 }
 
 void scaleKernel(const AttrMap &attrs, const Tensors &operands,
                  const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.scale";
-  expectArity(op, operands, results, 1, 1);
+  checks::checkUnaryFloat(op, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
   auto factor = static_cast<float>(attrs.getFloat("factor"));
   runUnary(op, ctx, MapOp::Scale, factor, input, result);
 }
@@ -295,11 +250,8 @@ void scaleKernel(const AttrMap &attrs, const Tensors &operands,
 void castKernel(const AttrMap &, const Tensors &operands,
                 const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.cast";
-  expectArity(op, operands, results, 1, 1);
+  checks::checkUnaryFloat(op, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
   if (input.dtype == result.dtype) {
     copyDeviceBytes(op, ctx, result.data, input.data, input.bytes());
     return;

@@ -1,6 +1,7 @@
 //===- Embedding.cu - embedding lookup, its gradient, index checks --------===//
 //
-// The CPU kernels' semantics (Embedding.cpp), ids checked on the device
+// The CPU kernels' semantics and checks (Embedding.cpp,
+// runtime/kernels/EmbeddingChecks.h), ids checked on the device
 // (CudaContext's device checks). The gradient adds each row of grad_output
 // into its id's row in the order of the ids, as the CPU does, so its sums
 // are the CPU's bit for bit and never depend on timing: the table's rows are
@@ -13,6 +14,7 @@
 #include "runtime/cuda/DeviceMath.cuh"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
+#include "runtime/kernels/EmbeddingChecks.h"
 
 #include <algorithm>
 
@@ -85,17 +87,11 @@ __global__ void addRowsInOrder(const void *dy, DType dyType, const void *ids,
   }
 }
 
-/// `ids.shape + [dim]`.
-std::vector<int64_t> rowsShape(const TensorRef &ids, int64_t dim) {
-  std::vector<int64_t> shape = ids.shape;
-  shape.push_back(dim);
-  return shape;
-}
-
 void checkIds(std::string_view op, CudaContext &ctx, const TensorRef &ids,
               int64_t vocab) {
-  checkIndexRange(op, ctx, ids, vocab, std::string(op) + ": id ",
-                  " is out of range for vocab " + std::to_string(vocab));
+  checks::ValueMessage message = checks::idMessage(vocab);
+  checkIndexRange(op, ctx, ids, vocab, std::string(op) + ": " + message.prefix,
+                  message.suffix);
 }
 } // namespace
 
@@ -120,18 +116,13 @@ void checkIndexRange(std::string_view op, CudaContext &ctx,
 void embeddingKernel(const AttrMap &, const Tensors &operands,
                      const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.embedding";
-  expectArity(op, operands, results, 2, 1);
+  auto [vocab, dim] = checks::checkEmbeddingTable(op, operands, results);
   const TensorRef &table = operands[0], &ids = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, table, "table");
-  expectFloat(op, result, "result");
-  if (table.rank() != 2)
-    fail(op, "table must be (vocab, dim), got " + shapeString(table.shape));
-  int64_t vocab = table.shape[0], dim = table.shape[1];
   expectIndex(op, ids, "ids");
   // Unlike the CPU kernel, the result's shape is checked before the ids: no
   // device work until every host-side check has passed.
-  expectShape(op, result, rowsShape(ids, dim), "result");
+  expectShape(op, result, checks::rowsShape(ids, dim), "result");
   checkIds(op, ctx, ids, vocab);
   int64_t numel = result.numel();
   if (numel == 0)
@@ -149,18 +140,12 @@ void embeddingKernel(const AttrMap &, const Tensors &operands,
 void embeddingGradKernel(const AttrMap &attrs, const Tensors &operands,
                          const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.embedding_grad";
-  expectArity(op, operands, results, 2, 1);
+  auto [vocab, dim] =
+      checks::checkEmbeddingGradTable(op, attrs, operands, results);
   const TensorRef &gradOutput = operands[0], &ids = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, result, "result");
-  int64_t vocab = attrs.getInt("vocab_size");
-  if (result.rank() != 2 || result.shape[0] != vocab)
-    fail(op, "result shape " + shapeString(result.shape) +
-                 " is not (vocab_size = " + std::to_string(vocab) + ", dim)");
-  int64_t dim = result.shape[1];
   expectIndex(op, ids, "ids");
-  expectShape(op, gradOutput, rowsShape(ids, dim), "grad_output");
+  expectShape(op, gradOutput, checks::rowsShape(ids, dim), "grad_output");
   checkIds(op, ctx, ids, vocab);
   if (result.numel() == 0)
     return;

@@ -10,6 +10,7 @@
 
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
+#include "runtime/kernels/MatmulChecks.h"
 
 #include <cublas_v2.h>
 
@@ -69,7 +70,8 @@ int asInt(std::string_view op, int64_t value, const char *what) {
 void runMatmul(std::string_view op, const AttrMap &attrs,
                const Tensors &operands, const Tensors &results, bool batched,
                CudaContext &ctx) {
-  MatmulShape shape = checkMatmul(op, attrs, operands, results, batched);
+  checks::MatmulShape shape =
+      checks::checkMatmul(op, attrs, operands, results, batched);
   const TensorRef &lhs = operands[0], &rhs = operands[1];
   const TensorRef &result = results[0];
   bool transA = shape.transposeLhs, transB = shape.transposeRhs;

@@ -1,8 +1,9 @@
 //===- Normalization.cu - layer_norm and its gradient ---------------------===//
 //
 // Over the last axis, biased variance, row statistics summed in double, as
-// on the CPU (Normalization.cpp): one block per row. The gradient's gamma
-// and beta sums run down the columns in chunks of rows whose partial sums
+// on the CPU (Normalization.cpp, with the same checks,
+// runtime/kernels/NormalizationChecks.h): one block per row. The gradient's
+// gamma and beta sums run down the columns in chunks of rows whose partial sums
 // (double) a last kernel adds in order.
 //
 //===----------------------------------------------------------------------===//
@@ -10,14 +11,13 @@
 #include "runtime/cuda/DeviceMath.cuh"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
+#include "runtime/kernels/NormalizationChecks.h"
 
 #include <algorithm>
 
 namespace zerosbp::runtime::gpu {
 
 namespace {
-constexpr double kDefaultEpsilon = 1e-5;
-
 /// A float tensor as the kernels read or write it.
 struct FloatRef {
   void *data;
@@ -150,18 +150,6 @@ __global__ void layerNormGradParams(const double *partialGamma,
   }
 }
 
-/// The size of the normalized (last) axis; checks that the 1-D `param` has
-/// it.
-int64_t normalizedSize(std::string_view op, const TensorRef &input,
-                       const TensorRef &param, const char *what) {
-  if (input.rank() < 1)
-    fail(op, "input must have at least one dim");
-  int64_t n = input.shape.back();
-  expectFloat(op, param, what);
-  expectShape(op, param, {n}, what);
-  return n;
-}
-
 unsigned rowBlocks(int64_t rows) {
   return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535));
 }
@@ -170,23 +158,18 @@ unsigned rowBlocks(int64_t rows) {
 void layerNormKernel(const AttrMap &attrs, const Tensors &operands,
                      const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.layer_norm";
-  expectArity(op, operands, results, 3, 1);
+  checks::LayerNormShape shape =
+      checks::checkLayerNorm(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  int64_t n = normalizedSize(op, input, operands[1], "gamma");
-  normalizedSize(op, input, operands[2], "beta");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
-  double epsilon = attrs.getFloat("epsilon", kDefaultEpsilon);
   if (input.numel() == 0)
     return;
 
   ResultTarget out(op, ctx, result,
                    overlapsOtherThanReplaced(result, operands));
-  int64_t rows = input.numel() / n;
+  int64_t rows = shape.rows, n = shape.size;
   layerNormRows<<<rowBlocks(rows), rowThreads(n), 0, ctx.stream()>>>(
       ref(input), ref(operands[1]), ref(operands[2]), ref(out.tensor()), rows,
-      n, epsilon);
+      n, shape.epsilon);
   checkLaunch(op);
   out.finish();
 }
@@ -194,27 +177,18 @@ void layerNormKernel(const AttrMap &attrs, const Tensors &operands,
 void layerNormGradKernel(const AttrMap &attrs, const Tensors &operands,
                          const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.layer_norm_grad";
-  expectArity(op, operands, results, 3, 3);
+  checks::LayerNormShape shape =
+      checks::checkLayerNormGrad(op, attrs, operands, results);
   const TensorRef &gradOutput = operands[0], &input = operands[1];
   const TensorRef &gamma = operands[2];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, input, "input");
-  expectShape(op, gradOutput, input.shape, "grad_output");
-  int64_t n = normalizedSize(op, input, gamma, "gamma");
-  const char *names[] = {"grad_input", "grad_gamma", "grad_beta"};
-  for (int k = 0; k < 3; ++k) {
-    expectFloat(op, results[k], names[k]);
-    expectShape(op, results[k], k == 0 ? input.shape : gamma.shape, names[k]);
-  }
-  double epsilon = attrs.getFloat("epsilon", kDefaultEpsilon);
+  int64_t rows = shape.rows, n = shape.size;
   if (n == 0)
     return;
 
-  int64_t rows = input.numel() / n;
   DeviceScratch stats(op, ctx, rows * sizeof(GradRow));
   if (rows > 0) {
     layerNormGradRows<<<rowBlocks(rows), rowThreads(n), 0, ctx.stream()>>>(
-        ref(gradOutput), ref(input), ref(gamma), rows, n, epsilon,
+        ref(gradOutput), ref(input), ref(gamma), rows, n, shape.epsilon,
         stats.as<GradRow>());
     checkLaunch(op);
   }

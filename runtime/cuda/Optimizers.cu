@@ -7,13 +7,16 @@
 // clipping factor, the overflow select and the dynamic loss scaler
 // (DeepSpeed's DynamicLossScaler, without consecutive hysteresis), whose
 // scalars stay on the device. All as the CPU kernels (Optimizers.cpp,
-// LossScaling.cpp), operation for operation.
+// LossScaling.cpp), operation for operation, after the same checks
+// (runtime/kernels/OptimizerChecks.h, LossScalingChecks.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/DeviceMath.cuh"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
+#include "runtime/kernels/LossScalingChecks.h"
+#include "runtime/kernels/OptimizerChecks.h"
 
 #include <cmath>
 
@@ -42,18 +45,7 @@ __global__ void sgdUpdate(float lr, float scale, FloatRef param, FloatRef grad,
   }
 }
 
-/// Adam's constants that do not depend on the step, in f32 as PyTorch
-/// applies them; the hyperparameters the bias corrections need, in double.
-struct AdamConstants {
-  double lr, beta1Double, beta2Double;
-  float beta1, oneMinusBeta1, beta2, oneMinusBeta2;
-  float epsilon;
-  float gradScale;
-  bool hasCoupledDecay; // Adam: g += wd p
-  float coupledDecay;
-  bool hasDecay; // AdamW: p *= 1 - lr wd
-  float decay;
-};
+using checks::AdamConstants;
 
 struct AdamTensors {
   FloatRef param, grad, expAvg, expAvgSq;
@@ -138,11 +130,7 @@ __global__ void selectElements(FloatRef predicate, FloatRef onTrue,
   }
 }
 
-struct LossScaleConfig {
-  int64_t window;
-  int64_t hysteresis;
-  double minScale;
-};
+using checks::LossScaleConfig;
 
 /// One thread: every operand is read before any result is written, so the
 /// results may be the operands' own bytes.
@@ -174,58 +162,15 @@ __global__ void lossScaleUpdate(LossScaleConfig config, FloatRef scaleIn,
   store(hysteresisOut, 0, static_cast<float>(hysteresisLeft));
 }
 
-/// Every float operand in `operands[0..count)` and every result has the
-/// shape of operand 0.
-void expectParamShapes(std::string_view op, const Tensors &operands,
-                       size_t count, const Tensors &results) {
-  static const char *const names[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
-  const std::vector<int64_t> &shape = operands[0].shape;
-  for (size_t k = 0; k < count; ++k) {
-    expectFloat(op, operands[k], names[k]);
-    expectShape(op, operands[k], shape, names[k]);
-  }
-  for (const TensorRef &result : results) {
-    expectFloat(op, result, "result");
-    expectShape(op, result, shape, "result");
-  }
-}
-
-void expectScalar(std::string_view op, const TensorRef &tensor,
-                  const char *what) {
-  expectFloat(op, tensor, what);
-  expectNumel(op, tensor, 1, what);
-}
-
 void runAdam(std::string_view op, const AttrMap &attrs, const Tensors &operands,
              const Tensors &results, bool decoupled, CudaContext &ctx) {
-  expectArity(op, operands, results, 5, 3);
-  expectParamShapes(op, operands, 4, results);
+  checks::checkAdam(op, operands, results);
   const TensorRef &stepTensor = operands[4];
-  if (stepTensor.numel() != 1 ||
-      (stepTensor.dtype != DType::I64 && stepTensor.dtype != DType::I32))
-    fail(op, "step must be a 0-D i64");
+  AdamConstants c = checks::adamConstants(attrs, decoupled);
 
-  double lr = attrs.getFloat("lr");
-  double beta1 = attrs.getFloat("beta1", 0.9);
-  double beta2 = attrs.getFloat("beta2", 0.999);
-  double weightDecay = attrs.getFloat("weight_decay", 0.0);
-  AdamConstants c;
-  c.lr = lr;
-  c.beta1Double = beta1;
-  c.beta2Double = beta2;
-  c.beta1 = static_cast<float>(beta1);
-  c.oneMinusBeta1 = static_cast<float>(1.0 - beta1);
-  c.beta2 = static_cast<float>(beta2);
-  c.oneMinusBeta2 = static_cast<float>(1.0 - beta2);
-  c.epsilon = static_cast<float>(attrs.getFloat("eps", 1e-8));
-  c.gradScale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
-  c.hasCoupledDecay = !decoupled && weightDecay != 0.0;
-  c.coupledDecay = static_cast<float>(weightDecay);
-  c.hasDecay = decoupled && weightDecay != 0.0;
-  c.decay = static_cast<float>(1.0 - lr * weightDecay);
-
-  DeviceCheckSlot *slot =
-      ctx.beginCheck(op, std::string(op) + ": step ", " is not positive");
+  checks::ValueMessage message = checks::adamStepMessage();
+  DeviceCheckSlot *slot = ctx.beginCheck(
+      op, std::string(op) + ": " + message.prefix, message.suffix);
   int64_t n = operands[0].numel();
   if (n == 0) {
     checkStepPositive<<<1, 1, 0, ctx.stream()>>>(stepTensor.data,
@@ -269,8 +214,7 @@ void runAdam(std::string_view op, const AttrMap &attrs, const Tensors &operands,
 void sgdKernel(const AttrMap &attrs, const Tensors &operands,
                const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.sgd";
-  expectArity(op, operands, results, 2, 1);
-  expectParamShapes(op, operands, 2, results);
+  checks::checkSgd(op, operands, results);
   auto lr = static_cast<float>(attrs.getFloat("lr"));
   auto scale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
   int64_t n = operands[0].numel();
@@ -298,11 +242,7 @@ void adamwKernel(const AttrMap &attrs, const Tensors &operands,
 void clipCoefficientKernel(const AttrMap &attrs, const Tensors &operands,
                            const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.clip_coefficient";
-  expectArity(op, operands, results, 1, 1);
-  expectFloat(op, operands[0], "sum_squares");
-  expectNumel(op, operands[0], 1, "sum_squares");
-  expectFloat(op, results[0], "result");
-  expectNumel(op, results[0], 1, "result");
+  checks::checkClipCoefficient(op, operands, results);
   auto maxNorm = static_cast<float>(attrs.getFloat("max_norm"));
   auto gradScale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
   clipCoefficient<<<1, 1, 0, ctx.stream()>>>(ref(operands[0]), maxNorm,
@@ -313,16 +253,10 @@ void clipCoefficientKernel(const AttrMap &attrs, const Tensors &operands,
 void selectKernel(const AttrMap &, const Tensors &operands,
                   const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.select";
-  expectArity(op, operands, results, 3, 1);
-  expectScalar(op, operands[0], "predicate");
+  checks::checkSelect(op, operands, results);
   const TensorRef &predicate = operands[0];
   const TensorRef &onTrue = operands[1], &onFalse = operands[2];
   const TensorRef &result = results[0];
-  expectFloat(op, onTrue, "on_true");
-  expectFloat(op, onFalse, "on_false");
-  expectFloat(op, result, "result");
-  expectShape(op, onFalse, onTrue.shape, "on_false");
-  expectShape(op, result, onTrue.shape, "result");
   int64_t n = result.numel();
   if (n == 0)
     return;
@@ -340,17 +274,8 @@ void selectKernel(const AttrMap &, const Tensors &operands,
 void lossScaleUpdateKernel(const AttrMap &attrs, const Tensors &operands,
                            const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.loss_scale_update";
-  expectArity(op, operands, results, 4, 3);
-  const char *operandNames[] = {"scale", "good_steps", "hysteresis_left",
-                                "overflow"};
-  for (int k = 0; k < 4; ++k)
-    expectScalar(op, operands[k], operandNames[k]);
-  for (const TensorRef &result : results)
-    expectScalar(op, result, "result");
-  LossScaleConfig config{attrs.getInt("window"), attrs.getInt("hysteresis"),
-                         attrs.getFloat("min_scale")};
-  if (config.window < 1 || config.hysteresis < 1)
-    fail(op, "window and hysteresis must be positive");
+  LossScaleConfig config =
+      checks::checkLossScaleUpdate(op, attrs, operands, results);
   lossScaleUpdate<<<1, 1, 0, ctx.stream()>>>(
       config, ref(operands[0]), ref(operands[1]), ref(operands[2]),
       ref(operands[3]), ref(results[0]), ref(results[1]), ref(results[2]));

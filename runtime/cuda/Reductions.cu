@@ -1,17 +1,20 @@
 //===- Reductions.cu - reduce_sum, reduce_mean and nonfinite_count --------===//
 //
-// Sums accumulate in double as on the CPU (Reductions.cpp), in a fixed order,
-// so a result never depends on timing. Two layouts: when the input's
-// innermost dim is reduced, a block sums each output's contiguous elements
-// (a row); otherwise a thread sums each output down its reduced dims (a
-// column, reads coalesced across outputs), split into chunks whose partial
-// sums a second kernel adds in order when there are few outputs.
+// Sums accumulate in double as on the CPU (Reductions.cpp, with the same
+// checks, runtime/kernels/ReductionChecks.h), in a fixed order, so a result
+// never depends on timing. Two layouts: when the input's innermost dim is
+// reduced, a block sums each output's contiguous elements (a row);
+// otherwise a thread sums each output down its reduced dims (a column, reads
+// coalesced across outputs), split into chunks whose partial sums a second
+// kernel adds in order when there are few outputs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/DeviceMath.cuh"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
+#include "runtime/kernels/LossScalingChecks.h"
+#include "runtime/kernels/ReductionChecks.h"
 
 #include <algorithm>
 
@@ -105,45 +108,22 @@ DimGroup toGroup(std::string_view op, const std::vector<int64_t> &sizes,
 void runReduce(std::string_view op, const AttrMap &attrs,
                const Tensors &operands, const Tensors &results, bool mean,
                CudaContext &ctx) {
-  expectArity(op, operands, results, 1, 1);
+  checks::ReduceShape reduce =
+      checks::checkReduce(op, attrs, operands, results, mean);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  int64_t rank = input.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t axis : attrs.getInts("axes")) {
-    int64_t d = normalizeAxis(op, axis, rank);
-    if (reduced[d])
-      fail(op, "axis " + std::to_string(axis) + " is listed twice");
-    reduced[d] = true;
-  }
-  bool keepdim = attrs.flag("keepdim");
+  int64_t reducedCount = reduce.reducedCount;
+  double divisor = reduce.divisor;
 
-  std::vector<int64_t> shape, keptSizes, keptStrides, reducedSizes,
-      reducedStrides;
+  // The kept and the reduced dims, each with their input strides.
+  std::vector<int64_t> keptSizes, keptStrides, reducedSizes, reducedStrides;
   std::vector<int64_t> inputStrides = contiguousStrides(input.shape);
-  int64_t reducedCount = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (reduced[d]) {
-      reducedCount *= input.shape[d];
+  for (int64_t d = 0; d < input.rank(); ++d) {
+    if (reduce.reduced[d]) {
       reducedSizes.push_back(input.shape[d]);
       reducedStrides.push_back(inputStrides[d]);
     } else {
       keptSizes.push_back(input.shape[d]);
       keptStrides.push_back(inputStrides[d]);
-    }
-    if (!reduced[d] || keepdim)
-      shape.push_back(reduced[d] ? 1 : input.shape[d]);
-  }
-  expectShape(op, result, shape, "result");
-
-  double divisor = 1.0;
-  if (mean) {
-    divisor = static_cast<double>(reducedCount);
-    if (std::optional<int64_t> count = attrs.findInt("count")) {
-      if (*count < 1)
-        fail(op, "count " + std::to_string(*count) + " is not positive");
-      divisor = static_cast<double>(*count);
     }
   }
   ReduceLayout layout{toGroup(op, keptSizes, keptStrides),
@@ -244,11 +224,8 @@ void reduceMeanKernel(const AttrMap &attrs, const Tensors &operands,
 void nonfiniteCountKernel(const AttrMap &, const Tensors &operands,
                           const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.nonfinite_count";
-  expectArity(op, operands, results, 1, 1);
+  checks::checkNonfiniteCount(op, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectNumel(op, result, 1, "result");
   DeviceScratch count(op, ctx, sizeof(unsigned long long));
   checkCuda(op, cudaMemsetAsync(count.data(), 0, sizeof(unsigned long long),
                                 ctx.stream()));

@@ -1,16 +1,16 @@
 //===- ShapeOps.cu - fill, reshape, pad, transpose, slice, split, concat --===//
 //
 // These move elements of any type as raw bits; only fill looks at values.
-// The checks and messages are the CPU kernels' (ShapeOps.cpp). Every move is
-// one strided copy: a thread per destination element, so writes coalesce.
+// The checks are the CPU kernels' (runtime/kernels/ShapeOpChecks.h). Every
+// move is one strided copy: a thread per destination element, so writes
+// coalesce.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/DeviceMath.cuh"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
-
-#include <cstring>
+#include "runtime/kernels/ShapeOpChecks.h"
 
 namespace zerosbp::runtime::gpu {
 
@@ -87,40 +87,6 @@ char *bytesAt(void *data, int64_t elements, size_t elementBytes) {
   return static_cast<char *>(data) + elements * elementBytes;
 }
 
-/// The value of `fill` stored as one element of `type`: the CPU's encoding.
-uint64_t encodeFill(double value, DType type) {
-  uint64_t bits = 0;
-  switch (type) {
-  case DType::F32: {
-    auto v = static_cast<float>(value);
-    std::memcpy(&bits, &v, sizeof(v));
-    break;
-  }
-  case DType::F16:
-    bits = floatToHalf(static_cast<float>(value));
-    break;
-  case DType::BF16:
-    bits = floatToBf16(static_cast<float>(value));
-    break;
-  case DType::F64:
-    std::memcpy(&bits, &value, sizeof(value));
-    break;
-  case DType::I64: {
-    auto v = static_cast<int64_t>(value);
-    std::memcpy(&bits, &v, sizeof(v));
-    break;
-  }
-  case DType::I32: {
-    auto v = static_cast<int32_t>(value);
-    std::memcpy(&bits, &v, sizeof(v));
-    break;
-  }
-  case DType::I1:
-    bits = value != 0.0 ? 1 : 0;
-    break;
-  }
-  return bits;
-}
 } // namespace
 
 void fillKernel(const AttrMap &attrs, const Tensors &operands,
@@ -129,7 +95,7 @@ void fillKernel(const AttrMap &attrs, const Tensors &operands,
   expectArity(op, operands, results, 0, 1);
   const TensorRef &result = results[0];
   // `loss_seed` only marks the seed of the backward pass.
-  uint64_t bits = encodeFill(attrs.getFloat("value"), result.dtype);
+  uint64_t bits = checks::fillBits(attrs.getFloat("value"), result.dtype);
   int64_t numel = result.numel();
   if (numel == 0)
     return;
@@ -148,77 +114,46 @@ void fillKernel(const AttrMap &attrs, const Tensors &operands,
 void reshapeKernel(const AttrMap &, const Tensors &operands,
                    const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.reshape";
-  expectArity(op, operands, results, 1, 1);
+  checks::checkReshape(op, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectSameDType(op, result, input, "result");
-  expectNumel(op, result, input.numel(), "result");
   copyDeviceBytes(op, ctx, result.data, input.data, input.bytes());
 }
 
 void padKernel(const AttrMap &attrs, const Tensors &operands,
                const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.pad";
-  expectArity(op, operands, results, 1, 1);
+  checks::PadWindow window = checks::checkPad(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectSameDType(op, result, input, "result");
-  int64_t rank = input.rank();
-  const std::vector<int64_t> &low = perDim(op, attrs, "low", rank);
-  const std::vector<int64_t> &high = perDim(op, attrs, "high", rank);
-  std::vector<int64_t> shape(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d) {
-    if (low[d] < 0 || high[d] < 0)
-      fail(op, "padding of dim " + std::to_string(d) + " is negative");
-    shape[d] = input.shape[d] + low[d] + high[d];
-  }
-  expectShape(op, result, shape, "result");
   if (result.bytes() == 0)
     return;
 
   ResultTarget out(op, ctx, result, overlapsAny(result, operands));
   checkCuda(op, cudaMemsetAsync(out.data(), 0, result.bytes(), ctx.stream()));
-  std::vector<int64_t> strides = contiguousStrides(shape);
   size_t elementBytes = dtypeBytes(input.dtype);
   copyStrided(op, ctx, input.shape,
-              bytesAt(out.data(), offsetOf(low, strides), elementBytes),
-              strides, input.data, contiguousStrides(input.shape),
-              elementBytes);
+              bytesAt(out.data(), window.offset, elementBytes),
+              contiguousStrides(window.shape), input.data,
+              contiguousStrides(input.shape), elementBytes);
   out.finish();
 }
 
 void transposeKernel(const AttrMap &attrs, const Tensors &operands,
                      const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.transpose";
-  expectArity(op, operands, results, 1, 1);
+  checks::TransposeView view =
+      checks::checkTranspose(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectSameDType(op, result, input, "result");
-  int64_t rank = input.rank();
-  const std::vector<int64_t> &permutation =
-      perDim(op, attrs, "permutation", rank);
-  std::vector<int64_t> inputStrides = contiguousStrides(input.shape);
-  std::vector<int64_t> shape(static_cast<size_t>(rank));
-  std::vector<int64_t> srcStrides(static_cast<size_t>(rank));
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t from = permutation[d];
-    if (from < 0 || from >= rank || seen[from])
-      fail(op, "'permutation' is not a permutation of " + std::to_string(rank) +
-                   " dims");
-    seen[from] = true;
-    shape[d] = input.shape[from];
-    srcStrides[d] = inputStrides[from];
-  }
-  expectShape(op, result, shape, "result");
 
   ResultTarget out(op, ctx, result, overlapsAny(result, operands));
-  copyStrided(op, ctx, shape, out.data(), contiguousStrides(shape), input.data,
-              srcStrides, dtypeBytes(input.dtype));
+  copyStrided(op, ctx, view.shape, out.data(), contiguousStrides(view.shape),
+              input.data, view.srcStrides, dtypeBytes(input.dtype));
   out.finish();
 }
 
 void sliceKernel(const AttrMap &attrs, const Tensors &operands,
                  const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.slice";
-  SliceWindow window = checkSlice(op, attrs, operands, results);
+  checks::SliceWindow window = checks::checkSlice(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
   if (result.bytes() == 0)
     return;
@@ -235,16 +170,8 @@ void sliceKernel(const AttrMap &attrs, const Tensors &operands,
 void splitKernel(const AttrMap &attrs, const Tensors &operands,
                  const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.split";
-  const std::vector<int64_t> &sizes = attrs.getInts("sizes");
-  expectArity(op, operands, results, 1, sizes.size());
+  checks::AxisPieces pieces = checks::checkSplit(op, attrs, operands, results);
   const TensorRef &input = operands[0];
-  int64_t axis = normalizeAxis(op, attrs.getInt("axis"), input.rank());
-  int64_t total = 0;
-  for (int64_t size : sizes)
-    total += size;
-  if (total != input.shape[axis])
-    fail(op, "sizes add up to " + std::to_string(total) + ", not dim " +
-                 std::to_string(input.shape[axis]));
 
   // A result in the input's bytes would clobber what later results read.
   const void *src = input.data;
@@ -257,56 +184,30 @@ void splitKernel(const AttrMap &attrs, const Tensors &operands,
       break;
     }
   }
-  std::vector<int64_t> inputStrides = contiguousStrides(input.shape);
   size_t elementBytes = dtypeBytes(input.dtype);
-  int64_t offset = 0;
-  for (size_t k = 0; k < sizes.size(); ++k) {
+  for (size_t k = 0; k < results.size(); ++k) {
     const TensorRef &result = results[k];
-    expectSameDType(op, result, input, "result");
-    std::vector<int64_t> shape = input.shape;
-    shape[axis] = sizes[k];
-    expectShape(op, result, shape, "result");
-    copyStrided(op, ctx, shape, result.data, contiguousStrides(shape),
-                bytesAt(const_cast<void *>(src), offset * inputStrides[axis],
-                        elementBytes),
-                inputStrides, elementBytes);
-    offset += sizes[k];
+    copyStrided(
+        op, ctx, result.shape, result.data, contiguousStrides(result.shape),
+        bytesAt(const_cast<void *>(src), pieces.offsets[k], elementBytes),
+        pieces.strides, elementBytes);
   }
 }
 
 void concatKernel(const AttrMap &attrs, const Tensors &operands,
                   const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.concat";
-  if (operands.empty())
-    fail(op, "needs at least one operand");
-  expectArity(op, operands, results, operands.size(), 1);
+  checks::AxisPieces pieces = checks::checkConcat(op, attrs, operands, results);
   const TensorRef &result = results[0];
-  int64_t rank = result.rank();
-  int64_t axis = normalizeAxis(op, attrs.getInt("axis"), rank);
-  std::vector<int64_t> shape = operands[0].shape;
-  if (static_cast<int64_t>(shape.size()) != rank)
-    fail(op, "operand 0 has rank " + std::to_string(shape.size()) +
-                 ", result " + std::to_string(rank));
-  shape[axis] = 0;
-  for (const TensorRef &operand : operands) {
-    expectSameDType(op, operand, result, "operand");
-    std::vector<int64_t> expected = shape;
-    expected[axis] = operand.rank() == rank ? operand.shape[axis] : 0;
-    expectShape(op, operand, expected, "operand");
-    shape[axis] += operand.shape[axis];
-  }
-  expectShape(op, result, shape, "result");
 
   ResultTarget out(op, ctx, result, overlapsAny(result, operands));
-  std::vector<int64_t> strides = contiguousStrides(shape);
   size_t elementBytes = dtypeBytes(result.dtype);
-  int64_t offset = 0;
-  for (const TensorRef &operand : operands) {
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const TensorRef &operand = operands[k];
     copyStrided(op, ctx, operand.shape,
-                bytesAt(out.data(), offset * strides[axis], elementBytes),
-                strides, operand.data, contiguousStrides(operand.shape),
+                bytesAt(out.data(), pieces.offsets[k], elementBytes),
+                pieces.strides, operand.data, contiguousStrides(operand.shape),
                 elementBytes);
-    offset += operand.shape[axis];
   }
   out.finish();
 }

@@ -1,8 +1,9 @@
 //===- Softmax.cu - softmax, its gradient and softmax cross-entropy -------===//
 //
-// One block per softmax row, as on the CPU (Softmax.cpp, Loss.cpp): the max
-// in f32, exp(x - max) by the CPU's fastExp, its sum in double. A row is
-// read in full before any of it is written, and each thread writes only the
+// One block per softmax row, as on the CPU (Softmax.cpp, Loss.cpp, with the
+// same checks, runtime/kernels/SoftmaxChecks.h): the max in f32,
+// exp(x - max) by the CPU's fastExp, its sum in double. A row is read in
+// full before any of it is written, and each thread writes only the
 // elements it reads, so a result may replace its input. With `causal` row i
 // (the second-to-last index) sees keys j <= i and the masked entries are 0.
 // The loss is the sum of the per-sample losses over `count` (default: the
@@ -14,6 +15,7 @@
 #include "runtime/cuda/DeviceMath.cuh"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
+#include "runtime/kernels/SoftmaxChecks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,13 +34,7 @@ __device__ __forceinline__ float load(FloatRef t, int64_t i) {
   return loadFloat(t.data, t.type, i);
 }
 
-/// The softmax axis as outer x size x inner elements, and the causal mask.
-struct SoftmaxLayout {
-  int64_t outer;
-  int64_t size;
-  int64_t inner;
-  bool causal;
-};
+using checks::SoftmaxLayout;
 
 /// Where row `row` starts and how many of its entries are unmasked.
 struct RowPlace {
@@ -171,69 +167,23 @@ __global__ void crossEntropyGradRows(FloatRef gradLoss, FloatRef logits,
   }
 }
 
-SoftmaxLayout softmaxLayout(std::string_view op, const AttrMap &attrs,
-                            const TensorRef &input) {
-  int64_t rank = input.rank();
-  if (rank < 1)
-    fail(op, "input must have at least one dim");
-  int64_t axis = normalizeAxis(op, attrs.getInt("axis", -1), rank);
-  SoftmaxLayout layout{1, input.shape[axis], 1, attrs.flag("causal")};
-  for (int64_t d = 0; d < axis; ++d)
-    layout.outer *= input.shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d)
-    layout.inner *= input.shape[d];
-  if (layout.causal &&
-      (axis != rank - 1 || rank < 2 || input.shape[rank - 2] != layout.size))
-    fail(op, "causal needs the last axis and equal last two dims, got shape " +
-                 shapeString(input.shape));
-  return layout;
-}
-
 unsigned rowBlocks(int64_t rows) {
   return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535));
 }
 
-struct LossLayout {
-  int64_t samples;
-  int64_t classes;
-  double count; // what the sum of sample losses is divided by
-};
-
-LossLayout lossLayout(std::string_view op, const AttrMap &attrs,
-                      const TensorRef &logits, const TensorRef &labels) {
-  expectFloat(op, logits, "logits");
-  expectIndex(op, labels, "labels");
-  if (logits.rank() < 1)
-    fail(op, "logits must have a class dim");
-  std::vector<int64_t> leading(logits.shape.begin(), logits.shape.end() - 1);
-  expectShape(op, labels, leading, "labels");
-  LossLayout layout{labels.numel(), logits.shape.back(), 0.0};
-  layout.count = static_cast<double>(layout.samples);
-  if (std::optional<int64_t> count = attrs.findInt("count")) {
-    if (*count < 1)
-      fail(op, "count " + std::to_string(*count) + " is not positive");
-    layout.count = static_cast<double>(*count);
-  }
-  return layout;
-}
-
 void checkLabels(std::string_view op, CudaContext &ctx, const TensorRef &labels,
                  int64_t classes) {
-  checkIndexRange(op, ctx, labels, classes, std::string(op) + ": label ",
-                  " is out of range for " + std::to_string(classes) +
-                      " classes");
+  checks::ValueMessage message = checks::labelMessage(classes);
+  checkIndexRange(op, ctx, labels, classes,
+                  std::string(op) + ": " + message.prefix, message.suffix);
 }
 } // namespace
 
 void softmaxKernel(const AttrMap &attrs, const Tensors &operands,
                    const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.softmax";
-  expectArity(op, operands, results, 1, 1);
+  SoftmaxLayout layout = checks::checkSoftmax(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
-  SoftmaxLayout layout = softmaxLayout(op, attrs, input);
   if (input.numel() == 0)
     return;
   ResultTarget out(op, ctx, result,
@@ -248,15 +198,9 @@ void softmaxKernel(const AttrMap &attrs, const Tensors &operands,
 void softmaxGradKernel(const AttrMap &attrs, const Tensors &operands,
                        const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.softmax_grad";
-  expectArity(op, operands, results, 2, 1);
+  SoftmaxLayout layout = checks::checkSoftmaxGrad(op, attrs, operands, results);
   const TensorRef &gradOutput = operands[0], &output = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, output, "output");
-  expectFloat(op, result, "result");
-  expectShape(op, output, gradOutput.shape, "output");
-  expectShape(op, result, gradOutput.shape, "result");
-  SoftmaxLayout layout = softmaxLayout(op, attrs, output);
   if (output.numel() == 0)
     return;
   ResultTarget out(op, ctx, result,
@@ -272,12 +216,10 @@ void softmaxGradKernel(const AttrMap &attrs, const Tensors &operands,
 void crossEntropyKernel(const AttrMap &attrs, const Tensors &operands,
                         const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.cross_entropy";
-  expectArity(op, operands, results, 2, 1);
+  checks::LossLayout layout =
+      checks::checkCrossEntropy(op, attrs, operands, results);
   const TensorRef &logits = operands[0], &labels = operands[1];
   const TensorRef &result = results[0];
-  LossLayout layout = lossLayout(op, attrs, logits, labels);
-  expectFloat(op, result, "result");
-  expectNumel(op, result, 1, "result");
   checkLabels(op, ctx, labels, layout.classes);
 
   DeviceScratch losses(op, ctx, layout.samples * sizeof(double));
@@ -297,14 +239,10 @@ void crossEntropyKernel(const AttrMap &attrs, const Tensors &operands,
 void crossEntropyGradKernel(const AttrMap &attrs, const Tensors &operands,
                             const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.cross_entropy_grad";
-  expectArity(op, operands, results, 3, 1);
+  checks::LossLayout layout =
+      checks::checkCrossEntropyGrad(op, attrs, operands, results);
   const TensorRef &gradLoss = operands[0], &logits = operands[1];
   const TensorRef &labels = operands[2], &result = results[0];
-  expectFloat(op, gradLoss, "grad_loss");
-  expectNumel(op, gradLoss, 1, "grad_loss");
-  LossLayout layout = lossLayout(op, attrs, logits, labels);
-  expectFloat(op, result, "result");
-  expectShape(op, result, logits.shape, "result");
   checkLabels(op, ctx, labels, layout.classes);
   if (result.numel() == 0)
     return;

@@ -7,46 +7,8 @@
 namespace zerosbp::runtime::gpu {
 
 //===----------------------------------------------------------------------===//
-// Overlaps
-//===----------------------------------------------------------------------===//
-
-bool replaces(const TensorRef &result, const TensorRef &operand) {
-  return result.data == operand.data && result.dtype == operand.dtype &&
-         result.shape == operand.shape;
-}
-
-bool overlapsOtherThanReplaced(const TensorRef &result,
-                               const Tensors &operands) {
-  for (const TensorRef &operand : operands)
-    if (overlaps(result, operand) && !replaces(result, operand))
-      return true;
-  return false;
-}
-
-//===----------------------------------------------------------------------===//
 // Strided loops
 //===----------------------------------------------------------------------===//
-
-std::vector<StridedDim> simplifyDims(const std::vector<int64_t> &shape,
-                                     const std::vector<int64_t> &stridesA,
-                                     const std::vector<int64_t> &stridesB) {
-  std::vector<StridedDim> dims;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1)
-      continue;
-    StridedDim dim{shape[d], stridesA[d], stridesB[d]};
-    if (!dims.empty()) {
-      StridedDim &last = dims.back();
-      if (last.strideA == dim.strideA * dim.size &&
-          last.strideB == dim.strideB * dim.size) {
-        last = {last.size * dim.size, dim.strideA, dim.strideB};
-        continue;
-      }
-    }
-    dims.push_back(dim);
-  }
-  return dims;
-}
 
 void expectDeviceRank(std::string_view op,
                       const std::vector<StridedDim> &dims) {

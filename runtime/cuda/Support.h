@@ -1,10 +1,9 @@
 //===- Support.h - host checks and buffers of the CUDA kernels --*- C++ -*-===//
 //
-// The precondition checks of the CUDA kernels, which throw the CPU kernels'
-// one-line RuntimeError word for word (runtime/kernels/cpu/Support.h has the
-// originals), the CUDA status checks, stream-ordered scratch memory, and the
-// merging of dims that strided loops share. Host code only: the .cu files and
-// the host sources include it.
+// The precondition checks of the CUDA kernels, which are the CPU kernels'
+// own (runtime/kernels/KernelChecks.h), the CUDA status checks,
+// stream-ordered scratch memory, and the rank limit of strided loops. Host
+// code only: the .cu files and the host sources include it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +15,7 @@
 #include "runtime/core/Tensor.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/kernels/KernelChecks.h"
+#include "runtime/kernels/StridedDims.h"
 
 #include <cuda_runtime_api.h>
 
@@ -33,31 +33,17 @@ using Tensors = std::vector<TensorRef>;
 // Checks (the CPU kernels' messages)
 //===----------------------------------------------------------------------===//
 
-// Shared with the CPU kernels (runtime/kernels/KernelChecks.h).
-using checks::checkMatmul;
-using checks::checkSlice;
+// Shared with the CPU kernels (runtime/kernels/KernelChecks.h); the checks
+// of whole ops are called as checks::checkSoftmax and so on.
 using checks::contiguousStrides;
 using checks::expectArity;
-using checks::expectFloat;
 using checks::expectIndex;
-using checks::expectNumel;
-using checks::expectSameDType;
 using checks::expectShape;
 using checks::fail;
-using checks::MatmulShape;
-using checks::normalizeAxis;
-using checks::offsetOf;
 using checks::overlaps;
 using checks::overlapsAny;
-using checks::perDim;
-using checks::shapeString;
-using checks::SliceWindow;
-/// Whether `result` is exactly `operand` (same bytes, type and shape): the
-/// one overlap that element-by-element kernels compute in place.
-bool replaces(const TensorRef &result, const TensorRef &operand);
-/// Whether `result` overlaps some operand that it does not replace.
-bool overlapsOtherThanReplaced(const TensorRef &result,
-                               const Tensors &operands);
+using checks::overlapsOtherThanReplaced;
+using checks::replaces;
 
 //===----------------------------------------------------------------------===//
 // Strided loops
@@ -66,19 +52,10 @@ bool overlapsOtherThanReplaced(const TensorRef &result,
 /// The most dims a device loop nest takes after merging; plans use five.
 constexpr int kMaxDims = 8;
 
-/// One dim of a loop nest over two tensors: its size and the stride (in
-/// elements) of each tensor along it.
-struct StridedDim {
-  int64_t size;
-  int64_t strideA;
-  int64_t strideB;
-};
-
-/// The dims of `shape` with unit dims dropped and neighbours that are
-/// contiguous in both tensors merged, outermost first.
-std::vector<StridedDim> simplifyDims(const std::vector<int64_t> &shape,
-                                     const std::vector<int64_t> &stridesA,
-                                     const std::vector<int64_t> &stridesB);
+// Shared with the CPU kernels (runtime/kernels/StridedDims.h).
+using checks::broadcastStrides;
+using checks::simplifyDims;
+using checks::StridedDim;
 
 /// Throws when `dims` has more than kMaxDims entries.
 void expectDeviceRank(std::string_view op, const std::vector<StridedDim> &dims);

@@ -4,12 +4,14 @@
 
 #include "runtime/core/Error.h"
 
-#include <algorithm>
-
 namespace zerosbp::runtime::checks {
 
 void fail(std::string_view op, const std::string &message) {
   throw RuntimeError(std::string(op) + ": " + message);
+}
+
+std::string ValueMessage::about(int64_t value) const {
+  return prefix + std::to_string(value) + suffix;
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {
@@ -68,6 +70,12 @@ void expectNumel(std::string_view op, const TensorRef &tensor, int64_t numel,
                  " elements, expected " + std::to_string(numel));
 }
 
+void expectScalar(std::string_view op, const TensorRef &tensor,
+                  const char *what) {
+  expectFloat(op, tensor, what);
+  expectNumel(op, tensor, 1, what);
+}
+
 int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank) {
   int64_t normalized = axis < 0 ? axis + rank : axis;
   if (normalized < 0 || normalized >= rank)
@@ -99,7 +107,19 @@ bool overlapsAny(const TensorRef &result, const Tensors &operands) {
   return false;
 }
 
-/// Checks that `ints` has one entry per dim of `rank`.
+bool replaces(const TensorRef &result, const TensorRef &operand) {
+  return result.data == operand.data && result.dtype == operand.dtype &&
+         result.shape == operand.shape;
+}
+
+bool overlapsOtherThanReplaced(const TensorRef &result,
+                               const Tensors &operands) {
+  for (const TensorRef &operand : operands)
+    if (overlaps(result, operand) && !replaces(result, operand))
+      return true;
+  return false;
+}
+
 const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
                                    const std::string &name, int64_t rank) {
   const std::vector<int64_t> &ints = attrs.getInts(name);
@@ -115,82 +135,6 @@ int64_t offsetOf(const std::vector<int64_t> &index,
   for (size_t d = 0; d < index.size(); ++d)
     offset += index[d] * strides[d];
   return offset;
-}
-
-namespace {
-/// The (rows, cols) of op(x) for the last two dims of `shape`.
-struct MatrixDims {
-  int64_t rows;
-  int64_t cols;
-};
-
-MatrixDims opDims(const std::vector<int64_t> &shape, bool transposed) {
-  int64_t rows = shape[shape.size() - 2], cols = shape[shape.size() - 1];
-  return transposed ? MatrixDims{cols, rows} : MatrixDims{rows, cols};
-}
-
-} // namespace
-
-MatmulShape checkMatmul(std::string_view op, const AttrMap &attrs,
-                        const Tensors &operands, const Tensors &results,
-                        bool batched) {
-  expectArity(op, operands, results, 2, 1);
-  const TensorRef &lhs = operands[0], &rhs = operands[1];
-  const TensorRef &result = results[0];
-  expectFloat(op, lhs, "lhs");
-  expectFloat(op, rhs, "rhs");
-  expectFloat(op, result, "result");
-  bool transA = attrs.flag("transpose_lhs");
-  bool transB = attrs.flag("transpose_rhs");
-  int64_t rank = lhs.rank();
-  bool ranksOk =
-      batched ? rank >= 3 && rhs.rank() == rank : rank == 2 && rhs.rank() == 2;
-  if (!ranksOk)
-    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " have the wrong ranks");
-  std::vector<int64_t> batchDims(lhs.shape.begin(), lhs.shape.end() - 2);
-  if (!std::equal(batchDims.begin(), batchDims.end(), rhs.shape.begin()))
-    fail(op, "batch dims of " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " differ");
-  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
-  if (a.cols != b.rows)
-    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " differ");
-  std::vector<int64_t> shape = batchDims;
-  shape.push_back(a.rows);
-  shape.push_back(b.cols);
-  expectShape(op, result, shape, "result");
-  int64_t batch = 1;
-  for (int64_t dim : batchDims)
-    batch *= dim;
-  return {batch, a.rows, b.cols, a.cols, transA, transB};
-}
-
-SliceWindow checkSlice(std::string_view op, const AttrMap &attrs,
-                       const Tensors &operands, const Tensors &results) {
-  expectArity(op, operands, results, 1, 1);
-  const TensorRef &input = operands[0], &result = results[0];
-  expectSameDType(op, result, input, "result");
-  int64_t rank = input.rank();
-  const std::vector<int64_t> &offsets = perDim(op, attrs, "offsets", rank);
-  const std::vector<int64_t> &sizes = perDim(op, attrs, "sizes", rank);
-  std::vector<int64_t> steps(static_cast<size_t>(rank), 1);
-  if (attrs.has("strides"))
-    steps = perDim(op, attrs, "strides", rank);
-  std::vector<int64_t> inputStrides = contiguousStrides(input.shape);
-  std::vector<int64_t> srcStrides(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d) {
-    bool inBounds = steps[d] >= 1 && offsets[d] >= 0 && sizes[d] >= 0 &&
-                    (sizes[d] == 0 ? offsets[d] <= input.shape[d]
-                                   : offsets[d] + (sizes[d] - 1) * steps[d] <
-                                         input.shape[d]);
-    if (!inBounds)
-      fail(op, "the window of dim " + std::to_string(d) +
-                   " does not fit in shape " + shapeString(input.shape));
-    srcStrides[d] = inputStrides[d] * steps[d];
-  }
-  expectShape(op, result, sizes, "result");
-  return {offsetOf(offsets, inputStrides), srcStrides};
 }
 
 } // namespace zerosbp::runtime::checks

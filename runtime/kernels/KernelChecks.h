@@ -2,7 +2,9 @@
 //
 // The checks the CPU and the CUDA kernels run on their operands before they
 // compute, each throwing a one-line RuntimeError that names the op. Both
-// backends use these, so a bad call gets the same message on either.
+// backends use these, so a bad call gets the same message on either. The
+// checks of whole ops, built from these, are grouped by op beside this file
+// (ElementwiseChecks.h, ShapeOpChecks.h, ...).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,14 @@ using Tensors = std::vector<TensorRef>;
 /// Throws RuntimeError("<op>: <message>").
 [[noreturn]] void fail(std::string_view op, const std::string &message);
 
+/// The message of a bad value that only the backend holding it can read (an
+/// id, a label, Adam's step): `prefix + value + suffix`, after "<op>: ".
+struct ValueMessage {
+  std::string prefix;
+  std::string suffix;
+  std::string about(int64_t value) const;
+};
+
 /// `[2, 3]`.
 std::string shapeString(const std::vector<int64_t> &shape);
 
@@ -42,6 +52,9 @@ void expectSameDType(std::string_view op, const TensorRef &tensor,
                      const TensorRef &like, const char *what);
 void expectNumel(std::string_view op, const TensorRef &tensor, int64_t numel,
                  const char *what);
+/// A float tensor of one element (a 0-D scalar).
+void expectScalar(std::string_view op, const TensorRef &tensor,
+                  const char *what);
 
 /// `axis` counted from the front; negative counts from the back.
 int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank);
@@ -52,6 +65,12 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
 /// Whether the bytes of two tensors intersect.
 bool overlaps(const TensorRef &a, const TensorRef &b);
 bool overlapsAny(const TensorRef &result, const Tensors &operands);
+/// Whether `result` is exactly `operand` (same bytes, type and shape): the
+/// one overlap that element-by-element kernels compute in place.
+bool replaces(const TensorRef &result, const TensorRef &operand);
+/// Whether `result` overlaps some operand that it does not replace.
+bool overlapsOtherThanReplaced(const TensorRef &result,
+                               const Tensors &operands);
 
 /// Attribute `name`, checked to have one entry per dim of `rank`.
 const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
@@ -60,27 +79,6 @@ const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
 /// The element offset of `index` under `strides`.
 int64_t offsetOf(const std::vector<int64_t> &index,
                  const std::vector<int64_t> &strides);
-
-// Shape checks of ops whose CPU and CUDA kernels differ only after them.
-
-/// A checked nn.matmul or nn.batch_matmul: result = op(lhs) op(rhs), `batch`
-/// times, op(lhs) m x k and op(rhs) k x n, all row-major and packed.
-struct MatmulShape {
-  int64_t batch, m, n, k;
-  bool transposeLhs, transposeRhs;
-};
-MatmulShape checkMatmul(std::string_view op, const AttrMap &attrs,
-                        const Tensors &operands, const Tensors &results,
-                        bool batched);
-
-/// A checked nn.slice: its window's first element (counted in elements from
-/// the input's start) and the input strides between its elements.
-struct SliceWindow {
-  int64_t offset;
-  std::vector<int64_t> strides;
-};
-SliceWindow checkSlice(std::string_view op, const AttrMap &attrs,
-                       const Tensors &operands, const Tensors &results);
 
 } // namespace zerosbp::runtime::checks
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/ElementwiseChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Support.h"
@@ -72,11 +73,8 @@ void tanhGradRow(const float *__restrict dy, const float *__restrict y,
 
 void runUnary(std::string_view op, const Tensors &operands,
               const Tensors &results, UnaryRow row) {
-  expectArity(op, operands, results, 1, 1);
+  checks::checkUnaryFloat(op, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
   forEachChunk<1, 1>(input.numel(), {&input}, {&result},
                      [row](const float *const *in, float *const *out,
                            int64_t count) { row(in[0], out[0], count); });
@@ -85,14 +83,9 @@ void runUnary(std::string_view op, const Tensors &operands,
 /// An activation gradient `dx = row(dy, saved)`.
 void runActivationGrad(std::string_view op, const Tensors &operands,
                        const Tensors &results, GradRow row) {
-  expectArity(op, operands, results, 2, 1);
+  checks::checkGradPair(op, operands, results, "saved");
   const TensorRef &gradOutput = operands[0], &saved = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, saved, "saved");
-  expectFloat(op, result, "result");
-  expectShape(op, saved, gradOutput.shape, "saved");
-  expectShape(op, result, gradOutput.shape, "result");
   forEachChunk<2, 1>(
       gradOutput.numel(), {&gradOutput, &saved}, {&result},
       [row](const float *const *in, float *const *out, int64_t count) {

@@ -1,5 +1,6 @@
 //===- Elementwise.cpp - broadcasting arithmetic, scale and cast ----------===//
 
+#include "runtime/kernels/ElementwiseChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/Support.h"
 
@@ -40,38 +41,10 @@ void applyRow(const float *a, int64_t strideA, const float *b, int64_t strideB,
     out[i] = Op::apply(a[i * strideA], b[i * strideB]);
 }
 
-/// The strides (in elements) of `shape`, right-aligned to `rank` dims of
-/// `broadcast`, with 0 along every dim it is stretched on.
-std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &broadcast) {
-  std::vector<int64_t> own = contiguousStrides(shape);
-  size_t leading = broadcast.size() - shape.size();
-  std::vector<int64_t> strides(broadcast.size(), 0);
-  for (size_t d = 0; d < shape.size(); ++d)
-    strides[leading + d] = shape[d] == 1 ? 0 : own[d];
-  return strides;
-}
-
 template <typename Op>
 void runBinary(std::string_view op, const TensorRef &lhs, const TensorRef &rhs,
                const TensorRef &result) {
-  expectFloat(op, lhs, "lhs");
-  expectFloat(op, rhs, "rhs");
-  expectFloat(op, result, "result");
-  size_t rank = std::max(lhs.shape.size(), rhs.shape.size());
-  std::vector<int64_t> shape(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    size_t fromEnd = rank - d;
-    int64_t a =
-        fromEnd <= lhs.shape.size() ? lhs.shape[lhs.shape.size() - fromEnd] : 1;
-    int64_t b =
-        fromEnd <= rhs.shape.size() ? rhs.shape[rhs.shape.size() - fromEnd] : 1;
-    if (a != b && a != 1 && b != 1)
-      fail(op, "shapes " + shapeString(lhs.shape) + " and " +
-                   shapeString(rhs.shape) + " do not broadcast");
-    shape[d] = a == 1 ? b : a;
-  }
-  expectShape(op, result, shape, "result");
+  std::vector<int64_t> shape = checks::checkBroadcast(op, lhs, rhs, result);
   int64_t numel = result.numel();
   if (numel == 0)
     return;
@@ -89,14 +62,8 @@ void runBinary(std::string_view op, const TensorRef &lhs, const TensorRef &rhs,
   // through a local chunk. Reads of element i come before its write, so the
   // result may lie in the bytes of the operand of its own shape; any other
   // overlap goes through a separate buffer.
-  auto replaces = [&](const TensorRef &operand) {
-    return operand.data == result.data && operand.shape == result.shape &&
-           operand.dtype == result.dtype;
-  };
-  bool separate = (overlaps(result, lhs) && !replaces(lhs)) ||
-                  (overlaps(result, rhs) && !replaces(rhs));
   FloatInput a(lhs), b(rhs);
-  FloatOutput out(result, separate);
+  FloatOutput out(result, overlapsOtherThanReplaced(result, {lhs, rhs}));
   std::vector<StridedDim> dims =
       simplifyDims(shape, broadcastStrides(lhs.shape, shape),
                    broadcastStrides(rhs.shape, shape));
@@ -151,23 +118,14 @@ void divKernel(const AttrMap &, const Tensors &operands,
 void biasAddKernel(const AttrMap &, const Tensors &operands,
                    const Tensors &results) {
   constexpr std::string_view op = "nn.bias_add";
-  expectArity(op, operands, results, 2, 1);
-  const TensorRef &input = operands[0], &bias = operands[1];
-  if (input.rank() < 1 || bias.rank() != 1 ||
-      bias.shape[0] != input.shape.back())
-    fail(op, "bias shape " + shapeString(bias.shape) +
-                 " does not match the last dim of " + shapeString(input.shape));
-  runBinary<Add>(op, input, bias, results[0]);
+  checks::checkBiasAdd(op, operands, results);
+  runBinary<Add>(op, operands[0], operands[1], results[0]);
 }
 
 void scaleKernel(const AttrMap &attrs, const Tensors &operands,
                  const Tensors &results) {
-  constexpr std::string_view op = "nn.scale";
-  expectArity(op, operands, results, 1, 1);
+  checks::checkUnaryFloat("nn.scale", operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
   auto factor = static_cast<float>(attrs.getFloat("factor"));
   forEachChunk<1, 1>(
       input.numel(), {&input}, {&result},
@@ -179,12 +137,8 @@ void scaleKernel(const AttrMap &attrs, const Tensors &operands,
 
 void castKernel(const AttrMap &, const Tensors &operands,
                 const Tensors &results) {
-  constexpr std::string_view op = "nn.cast";
-  expectArity(op, operands, results, 1, 1);
+  checks::checkUnaryFloat("nn.cast", operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
   if (input.dtype == result.dtype) {
     if (input.data != result.data)
       std::memmove(result.data, input.data, input.bytes());

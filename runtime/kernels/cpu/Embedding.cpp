@@ -1,5 +1,6 @@
 //===- Embedding.cpp - embedding lookup and its gradient ------------------===//
 
+#include "runtime/kernels/EmbeddingChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/Support.h"
 
@@ -13,31 +14,18 @@ std::vector<int64_t> checkedIds(std::string_view op, const TensorRef &ids,
   std::vector<int64_t> values = readIndices(ids);
   for (int64_t id : values)
     if (id < 0 || id >= vocab)
-      fail(op, "id " + std::to_string(id) + " is out of range for vocab " +
-                   std::to_string(vocab));
+      fail(op, checks::idMessage(vocab).about(id));
   return values;
-}
-
-/// `ids.shape + [dim]`.
-std::vector<int64_t> rowsShape(const TensorRef &ids, int64_t dim) {
-  std::vector<int64_t> shape = ids.shape;
-  shape.push_back(dim);
-  return shape;
 }
 } // namespace
 
 void embeddingKernel(const AttrMap &, const Tensors &operands,
                      const Tensors &results) {
   constexpr std::string_view op = "nn.embedding";
-  expectArity(op, operands, results, 2, 1);
+  auto [vocab, dim] = checks::checkEmbeddingTable(op, operands, results);
   const TensorRef &table = operands[0], &result = results[0];
-  expectFloat(op, table, "table");
-  expectFloat(op, result, "result");
-  if (table.rank() != 2)
-    fail(op, "table must be (vocab, dim), got " + shapeString(table.shape));
-  int64_t vocab = table.shape[0], dim = table.shape[1];
   std::vector<int64_t> ids = checkedIds(op, operands[1], vocab);
-  expectShape(op, result, rowsShape(operands[1], dim), "result");
+  expectShape(op, result, checks::rowsShape(operands[1], dim), "result");
 
   bool separate = overlapsAny(result, operands);
   ByteOutput out(result, separate);
@@ -63,17 +51,12 @@ void embeddingKernel(const AttrMap &, const Tensors &operands,
 void embeddingGradKernel(const AttrMap &attrs, const Tensors &operands,
                          const Tensors &results) {
   constexpr std::string_view op = "nn.embedding_grad";
-  expectArity(op, operands, results, 2, 1);
+  auto [vocab, dim] =
+      checks::checkEmbeddingGradTable(op, attrs, operands, results);
   const TensorRef &gradOutput = operands[0], &result = results[0];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, result, "result");
-  int64_t vocab = attrs.getInt("vocab_size");
-  if (result.rank() != 2 || result.shape[0] != vocab)
-    fail(op, "result shape " + shapeString(result.shape) +
-                 " is not (vocab_size = " + std::to_string(vocab) + ", dim)");
-  int64_t dim = result.shape[1];
   std::vector<int64_t> ids = checkedIds(op, operands[1], vocab);
-  expectShape(op, gradOutput, rowsShape(operands[1], dim), "grad_output");
+  expectShape(op, gradOutput, checks::rowsShape(operands[1], dim),
+              "grad_output");
 
   // Rows accumulate in the order of the ids: deterministic.
   FloatInput dy(gradOutput);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/SoftmaxChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Support.h"
@@ -14,37 +15,12 @@
 namespace zerosbp::runtime::cpu {
 
 namespace {
-struct LossLayout {
-  int64_t samples;
-  int64_t classes;
-  double count; // what the sum of sample losses is divided by
-};
-
-LossLayout lossLayout(std::string_view op, const AttrMap &attrs,
-                      const TensorRef &logits, const TensorRef &labels) {
-  expectFloat(op, logits, "logits");
-  expectIndex(op, labels, "labels");
-  if (logits.rank() < 1)
-    fail(op, "logits must have a class dim");
-  std::vector<int64_t> leading(logits.shape.begin(), logits.shape.end() - 1);
-  expectShape(op, labels, leading, "labels");
-  LossLayout layout{labels.numel(), logits.shape.back(), 0.0};
-  layout.count = static_cast<double>(layout.samples);
-  if (std::optional<int64_t> count = attrs.findInt("count")) {
-    if (*count < 1)
-      fail(op, "count " + std::to_string(*count) + " is not positive");
-    layout.count = static_cast<double>(*count);
-  }
-  return layout;
-}
-
 std::vector<int64_t> checkedLabels(std::string_view op, const TensorRef &labels,
                                    int64_t classes) {
   std::vector<int64_t> values = readIndices(labels);
   for (int64_t label : values)
     if (label < 0 || label >= classes)
-      fail(op, "label " + std::to_string(label) + " is out of range for " +
-                   std::to_string(classes) + " classes");
+      fail(op, checks::labelMessage(classes).about(label));
   return values;
 }
 
@@ -62,11 +38,9 @@ double shiftedExp(const float *__restrict x, float *__restrict e, int64_t n,
 void crossEntropyKernel(const AttrMap &attrs, const Tensors &operands,
                         const Tensors &results) {
   constexpr std::string_view op = "nn.cross_entropy";
-  expectArity(op, operands, results, 2, 1);
+  checks::LossLayout layout =
+      checks::checkCrossEntropy(op, attrs, operands, results);
   const TensorRef &logits = operands[0], &result = results[0];
-  LossLayout layout = lossLayout(op, attrs, logits, operands[1]);
-  expectFloat(op, result, "result");
-  expectNumel(op, result, 1, "result");
   int64_t classes = layout.classes;
   std::vector<int64_t> labels = checkedLabels(op, operands[1], classes);
 
@@ -87,14 +61,10 @@ void crossEntropyKernel(const AttrMap &attrs, const Tensors &operands,
 void crossEntropyGradKernel(const AttrMap &attrs, const Tensors &operands,
                             const Tensors &results) {
   constexpr std::string_view op = "nn.cross_entropy_grad";
-  expectArity(op, operands, results, 3, 1);
+  checks::LossLayout layout =
+      checks::checkCrossEntropyGrad(op, attrs, operands, results);
   const TensorRef &gradLoss = operands[0], &logits = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, gradLoss, "grad_loss");
-  expectNumel(op, gradLoss, 1, "grad_loss");
-  LossLayout layout = lossLayout(op, attrs, logits, operands[2]);
-  expectFloat(op, result, "result");
-  expectShape(op, result, logits.shape, "result");
   int64_t classes = layout.classes;
   std::vector<int64_t> labels = checkedLabels(op, operands[2], classes);
 

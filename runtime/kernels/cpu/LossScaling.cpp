@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/LossScalingChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/Support.h"
 
@@ -26,21 +27,12 @@ int64_t countNonfinite(const void *data, int64_t numel, Bits mask) {
     count += (bits[i] & mask) == mask;
   return count;
 }
-
-void expectScalar(std::string_view op, const TensorRef &tensor,
-                  const char *what) {
-  expectFloat(op, tensor, what);
-  expectNumel(op, tensor, 1, what);
-}
 } // namespace
 
 void nonfiniteCountKernel(const AttrMap &, const Tensors &operands,
                           const Tensors &results) {
-  constexpr std::string_view op = "nn.nonfinite_count";
-  expectArity(op, operands, results, 1, 1);
+  checks::checkNonfiniteCount("nn.nonfinite_count", operands, results);
   const TensorRef &input = operands[0];
-  expectFloat(op, input, "input");
-  expectScalar(op, results[0], "result");
   int64_t numel = input.numel();
   int64_t count = 0;
   switch (input.dtype) {
@@ -62,16 +54,9 @@ void nonfiniteCountKernel(const AttrMap &, const Tensors &operands,
 
 void selectKernel(const AttrMap &, const Tensors &operands,
                   const Tensors &results) {
-  constexpr std::string_view op = "nn.select";
-  expectArity(op, operands, results, 3, 1);
-  expectScalar(op, operands[0], "predicate");
+  checks::checkSelect("nn.select", operands, results);
   const TensorRef &onTrue = operands[1], &onFalse = operands[2];
   const TensorRef &result = results[0];
-  expectFloat(op, onTrue, "on_true");
-  expectFloat(op, onFalse, "on_false");
-  expectFloat(op, result, "result");
-  expectShape(op, onFalse, onTrue.shape, "on_false");
-  expectShape(op, result, onTrue.shape, "result");
   const TensorRef &chosen = readScalar(operands[0]) != 0.0f ? onTrue : onFalse;
   if (chosen.dtype == result.dtype) {
     if (chosen.data != result.data)
@@ -87,19 +72,10 @@ void selectKernel(const AttrMap &, const Tensors &operands,
 
 void lossScaleUpdateKernel(const AttrMap &attrs, const Tensors &operands,
                            const Tensors &results) {
-  constexpr std::string_view op = "nn.loss_scale_update";
-  expectArity(op, operands, results, 4, 3);
-  const char *operandNames[] = {"scale", "good_steps", "hysteresis_left",
-                                "overflow"};
-  for (int k = 0; k < 4; ++k)
-    expectScalar(op, operands[k], operandNames[k]);
-  for (const TensorRef &result : results)
-    expectScalar(op, result, "result");
-  int64_t window = attrs.getInt("window");
-  int64_t hysteresis = attrs.getInt("hysteresis");
-  double minScale = attrs.getFloat("min_scale");
-  if (window < 1 || hysteresis < 1)
-    fail(op, "window and hysteresis must be positive");
+  checks::LossScaleConfig config = checks::checkLossScaleUpdate(
+      "nn.loss_scale_update", attrs, operands, results);
+  int64_t window = config.window, hysteresis = config.hysteresis;
+  double minScale = config.minScale;
 
   // All operands are read before any result is written: the results are
   // usually the operands' own bytes.

@@ -1,5 +1,6 @@
 //===- Matmul.cpp - matmul and batch_matmul through sgemm -----------------===//
 
+#include "runtime/kernels/MatmulChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/Support.h"
 
@@ -30,7 +31,8 @@ void gemmBatch(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
 
 void runMatmul(std::string_view op, const AttrMap &attrs,
                const Tensors &operands, const Tensors &results, bool batched) {
-  MatmulShape shape = checkMatmul(op, attrs, operands, results, batched);
+  checks::MatmulShape shape =
+      checks::checkMatmul(op, attrs, operands, results, batched);
   const TensorRef &lhs = operands[0], &rhs = operands[1];
   const TensorRef &result = results[0];
 

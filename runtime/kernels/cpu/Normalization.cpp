@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/NormalizationChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Support.h"
@@ -14,8 +15,6 @@
 namespace zerosbp::runtime::cpu {
 
 namespace {
-constexpr double kDefaultEpsilon = 1e-5;
-
 struct RowStats {
   float mean;
   float rstd; // 1 / sqrt(var + epsilon)
@@ -65,58 +64,35 @@ void layerNormGradRow(const float *__restrict dy, const float *__restrict x,
   }
 }
 
-/// The size of the normalized (last) axis; checks that the 1-D `param` has
-/// it.
-int64_t normalizedSize(std::string_view op, const TensorRef &input,
-                       const TensorRef &param, const char *what) {
-  if (input.rank() < 1)
-    fail(op, "input must have at least one dim");
-  int64_t n = input.shape.back();
-  expectFloat(op, param, what);
-  expectShape(op, param, {n}, what);
-  return n;
-}
 } // namespace
 
 void layerNormKernel(const AttrMap &attrs, const Tensors &operands,
                      const Tensors &results) {
   constexpr std::string_view op = "nn.layer_norm";
-  expectArity(op, operands, results, 3, 1);
+  checks::LayerNormShape shape =
+      checks::checkLayerNorm(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  int64_t n = normalizedSize(op, input, operands[1], "gamma");
-  normalizedSize(op, input, operands[2], "beta");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
-  double epsilon = attrs.getFloat("epsilon", kDefaultEpsilon);
   if (input.numel() == 0)
     return;
 
   FloatInput x(input), gamma(operands[1]), beta(operands[2]);
   FloatOutput out(result, overlapsAny(result, operands));
   const float *g = gamma.data(), *b = beta.data();
-  int64_t rows = input.numel() / n;
-  for (int64_t row = 0; row < rows; ++row)
-    layerNormRow(x.data() + row * n, g, b, out.data() + row * n, n, epsilon);
+  int64_t n = shape.size;
+  for (int64_t row = 0; row < shape.rows; ++row)
+    layerNormRow(x.data() + row * n, g, b, out.data() + row * n, n,
+                 shape.epsilon);
   out.finish();
 }
 
 void layerNormGradKernel(const AttrMap &attrs, const Tensors &operands,
                          const Tensors &results) {
   constexpr std::string_view op = "nn.layer_norm_grad";
-  expectArity(op, operands, results, 3, 3);
+  checks::LayerNormShape shape =
+      checks::checkLayerNormGrad(op, attrs, operands, results);
   const TensorRef &gradOutput = operands[0], &input = operands[1];
   const TensorRef &gamma = operands[2];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, input, "input");
-  expectShape(op, gradOutput, input.shape, "grad_output");
-  int64_t n = normalizedSize(op, input, gamma, "gamma");
-  const char *names[] = {"grad_input", "grad_gamma", "grad_beta"};
-  for (int k = 0; k < 3; ++k) {
-    expectFloat(op, results[k], names[k]);
-    expectShape(op, results[k], k == 0 ? input.shape : gamma.shape, names[k]);
-  }
-  double epsilon = attrs.getFloat("epsilon", kDefaultEpsilon);
+  int64_t n = shape.size;
 
   FloatInput dy(gradOutput), x(input), g(gamma);
   FloatOutput dx(results[0], overlapsAny(results[0], operands));
@@ -124,11 +100,10 @@ void layerNormGradKernel(const AttrMap &attrs, const Tensors &operands,
   std::vector<double> dbeta(static_cast<size_t>(n), 0.0);
   std::vector<float> xhat(static_cast<size_t>(n)),
       scaled(static_cast<size_t>(n));
-  int64_t rows = n ? input.numel() / n : 0;
-  for (int64_t row = 0; row < rows; ++row)
+  for (int64_t row = 0; row < shape.rows; ++row)
     layerNormGradRow(dy.data() + row * n, x.data() + row * n, g.data(),
                      dx.data() + row * n, xhat.data(), scaled.data(),
-                     dgamma.data(), dbeta.data(), n, epsilon);
+                     dgamma.data(), dbeta.data(), n, shape.epsilon);
   dx.finish();
   std::vector<float> sums(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j)

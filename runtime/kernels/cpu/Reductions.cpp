@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/ReductionChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Support.h"
@@ -25,37 +26,21 @@ void accumulateRow(const float *__restrict from, double *__restrict to,
 
 void runReduce(std::string_view op, const AttrMap &attrs,
                const Tensors &operands, const Tensors &results, bool mean) {
-  expectArity(op, operands, results, 1, 1);
+  checks::ReduceShape reduce =
+      checks::checkReduce(op, attrs, operands, results, mean);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  int64_t rank = input.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t axis : attrs.getInts("axes")) {
-    int64_t d = normalizeAxis(op, axis, rank);
-    if (reduced[d])
-      fail(op, "axis " + std::to_string(axis) + " is listed twice");
-    reduced[d] = true;
-  }
-  bool keepdim = attrs.flag("keepdim");
 
-  // The result's shape, and its strides as seen from the input's dims: 0
-  // along a reduced dim.
-  std::vector<int64_t> shape;
+  // The result's strides as seen from the input's dims: 0 along a reduced
+  // dim.
+  int64_t rank = input.rank();
   std::vector<int64_t> outStrides(static_cast<size_t>(rank), 0);
-  int64_t reducedCount = 1, stride = 1;
+  int64_t stride = 1;
   for (int64_t d = rank - 1; d >= 0; --d) {
-    if (reduced[d]) {
-      reducedCount *= input.shape[d];
+    if (reduce.reduced[d])
       continue;
-    }
     outStrides[d] = stride;
     stride *= input.shape[d];
   }
-  for (int64_t d = 0; d < rank; ++d)
-    if (!reduced[d] || keepdim)
-      shape.push_back(reduced[d] ? 1 : input.shape[d]);
-  expectShape(op, result, shape, "result");
 
   int64_t outNumel = result.numel();
   std::vector<double> sums(static_cast<size_t>(outNumel), 0.0);
@@ -85,18 +70,9 @@ void runReduce(std::string_view op, const AttrMap &attrs,
     }
   }
 
-  double divisor = 1.0;
-  if (mean) {
-    divisor = static_cast<double>(reducedCount);
-    if (std::optional<int64_t> count = attrs.findInt("count")) {
-      if (*count < 1)
-        fail(op, "count " + std::to_string(*count) + " is not positive");
-      divisor = static_cast<double>(*count);
-    }
-  }
   std::vector<float> values(static_cast<size_t>(outNumel));
   for (int64_t i = 0; i < outNumel; ++i)
-    values[i] = static_cast<float>(sums[i] / divisor);
+    values[i] = static_cast<float>(sums[i] / reduce.divisor);
   narrow(values.data(), outNumel, result, 0);
 }
 } // namespace

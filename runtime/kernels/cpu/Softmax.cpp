@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/kernels/SoftmaxChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/FastMath.h"
 #include "runtime/kernels/cpu/Support.h"
@@ -12,31 +13,7 @@
 namespace zerosbp::runtime::cpu {
 
 namespace {
-/// The softmax axis as outer x size x inner elements, and the causal mask.
-struct SoftmaxLayout {
-  int64_t outer;
-  int64_t size;
-  int64_t inner;
-  bool causal;
-};
-
-SoftmaxLayout softmaxLayout(std::string_view op, const AttrMap &attrs,
-                            const TensorRef &input) {
-  int64_t rank = input.rank();
-  if (rank < 1)
-    fail(op, "input must have at least one dim");
-  int64_t axis = normalizeAxis(op, attrs.getInt("axis", -1), rank);
-  SoftmaxLayout layout{1, input.shape[axis], 1, attrs.flag("causal")};
-  for (int64_t d = 0; d < axis; ++d)
-    layout.outer *= input.shape[d];
-  for (int64_t d = axis + 1; d < rank; ++d)
-    layout.inner *= input.shape[d];
-  if (layout.causal &&
-      (axis != rank - 1 || rank < 2 || input.shape[rank - 2] != layout.size))
-    fail(op, "causal needs the last axis and equal last two dims, got shape " +
-                 shapeString(input.shape));
-  return layout;
-}
+using checks::SoftmaxLayout;
 
 /// The number of unmasked entries of row `row`.
 int64_t visible(const SoftmaxLayout &layout, int64_t row) {
@@ -105,12 +82,8 @@ void forEachRow(const SoftmaxLayout &layout,
 void softmaxKernel(const AttrMap &attrs, const Tensors &operands,
                    const Tensors &results) {
   constexpr std::string_view op = "nn.softmax";
-  expectArity(op, operands, results, 1, 1);
+  SoftmaxLayout layout = checks::checkSoftmax(op, attrs, operands, results);
   const TensorRef &input = operands[0], &result = results[0];
-  expectFloat(op, input, "input");
-  expectFloat(op, result, "result");
-  expectShape(op, result, input.shape, "result");
-  SoftmaxLayout layout = softmaxLayout(op, attrs, input);
   if (input.numel() == 0)
     return;
   FloatInput x(input);
@@ -125,15 +98,9 @@ void softmaxKernel(const AttrMap &attrs, const Tensors &operands,
 void softmaxGradKernel(const AttrMap &attrs, const Tensors &operands,
                        const Tensors &results) {
   constexpr std::string_view op = "nn.softmax_grad";
-  expectArity(op, operands, results, 2, 1);
+  SoftmaxLayout layout = checks::checkSoftmaxGrad(op, attrs, operands, results);
   const TensorRef &gradOutput = operands[0], &output = operands[1];
   const TensorRef &result = results[0];
-  expectFloat(op, gradOutput, "grad_output");
-  expectFloat(op, output, "output");
-  expectFloat(op, result, "result");
-  expectShape(op, output, gradOutput.shape, "output");
-  expectShape(op, result, gradOutput.shape, "result");
-  SoftmaxLayout layout = softmaxLayout(op, attrs, output);
   if (output.numel() == 0)
     return;
   FloatInput dy(gradOutput), y(output);

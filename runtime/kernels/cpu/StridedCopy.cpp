@@ -1,35 +1,14 @@
 //===- StridedCopy.cpp - loop nests over strided tensors ------------------===//
 //
-// Merging of contiguous dims, and the copies behind pad, transpose, slice,
-// split and concat: memcpy for contiguous runs, square tiles for a
-// transposition, an element loop otherwise.
+// The copies behind pad, transpose, slice, split and concat: memcpy for
+// contiguous runs, square tiles for a transposition, an element loop
+// otherwise.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/kernels/cpu/Support.h"
 
 namespace zerosbp::runtime::cpu {
-
-std::vector<StridedDim> simplifyDims(const std::vector<int64_t> &shape,
-                                     const std::vector<int64_t> &stridesA,
-                                     const std::vector<int64_t> &stridesB) {
-  std::vector<StridedDim> dims;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1)
-      continue;
-    StridedDim dim{shape[d], stridesA[d], stridesB[d]};
-    if (!dims.empty()) {
-      StridedDim &last = dims.back();
-      if (last.strideA == dim.strideA * dim.size &&
-          last.strideB == dim.strideB * dim.size) {
-        last = {last.size * dim.size, dim.strideA, dim.strideB};
-        continue;
-      }
-    }
-    dims.push_back(dim);
-  }
-  return dims;
-}
 
 namespace {
 /// The general case on elements of type T: `inner` is the last dim (strides

@@ -15,6 +15,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Tensor.h"
 #include "runtime/kernels/KernelChecks.h"
+#include "runtime/kernels/StridedDims.h"
 
 #include <algorithm>
 #include <array>
@@ -32,25 +33,16 @@ using Tensors = std::vector<TensorRef>;
 // Checks
 //===----------------------------------------------------------------------===//
 
-// Shared with the CUDA kernels (runtime/kernels/KernelChecks.h).
-using checks::checkMatmul;
-using checks::checkSlice;
+// Shared with the CUDA kernels (runtime/kernels/KernelChecks.h); the checks
+// of whole ops are called as checks::checkSoftmax and so on.
 using checks::contiguousStrides;
 using checks::expectArity;
-using checks::expectFloat;
 using checks::expectIndex;
-using checks::expectNumel;
-using checks::expectSameDType;
 using checks::expectShape;
 using checks::fail;
-using checks::MatmulShape;
-using checks::normalizeAxis;
-using checks::offsetOf;
 using checks::overlaps;
 using checks::overlapsAny;
-using checks::perDim;
-using checks::shapeString;
-using checks::SliceWindow;
+using checks::overlapsOtherThanReplaced;
 
 //===----------------------------------------------------------------------===//
 // Conversions
@@ -167,20 +159,10 @@ void forEachChunk(int64_t numel,
 // Strided iteration
 //===----------------------------------------------------------------------===//
 
-/// One dim of a loop nest over two tensors: its size and the stride (in
-/// elements) of each tensor along it.
-struct StridedDim {
-  int64_t size;
-  int64_t strideA;
-  int64_t strideB;
-};
-
-/// The dims of `shape` with unit dims dropped and neighbours that are
-/// contiguous in both tensors merged, outermost first; visiting them
-/// row-major visits the same element pairs in the same order.
-std::vector<StridedDim> simplifyDims(const std::vector<int64_t> &shape,
-                                     const std::vector<int64_t> &stridesA,
-                                     const std::vector<int64_t> &stridesB);
+// Shared with the CUDA kernels (runtime/kernels/StridedDims.h).
+using checks::broadcastStrides;
+using checks::simplifyDims;
+using checks::StridedDim;
 
 /// Calls `fn(offsetA, offsetB)` for every index of `dims`, row-major.
 template <typename Fn>
