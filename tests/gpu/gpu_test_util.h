@@ -1,9 +1,9 @@
 //===- gpu_test_util.h - host and device tensors for CUDA kernel tests ----===//
 //
-// Owning host tensors with random contents, their device copies, the check
-// that a CUDA device is usable, and the comparison that runs an op's CPU
-// kernel on host memory and its CUDA kernel on device copies of the same
-// inputs.
+// Device copies of the CPU kernel tests' host tensors
+// (tests/unit/runtime/kernel_test_util.h), the check that a CUDA device is
+// usable, and the comparison that runs an op's CPU kernel on host memory and
+// its CUDA kernel on device copies of the same inputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,17 +16,15 @@
 #include "runtime/core/Tensor.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/kernels/Kernel.h"
+#include "tests/unit/runtime/kernel_test_util.h"
 
 #include "gtest/gtest.h"
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <initializer_list>
 #include <memory>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -34,131 +32,13 @@
 
 namespace zerosbp::runtime::gputest {
 
-//===----------------------------------------------------------------------===//
-// Host tensors
-//===----------------------------------------------------------------------===//
-
-/// A tensor that owns its (8-byte aligned) host bytes. Movable, not
-/// copyable: `ref` points into the storage.
-class HostTensor {
-public:
-  HostTensor(DType type, std::vector<int64_t> shape) {
-    ref.dtype = type;
-    ref.shape = std::move(shape);
-    storage.assign((ref.bytes() + 7) / 8 + 1, 0);
-    ref.data = storage.data();
-  }
-  HostTensor(HostTensor &&) = default;
-  HostTensor &operator=(HostTensor &&) = default;
-  HostTensor(const HostTensor &) = delete;
-  HostTensor &operator=(const HostTensor &) = delete;
-
-  HostTensor clone() const {
-    HostTensor copy(ref.dtype, ref.shape);
-    std::memcpy(copy.ref.data, ref.data, ref.bytes());
-    return copy;
-  }
-
-  int64_t numel() const { return ref.numel(); }
-
-  /// Element i as a double (floats widened, integers converted).
-  double get(int64_t i) const {
-    switch (ref.dtype) {
-    case DType::F32:
-      return ref.as<float>()[i];
-    case DType::F16:
-      return halfToFloat(ref.as<uint16_t>()[i]);
-    case DType::BF16:
-      return bf16ToFloat(ref.as<uint16_t>()[i]);
-    case DType::F64:
-      return ref.as<double>()[i];
-    case DType::I64:
-      return static_cast<double>(ref.as<int64_t>()[i]);
-    case DType::I32:
-      return ref.as<int32_t>()[i];
-    case DType::I1:
-      return ref.as<uint8_t>()[i];
-    }
-    return 0;
-  }
-
-  /// Stores `value` as element i, rounding to nearest even.
-  void set(int64_t i, double value) {
-    switch (ref.dtype) {
-    case DType::F32:
-      ref.as<float>()[i] = static_cast<float>(value);
-      return;
-    case DType::F16:
-      ref.as<uint16_t>()[i] = floatToHalf(static_cast<float>(value));
-      return;
-    case DType::BF16:
-      ref.as<uint16_t>()[i] = floatToBf16(static_cast<float>(value));
-      return;
-    case DType::F64:
-      ref.as<double>()[i] = value;
-      return;
-    case DType::I64:
-      ref.as<int64_t>()[i] = static_cast<int64_t>(value);
-      return;
-    case DType::I32:
-      ref.as<int32_t>()[i] = static_cast<int32_t>(value);
-      return;
-    case DType::I1:
-      ref.as<uint8_t>()[i] = value != 0;
-      return;
-    }
-  }
-
-  TensorRef ref;
-
-private:
-  std::vector<uint64_t> storage;
-};
-
-inline HostTensor makeTensor(DType type, std::vector<int64_t> shape,
-                             const std::vector<double> &values) {
-  HostTensor tensor(type, std::move(shape));
-  if (static_cast<int64_t>(values.size()) != tensor.numel())
-    throw std::invalid_argument("makeTensor: wrong number of values");
-  for (int64_t i = 0; i < tensor.numel(); ++i)
-    tensor.set(i, values[i]);
-  return tensor;
-}
-
-/// Uniform values in [low, high), deterministic for a seed.
-inline HostTensor randomTensor(DType type, std::vector<int64_t> shape,
-                               unsigned seed, double low = -1.0,
-                               double high = 1.0) {
-  HostTensor tensor(type, std::move(shape));
-  std::mt19937 engine(seed);
-  for (int64_t i = 0; i < tensor.numel(); ++i) {
-    double unit = static_cast<double>(engine()) / 4294967296.0;
-    tensor.set(i, low + (high - low) * unit);
-  }
-  return tensor;
-}
-
-/// Uniform integers in [0, bound), deterministic for a seed.
-inline HostTensor randomIndices(DType type, std::vector<int64_t> shape,
-                                unsigned seed, int64_t bound) {
-  HostTensor tensor(type, std::move(shape));
-  std::mt19937 engine(seed);
-  for (int64_t i = 0; i < tensor.numel(); ++i)
-    tensor.set(i, static_cast<double>(engine() % bound));
-  return tensor;
-}
-
-inline AttrMap
-makeAttrs(std::initializer_list<std::pair<std::string, AttrValue>> entries) {
-  AttrMap attrs;
-  for (const auto &[name, value] : entries)
-    attrs.set(name, value);
-  return attrs;
-}
-
-inline std::vector<int64_t> ints(std::initializer_list<int64_t> values) {
-  return std::vector<int64_t>(values);
-}
+// Host tensors, their contents and attributes are the CPU kernel tests'.
+using HostTensor = test::Buffer;
+using test::ints;
+using test::makeAttrs;
+using test::makeTensor;
+using test::randomIndices;
+using test::randomTensor;
 
 //===----------------------------------------------------------------------===//
 // Devices
@@ -276,19 +156,7 @@ inline void expectAgree(const HostTensor &cuda, const HostTensor &cpu,
     rtol = std::max(rtol, 1.0 / 128);
   if (cpu.ref.dtype == DType::F16)
     rtol = std::max(rtol, 1.0 / 1024);
-  int failures = 0;
-  for (int64_t i = 0; i < cpu.numel(); ++i) {
-    double expected = cpu.get(i), actual = cuda.get(i);
-    bool ok = std::fabs(actual - expected) <=
-                  tolerance.atol + rtol * std::fabs(expected) ||
-              (std::isnan(actual) && std::isnan(expected)) ||
-              (std::isinf(expected) && actual == expected);
-    if (!ok && failures++ < 5)
-      ADD_FAILURE() << what << " element " << i << ": CUDA " << actual
-                    << ", CPU " << expected;
-  }
-  EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << cpu.numel()
-                         << " elements differ";
+  test::expectClose(cuda.values(), cpu.values(), tolerance.atol, rtol, what);
 }
 
 /// Runs `op`'s CPU kernel on copies of `operands` and its CUDA kernel on

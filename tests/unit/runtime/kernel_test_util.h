@@ -1,4 +1,10 @@
 //===- kernel_test_util.h - owning tensors and checks for kernel tests ----===//
+//
+// Host tensors that own their bytes, random contents, attributes and
+// tolerances: what the CPU kernel tests and the CUDA kernel tests
+// (tests/gpu/gpu_test_util.h) share.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_TESTS_UNIT_RUNTIME_KERNEL_TEST_UTIL_H
 #define ZEROSBP_TESTS_UNIT_RUNTIME_KERNEL_TEST_UTIL_H
@@ -36,6 +42,12 @@ public:
   Buffer &operator=(Buffer &&) = default;
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;
+
+  Buffer clone() const {
+    Buffer copy(ref.dtype, ref.shape);
+    std::memcpy(copy.ref.data, ref.data, ref.bytes());
+    return copy;
+  }
 
   int64_t numel() const { return ref.numel(); }
 
