@@ -1,7 +1,8 @@
 //===- ShapeOpChecks.h - the checks of the shape ops ------------*- C++ -*-===//
 //
 // fill, reshape, pad, transpose, slice, split and concat: each check returns
-// what both backends' copies need, the result's layout in the input.
+// the layout both backends' copies need, where the moved elements lie in the
+// source and in the destination.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@ namespace zerosbp::runtime::checks {
 /// byte order, which the device shares).
 uint64_t fillBits(double value, DType type);
 
+/// nn.reshape: a result of the input's element type and count.
 void checkReshape(std::string_view op, const Tensors &operands,
                   const Tensors &results);
 
