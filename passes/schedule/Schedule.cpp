@@ -11,6 +11,7 @@
 #include "passes/Passes.h"
 #include "passes/common/LocalUtils.h"
 
+#include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
 
 namespace zerosbp {
@@ -101,6 +102,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       reuseForwardGathers(func);
     if (overlapComm) {
       delayWaits(func);
+      startReductionsEarly(func);
       prefetchParameters(func);
     }
     int64_t index = 0;
@@ -179,6 +181,60 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
           user = limit;
       if (user != wait->getNextNode())
         wait->moveBefore(user);
+    }
+  }
+
+  /// overlap_comm: a reduction starts as soon as its inputs exist, so that
+  /// it runs while the compute stream works on what comes before its wait
+  /// (at stage 1 the gradients are flattened right before their update,
+  /// which would otherwise start each bucket only after the previous
+  /// bucket's update). A flattening nn.reshape whose only user is the start
+  /// moves up with it. The start stays after the previous collective start
+  /// (issue order) and after the wait of the reduction two before it (the
+  /// double buffer of delayWaits).
+  void startReductionsEarly(func::FuncOp func) {
+    SmallVector<CollectiveStartOp> starts;
+    func.walk([&](CollectiveStartOp start) { starts.push_back(start); });
+    SmallVector<CollectiveStartOp> reductions;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      CollectiveStartOp start = starts[i];
+      if (start.getKind() != CollectiveKind::all_reduce &&
+          start.getKind() != CollectiveKind::reduce_scatter)
+        continue;
+      reductions.push_back(start);
+      // The earliest point: after every input (or the reshape's operand)
+      // and the previous start, and after the wait two reductions back.
+      Block *block = start->getBlock();
+      Operation *after = i > 0 ? starts[i - 1].getOperation() : nullptr;
+      auto later = [&](Operation *op) {
+        if (op && op->getBlock() == block &&
+            (!after || after->isBeforeInBlock(op)))
+          after = op;
+      };
+      if (reductions.size() > 2)
+        later(waitOf(reductions[reductions.size() - 3]));
+      SmallVector<Operation *> reshapes;
+      for (Value input : start.getInputs()) {
+        Operation *producer = input.getDefiningOp();
+        auto reshape = dyn_cast_or_null<mlir::nn::ReshapeOp>(producer);
+        if (reshape && reshape->getBlock() == block && input.hasOneUse()) {
+          reshapes.push_back(reshape);
+          later(reshape->getOperand(0).getDefiningOp());
+          continue;
+        }
+        later(producer);
+      }
+      if (!after || !after->isBeforeInBlock(start))
+        continue;
+      // The reshapes follow `after` (where they are not already above it),
+      // then the start follows them.
+      for (Operation *reshape : reshapes)
+        if (after->isBeforeInBlock(reshape)) {
+          reshape->moveAfter(after);
+          after = reshape;
+        }
+      if (after->getNextNode() != start.getOperation())
+        start->moveAfter(after);
     }
   }
 

@@ -38,6 +38,62 @@ module {
 
 // -----
 
+// Stage 1: the gradients exist early, but each is flattened right before its
+// update. With overlap_comm each reduce-scatter (with its flattening
+// reshape) starts right after its gradient, in issue order, with at most
+// two in flight: the third starts after the first one's wait.
+#p = #sbp.placement<cpu, [0, 1, 2, 3]>
+module {
+  // SYNC-LABEL: func.func @early_reductions
+  // SYNC: nn.matmul
+  // SYNC: %[[H:.+]] = nn.matmul %arg0, %arg0
+  // SYNC-NEXT: nn.reshape
+  // SYNC-NEXT: sbp.collective_start reduce_scatter
+
+  // OVERLAP-LABEL: func.func @early_reductions
+  // OVERLAP: %[[G0:.+]] = nn.matmul %arg1, %arg0
+  // OVERLAP-NEXT: %[[F0IN:.+]] = nn.reshape %[[G0]]
+  // OVERLAP-NEXT: %[[F0:.+]] = sbp.collective_start reduce_scatter %[[F0IN]] {{.*}}bucket = 0
+  // OVERLAP-NEXT: %[[G1:.+]] = nn.matmul %arg0, %arg1
+  // OVERLAP-NEXT: %[[F1IN:.+]] = nn.reshape %[[G1]]
+  // OVERLAP-NEXT: %[[F1:.+]] = sbp.collective_start reduce_scatter %[[F1IN]] {{.*}}bucket = 1
+  // OVERLAP-NEXT: %[[G2:.+]] = nn.matmul %arg1, %arg1
+  // OVERLAP-NEXT: nn.matmul %arg0, %arg0
+  // OVERLAP-NEXT: %[[R0:.+]] = sbp.collective_wait %[[F0]]
+  // OVERLAP-NEXT: %[[F2IN:.+]] = nn.reshape %[[G2]]
+  // OVERLAP-NEXT: %[[F2:.+]] = sbp.collective_start reduce_scatter %[[F2IN]] {{.*}}bucket = 2
+  // OVERLAP-NEXT: nn.sgd %{{.*}}, %[[R0]]
+  // OVERLAP: sbp.collective_wait %[[F1]]
+  // OVERLAP: sbp.collective_wait %[[F2]]
+  func.func @early_reductions(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<8x8xf32> {
+    %w0 = nn.variable "w0" param : tensor<16xf32>
+    %w1 = nn.variable "w1" param : tensor<16xf32>
+    %w2 = nn.variable "w2" param : tensor<16xf32>
+    %g0 = nn.matmul %dy, %x {transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+    %g1 = nn.matmul %x, %dy {transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+    %g2 = nn.matmul %dy, %dy {transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+    %h = nn.matmul %x, %x {transpose_lhs} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+    %f0in = nn.reshape %g0 : tensor<8x8xf32> to tensor<64xf32>
+    %f0 = sbp.collective_start reduce_scatter %f0in on #p axis 0 {scatter_axis = 0, bucket = 0} : tensor<64xf32> -> !sbp.future<tensor<16xf32>>
+    %r0 = sbp.collective_wait %f0 : !sbp.future<tensor<16xf32>>
+    %n0 = nn.sgd %w0, %r0 {lr = 0.1} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    nn.assign "w0", %n0 : tensor<16xf32>
+    %f1in = nn.reshape %g1 : tensor<8x8xf32> to tensor<64xf32>
+    %f1 = sbp.collective_start reduce_scatter %f1in on #p axis 0 {scatter_axis = 0, bucket = 1} : tensor<64xf32> -> !sbp.future<tensor<16xf32>>
+    %r1 = sbp.collective_wait %f1 : !sbp.future<tensor<16xf32>>
+    %n1 = nn.sgd %w1, %r1 {lr = 0.1} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    nn.assign "w1", %n1 : tensor<16xf32>
+    %f2in = nn.reshape %g2 : tensor<8x8xf32> to tensor<64xf32>
+    %f2 = sbp.collective_start reduce_scatter %f2in on #p axis 0 {scatter_axis = 0, bucket = 2} : tensor<64xf32> -> !sbp.future<tensor<16xf32>>
+    %r2 = sbp.collective_wait %f2 : !sbp.future<tensor<16xf32>>
+    %n2 = nn.sgd %w2, %r2 {lr = 0.1} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    nn.assign "w2", %n2 : tensor<16xf32>
+    return %h : tensor<8x8xf32>
+  }
+}
+
+// -----
+
 // Stage 3: three parameter buckets used one after the other. With
 // overlap_comm the gather of each bucket starts right after the previous
 // bucket's wait (prefetch while that layer computes), as far back as the
