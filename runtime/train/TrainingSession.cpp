@@ -65,8 +65,7 @@ void unflatten(const double *at, RankRecord &record) {
 
 TrainingSession::TrainingSession(const Plan &plan, double timeoutSeconds,
                                  const std::string &device)
-    : thePlan(plan), timeoutSeconds(timeoutSeconds),
-      world(std::make_unique<InProcessWorld>(plan.world)) {
+    : thePlan(plan), world(std::make_unique<InProcessWorld>(plan.world)) {
   checkRankCount(plan, plan.world);
   const ExecutorFactory &makeExecutor = findExecutor(device);
   executors.resize(plan.world);
@@ -82,8 +81,7 @@ TrainingSession::TrainingSession(const Plan &plan, double timeoutSeconds,
 TrainingSession::TrainingSession(const Plan &plan, Communicator &comm,
                                  GatherFn gather, double timeoutSeconds,
                                  const std::string &device)
-    : thePlan(plan), timeoutSeconds(timeoutSeconds), externalComm(&comm),
-      gather(std::move(gather)) {
+    : thePlan(plan), externalComm(&comm), gather(std::move(gather)) {
   checkRankCount(plan, comm.worldSize());
   comm.setTimeout(toMilliseconds(timeoutSeconds));
   executors.push_back(findExecutor(device)(plan, comm.rank(), comm));

@@ -100,7 +100,6 @@ private:
   void checkUsable() const;
 
   const Plan &thePlan;
-  double timeoutSeconds;
   std::unique_ptr<InProcessWorld> world;
   Communicator *externalComm = nullptr;
   GatherFn gather;
