@@ -13,6 +13,7 @@
 #define ZEROSBP_RUNTIME_CUDA_DEVICEMATH_CUH
 
 #include "runtime/core/DType.h"
+#include "runtime/core/Tensor.h"
 
 #include <cstdint>
 
@@ -223,6 +224,30 @@ inline int rowThreads(int64_t n) {
   while (threads < 256 && threads < n)
     threads *= 2;
   return threads;
+}
+
+/// Blocks for a launch of one block per row, at most 65535: the row kernels
+/// loop over the rows past the last block.
+inline unsigned rowBlocks(int64_t rows) {
+  return static_cast<unsigned>(rows < 1 ? 1 : rows > 65535 ? 65535 : rows);
+}
+
+/// A float tensor of any storage type, as a launch argument.
+struct FloatRef {
+  void *data;
+  DType type;
+};
+
+inline FloatRef ref(const TensorRef &tensor) {
+  return {tensor.data, tensor.dtype};
+}
+
+__device__ __forceinline__ float load(FloatRef t, int64_t i) {
+  return loadFloat(t.data, t.type, i);
+}
+
+__device__ __forceinline__ void store(FloatRef t, int64_t i, float value) {
+  storeFloat(t.data, t.type, i, value);
 }
 
 /// Grid-stride loop bounds.

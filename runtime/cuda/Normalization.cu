@@ -18,18 +18,6 @@
 namespace zerosbp::runtime::gpu {
 
 namespace {
-/// A float tensor as the kernels read or write it.
-struct FloatRef {
-  void *data;
-  DType type;
-};
-
-FloatRef ref(const TensorRef &tensor) { return {tensor.data, tensor.dtype}; }
-
-__device__ __forceinline__ float load(FloatRef t, int64_t i) {
-  return loadFloat(t.data, t.type, i);
-}
-
 struct RowStats {
   float mean;
   float rstd; // 1 / sqrt(var + epsilon)
@@ -150,9 +138,6 @@ __global__ void layerNormGradParams(const double *partialGamma,
   }
 }
 
-unsigned rowBlocks(int64_t rows) {
-  return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535));
-}
 } // namespace
 
 void layerNormKernel(const AttrMap &attrs, const Tensors &operands,

@@ -23,21 +23,6 @@
 namespace zerosbp::runtime::gpu {
 
 namespace {
-struct FloatRef {
-  void *data;
-  DType type;
-};
-
-FloatRef ref(const TensorRef &tensor) { return {tensor.data, tensor.dtype}; }
-
-__device__ __forceinline__ float load(FloatRef t, int64_t i) {
-  return loadFloat(t.data, t.type, i);
-}
-
-__device__ __forceinline__ void store(FloatRef t, int64_t i, float value) {
-  storeFloat(t.data, t.type, i, value);
-}
-
 __global__ void sgdUpdate(float lr, float scale, FloatRef param, FloatRef grad,
                           FloatRef newParam, int64_t n) {
   ZEROSBP_GRID_LOOP(i, n) {

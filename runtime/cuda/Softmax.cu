@@ -23,17 +23,6 @@
 namespace zerosbp::runtime::gpu {
 
 namespace {
-struct FloatRef {
-  void *data;
-  DType type;
-};
-
-FloatRef ref(const TensorRef &tensor) { return {tensor.data, tensor.dtype}; }
-
-__device__ __forceinline__ float load(FloatRef t, int64_t i) {
-  return loadFloat(t.data, t.type, i);
-}
-
 using checks::SoftmaxLayout;
 
 /// Where row `row` starts and how many of its entries are unmasked.
@@ -165,10 +154,6 @@ __global__ void crossEntropyGradRows(FloatRef gradLoss, FloatRef logits,
       storeFloat(dx.data, dx.type, at, value);
     }
   }
-}
-
-unsigned rowBlocks(int64_t rows) {
-  return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, 65535));
 }
 
 void checkLabels(std::string_view op, CudaContext &ctx, const TensorRef &labels,
