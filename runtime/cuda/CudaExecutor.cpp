@@ -7,6 +7,7 @@
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/NcclComm.h"
 #include "runtime/cuda/StreamMemory.h"
+#include "runtime/cuda/Support.h"
 #include "runtime/exec/Collectives.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/exec/PreparedProgram.h"
@@ -22,12 +23,7 @@ namespace zerosbp::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void check(const std::string &what, cudaError_t status) {
-  if (status != cudaSuccess)
-    throw RuntimeError(what + ": " + cudaGetErrorName(status) + ": " +
-                       cudaGetErrorString(status));
-}
+using gpu::checkCuda;
 
 int envInt(const char *name, int fallback) {
   const char *text = std::getenv(name);
@@ -49,9 +45,10 @@ public:
   Event &operator=(Event &&) = delete;
   cudaEvent_t get(bool timing = true) {
     if (!event)
-      check("cudaEventCreate",
-            cudaEventCreateWithFlags(&event, timing ? cudaEventDefault
-                                                    : cudaEventDisableTiming));
+      checkCuda("cudaEventCreate",
+                cudaEventCreateWithFlags(&event, timing
+                                                     ? cudaEventDefault
+                                                     : cudaEventDisableTiming));
     return event;
   }
 
@@ -61,7 +58,7 @@ private:
 
 float elapsedMs(cudaEvent_t begin, cudaEvent_t end) {
   float ms = 0;
-  check("cudaEventElapsedTime", cudaEventElapsedTime(&ms, begin, end));
+  checkCuda("cudaEventElapsedTime", cudaEventElapsedTime(&ms, begin, end));
   return ms;
 }
 
@@ -90,6 +87,9 @@ private:
   void prepare();
   void enqueue(size_t index);
   void storeValues(const TensorRef &target, const std::vector<double> &values);
+  /// The elements of `source` (device memory), once the compute stream has
+  /// reached this point.
+  std::vector<double> loadValues(const TensorRef &source) const;
   /// Waits for `event` with the communicator's timeout, checking NCCL.
   void awaitEvent(cudaEvent_t event, const char *what);
   void collectTimes();
@@ -112,7 +112,7 @@ private:
   std::vector<PreparedInstruction> prepared;
   std::vector<CudaKernelFn> kernels; // By instruction; null for non-kernels.
   std::vector<CommGroup *> groupsByAxis;
-  // Pinned host bytes for the step number and for reading values back.
+  // Pinned host bytes the step number is copied from.
   int64_t *hostStep = nullptr;
   MemoryTracker tracker;
   MemoryPeaks peaks;
@@ -149,14 +149,15 @@ void CudaExecutor::setUp(Communicator &hostComm) {
   int rank = myRank;
   std::string where =
       "rank " + std::to_string(rank) + " on GPU " + std::to_string(deviceIndex);
-  check(where + ": cudaSetDevice", cudaSetDevice(deviceIndex));
+  checkCuda(where + ": cudaSetDevice", cudaSetDevice(deviceIndex));
   // Scratch from the stream-ordered pool stays reserved between steps.
   cudaMemPool_t pool;
-  check(where + ": memory pool",
-        cudaDeviceGetDefaultMemPool(&pool, deviceIndex));
+  checkCuda(where + ": memory pool",
+            cudaDeviceGetDefaultMemPool(&pool, deviceIndex));
   uint64_t keep = UINT64_MAX;
-  check(where + ": memory pool",
-        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  checkCuda(
+      where + ": memory pool",
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   size_t bytes = (static_cast<size_t>(plan.arenaBytes) + 255) / 256 * 256;
   cudaError_t status =
       cudaMalloc(reinterpret_cast<void **>(&arena), bytes ? bytes : 256);
@@ -164,13 +165,14 @@ void CudaExecutor::setUp(Communicator &hostComm) {
     throw RuntimeError(where + ": cannot allocate the arena of " +
                        std::to_string(plan.arenaBytes) +
                        " bytes: " + cudaGetErrorString(status));
-  check(where + ": arena", cudaMemset(arena, 0, bytes ? bytes : 256));
-  check(where + ": streams",
-        cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
-  check(where + ": streams",
-        cudaStreamCreateWithFlags(&commStream, cudaStreamNonBlocking));
-  check(where + ": pinned memory",
-        cudaMallocHost(reinterpret_cast<void **>(&hostStep), sizeof(int64_t)));
+  checkCuda(where + ": arena", cudaMemset(arena, 0, bytes ? bytes : 256));
+  checkCuda(where + ": streams",
+            cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
+  checkCuda(where + ": streams",
+            cudaStreamCreateWithFlags(&commStream, cudaStreamNonBlocking));
+  checkCuda(
+      where + ": pinned memory",
+      cudaMallocHost(reinterpret_cast<void **>(&hostStep), sizeof(int64_t)));
   ctx = std::make_unique<CudaContext>(computeStream);
   ctx->setEagerChecks(false);
   commMemory = std::make_unique<StreamMemory>(commStream);
@@ -242,15 +244,15 @@ void CudaExecutor::prepare() {
 
 void CudaExecutor::storeValues(const TensorRef &target,
                                const std::vector<double> &values) {
-  check("cudaSetDevice", cudaSetDevice(deviceIndex));
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   std::vector<unsigned char> host(target.bytes());
   TensorRef staged = target;
   staged.data = host.data();
   storeElements(staged, values);
-  check("copy to the device",
-        cudaMemcpyAsync(target.data, host.data(), host.size(),
-                        cudaMemcpyHostToDevice, computeStream));
-  check("copy to the device", cudaStreamSynchronize(computeStream));
+  checkCuda("copy to the device",
+            cudaMemcpyAsync(target.data, host.data(), host.size(),
+                            cudaMemcpyHostToDevice, computeStream));
+  checkCuda("copy to the device", cudaStreamSynchronize(computeStream));
 }
 
 void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
@@ -262,13 +264,16 @@ void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
 }
 
 std::vector<double> CudaExecutor::variableShard(int index) const {
-  check("cudaSetDevice", cudaSetDevice(deviceIndex));
-  TensorRef source = tensor(thePlan.variables[index].value);
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  return loadValues(tensor(thePlan.variables[index].value));
+}
+
+std::vector<double> CudaExecutor::loadValues(const TensorRef &source) const {
   std::vector<unsigned char> host(source.bytes());
-  check("copy from the device",
-        cudaMemcpyAsync(host.data(), source.data, host.size(),
-                        cudaMemcpyDeviceToHost, computeStream));
-  check("copy from the device", cudaStreamSynchronize(computeStream));
+  checkCuda("copy from the device",
+            cudaMemcpyAsync(host.data(), source.data, host.size(),
+                            cudaMemcpyDeviceToHost, computeStream));
+  checkCuda("copy from the device", cudaStreamSynchronize(computeStream));
   TensorRef staged = source;
   staged.data = host.data();
   return loadElements(staged);
@@ -287,35 +292,36 @@ void CudaExecutor::enqueue(size_t index) {
     break;
   case InstructionKind::CollectiveStart: {
     int bucket = instruction.bucket;
-    check("collective_start",
-          cudaEventRecord(bucketReady[bucket].get(false), computeStream));
-    check("collective_start",
-          cudaStreamWaitEvent(commStream, bucketReady[bucket].get(false), 0));
-    check("collective_start",
-          cudaEventRecord(bucketBegin[bucket].get(), commStream));
+    checkCuda("collective_start",
+              cudaEventRecord(bucketReady[bucket].get(false), computeStream));
+    checkCuda(
+        "collective_start",
+        cudaStreamWaitEvent(commStream, bucketReady[bucket].get(false), 0));
+    checkCuda("collective_start",
+              cudaEventRecord(bucketBegin[bucket].get(), commStream));
     runCollective(instruction, entry.operands, entry.results, entry.staging,
                   *groupsByAxis[instruction.groupAxis], *nccl, *commMemory);
-    check("collective_start",
-          cudaEventRecord(bucketDone[bucket].get(), commStream));
+    checkCuda("collective_start",
+              cudaEventRecord(bucketDone[bucket].get(), commStream));
     break;
   }
   case InstructionKind::CollectiveWait: {
     int wait = waitIndexOf[index];
-    check("collective_wait",
-          cudaEventRecord(waitBegin[wait].get(), computeStream));
-    check("collective_wait",
-          cudaStreamWaitEvent(computeStream,
-                              bucketDone[instruction.bucket].get(), 0));
-    check("collective_wait",
-          cudaEventRecord(waitEnd[wait].get(), computeStream));
+    checkCuda("collective_wait",
+              cudaEventRecord(waitBegin[wait].get(), computeStream));
+    checkCuda("collective_wait",
+              cudaStreamWaitEvent(computeStream,
+                                  bucketDone[instruction.bucket].get(), 0));
+    checkCuda("collective_wait",
+              cudaEventRecord(waitEnd[wait].get(), computeStream));
     break;
   }
   case InstructionKind::Copy: {
     TensorRef target =
         tensor(thePlan.variables[instruction.variableIndex].value);
     if (target.data != entry.operands[0].data)
-      check("copy",
-            cudaMemcpyAsync(target.data, entry.operands[0].data, target.bytes(),
+      checkCuda("copy", cudaMemcpyAsync(
+                            target.data, entry.operands[0].data, target.bytes(),
                             cudaMemcpyDeviceToDevice, computeStream));
     break;
   }
@@ -329,7 +335,7 @@ void CudaExecutor::awaitEvent(cudaEvent_t event, const char *what) {
     if (status == cudaSuccess)
       return;
     if (status != cudaErrorNotReady)
-      check(what, status);
+      checkCuda(what, status);
     nccl->checkAsyncErrors();
     if (Clock::now() > deadline)
       throw RuntimeError(std::string(what) + ": not done after " +
@@ -340,7 +346,7 @@ void CudaExecutor::awaitEvent(cudaEvent_t event, const char *what) {
 }
 
 double CudaExecutor::runStep(int64_t stepNumber) {
-  check("cudaSetDevice", cudaSetDevice(deviceIndex));
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   if (failed)
     throw RuntimeError("rank " + std::to_string(myRank) +
                        ": the GPU executor failed earlier");
@@ -348,10 +354,11 @@ double CudaExecutor::runStep(int64_t stepNumber) {
   try {
     // The previous step has finished, so the pinned step is free to reuse.
     *hostStep = stepNumber;
-    check("step", cudaEventRecord(stepBegin.get(), computeStream));
+    checkCuda("step", cudaEventRecord(stepBegin.get(), computeStream));
     for (int id : thePlan.steps)
-      check("step", cudaMemcpyAsync(tensor(id).data, hostStep, sizeof(int64_t),
-                                    cudaMemcpyHostToDevice, computeStream));
+      checkCuda("step",
+                cudaMemcpyAsync(tensor(id).data, hostStep, sizeof(int64_t),
+                                cudaMemcpyHostToDevice, computeStream));
     tracedThisStep = tracing;
     if (tracedThisStep) {
       traceBegin.resize(thePlan.instructions.size());
@@ -363,18 +370,18 @@ double CudaExecutor::runStep(int64_t stepNumber) {
       const Instruction &instruction = thePlan.instructions[i];
       PreparedInstruction &entry = prepared[i];
       if (entry.phase != Phase::Forward && !backwardMarked) {
-        check("step", cudaEventRecord(backwardBegin.get(), computeStream));
+        checkCuda("step", cudaEventRecord(backwardBegin.get(), computeStream));
         backwardMarked = true;
       }
       if (entry.phase == Phase::Optimizer && !optimizerMarked) {
-        check("step", cudaEventRecord(optimizerBegin.get(), computeStream));
+        checkCuda("step", cudaEventRecord(optimizerBegin.get(), computeStream));
         optimizerMarked = true;
       }
       for (int buffer : entry.writtenBuffers)
         tracker.markLive(buffer);
       tracker.sample();
       if (tracedThisStep)
-        check("trace", cudaEventRecord(traceBegin[i].get(), computeStream));
+        checkCuda("trace", cudaEventRecord(traceBegin[i].get(), computeStream));
       try {
         enqueue(i);
       } catch (const RuntimeError &error) {
@@ -382,15 +389,15 @@ double CudaExecutor::runStep(int64_t stepNumber) {
                            instruction.op + "): " + error.what());
       }
       if (tracedThisStep)
-        check("trace", cudaEventRecord(traceEnd[i].get(), computeStream));
+        checkCuda("trace", cudaEventRecord(traceEnd[i].get(), computeStream));
       for (int buffer : instruction.free)
         tracker.markDead(buffer);
     }
     if (!backwardMarked)
-      check("step", cudaEventRecord(backwardBegin.get(), computeStream));
+      checkCuda("step", cudaEventRecord(backwardBegin.get(), computeStream));
     if (!optimizerMarked)
-      check("step", cudaEventRecord(optimizerBegin.get(), computeStream));
-    check("step", cudaEventRecord(stepEnd.get(), computeStream));
+      checkCuda("step", cudaEventRecord(optimizerBegin.get(), computeStream));
+    checkCuda("step", cudaEventRecord(stepEnd.get(), computeStream));
     awaitEvent(stepEnd.get(), "step");
     // Every collective was waited for, so the communication stream is idle.
     ctx->checkDeviceErrors();
@@ -413,15 +420,7 @@ double CudaExecutor::runStep(int64_t stepNumber) {
   peaks.deviceHeld = thePlan.arenaBytes + static_cast<int64_t>(poolHigh);
   if (thePlan.outputs.empty())
     return 0;
-  std::vector<double> loss = loadElements([&] {
-    TensorRef source = tensor(thePlan.outputs[0]);
-    static thread_local std::vector<unsigned char> host;
-    host.resize(source.bytes());
-    check("loss", cudaMemcpy(host.data(), source.data, host.size(),
-                             cudaMemcpyDeviceToHost));
-    source.data = host.data();
-    return source;
-  }());
+  std::vector<double> loss = loadValues(tensor(thePlan.outputs[0]));
   return loss.empty() ? 0 : loss[0];
 }
 
@@ -429,21 +428,19 @@ void CudaExecutor::collectTimes() {
   times.forward = elapsedMs(stepBegin.get(), backwardBegin.get());
   times.backward = elapsedMs(backwardBegin.get(), optimizerBegin.get());
   times.optimizer = elapsedMs(optimizerBegin.get(), stepEnd.get());
-  for (size_t w = 0; w < waitBegin.size(); ++w)
-    times.commWait += elapsedMs(waitBegin[w].get(), waitEnd[w].get());
-  std::vector<char> ran(thePlan.numBuckets, 0);
-  for (const Instruction &instruction : thePlan.instructions)
-    if (instruction.kind == InstructionKind::CollectiveStart)
-      ran[instruction.bucket] = 1;
-  for (int b = 0; b < thePlan.numBuckets; ++b)
-    if (ran[b])
-      times.commBusy += elapsedMs(bucketBegin[b].get(), bucketDone[b].get());
   // Phases count kernel time: the time blocked in waits is commWait.
   double waitIn[3] = {0, 0, 0};
-  for (size_t i = 0; i < thePlan.instructions.size(); ++i)
-    if (waitIndexOf[i] >= 0)
-      waitIn[static_cast<int>(prepared[i].phase)] += elapsedMs(
-          waitBegin[waitIndexOf[i]].get(), waitEnd[waitIndexOf[i]].get());
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+    const Instruction &instruction = thePlan.instructions[i];
+    if (int wait = waitIndexOf[i]; wait >= 0) {
+      double ms = elapsedMs(waitBegin[wait].get(), waitEnd[wait].get());
+      times.commWait += ms;
+      waitIn[static_cast<int>(prepared[i].phase)] += ms;
+    }
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      times.commBusy += elapsedMs(bucketBegin[instruction.bucket].get(),
+                                  bucketDone[instruction.bucket].get());
+  }
   times.forward -= waitIn[0];
   times.backward -= waitIn[1];
   times.optimizer -= waitIn[2];

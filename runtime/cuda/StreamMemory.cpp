@@ -2,40 +2,33 @@
 
 #include "runtime/cuda/StreamMemory.h"
 
-#include "runtime/core/Error.h"
+#include "runtime/cuda/Support.h"
 
 #include <string>
 
 namespace zerosbp::runtime {
 
-namespace {
-
-void check(const std::string &what, cudaError_t status) {
-  if (status != cudaSuccess)
-    throw RuntimeError(what + ": " + cudaGetErrorName(status) + ": " +
-                       cudaGetErrorString(status));
-}
-
-} // namespace
+using gpu::checkCuda;
 
 void StreamMemory::copy(void *dst, const void *src, size_t bytes) {
   if (dst != src && bytes)
-    check("collective copy", cudaMemcpyAsync(dst, src, bytes,
-                                             cudaMemcpyDeviceToDevice, stream));
+    checkCuda(
+        "collective copy",
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
 }
 
 void StreamMemory::copyRows(void *dst, size_t dstPitch, const void *src,
                             size_t srcPitch, size_t rowBytes, size_t rows) {
   if (rowBytes && rows)
-    check("collective copy",
-          cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows,
-                            cudaMemcpyDeviceToDevice, stream));
+    checkCuda("collective copy",
+              cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows,
+                                cudaMemcpyDeviceToDevice, stream));
 }
 
 void *StreamMemory::allocate(size_t bytes) {
   void *scratch = nullptr;
-  check("collective scratch of " + std::to_string(bytes) + " bytes",
-        cudaMallocAsync(&scratch, bytes ? bytes : 1, stream));
+  checkCuda("collective scratch of " + std::to_string(bytes) + " bytes",
+            cudaMallocAsync(&scratch, bytes ? bytes : 1, stream));
   return scratch;
 }
 
