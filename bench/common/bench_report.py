@@ -91,6 +91,16 @@ def run_timed(command):
     return output, max(0.0, other / wall)
 
 
+def run_report(command, report_path):
+    """Runs `zero-run ... --report-file report_path` timed: its report, with
+    `other_cores`, the cores other work on the machine kept busy meanwhile
+    (it slows the run)."""
+    _, other = run_timed(command + ["--report-file", report_path])
+    report = load_json(report_path)
+    report["other_cores"] = other
+    return report
+
+
 # Other work keeping more than this many cores busy during a run makes it
 # contended: a quiet run of the same configuration is preferred to it.
 CONTENDED_CORES = 0.25

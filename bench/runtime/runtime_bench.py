@@ -57,13 +57,9 @@ COLUMNS = [
 def run_once(args, plan, repeat):
     """One run of a plan: its report, with the cores other work on the
     machine kept busy meanwhile (it slows the run)."""
-    report_path = "%s.%d.json" % (plan, repeat)
-    _, other = bench_report.run_timed([
-        args.zero_run, plan, "--ranks", str(args.ranks), "--steps",
-        str(args.steps), "--quiet", "--report-file", report_path])
-    report = bench_report.load_json(report_path)
-    report["other_cores"] = other
-    return report
+    return bench_report.run_report(
+        [args.zero_run, plan, "--ranks", str(args.ranks), "--steps",
+         str(args.steps), "--quiet"], "%s.%d.json" % (plan, repeat))
 
 
 def main():

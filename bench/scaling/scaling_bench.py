@@ -87,14 +87,10 @@ def parse_ranks(text):
 def run_once(args, plan, world, backend, threads, repeat):
     """One run of a plan: its report, with the cores other work on the
     machine kept busy meanwhile (it slows the run)."""
-    report_path = "%s.%s.%d.json" % (plan, backend, repeat)
-    _, other = bench_report.run_timed([
-        args.zero_run, plan, "--ranks", str(world), "--backend", backend,
-        "--steps", str(args.steps), "--threads", str(threads), "--quiet",
-        "--report-file", report_path])
-    report = bench_report.load_json(report_path)
-    report["other_cores"] = other
-    return report
+    return bench_report.run_report(
+        [args.zero_run, plan, "--ranks", str(world), "--backend", backend,
+         "--steps", str(args.steps), "--threads", str(threads), "--quiet"],
+        "%s.%s.%d.json" % (plan, backend, repeat))
 
 
 def main():
