@@ -73,6 +73,10 @@ public:
   void writeInput(int index, const std::vector<double> &values) override;
   double runStep(int64_t stepNumber) override;
   std::vector<double> variableShard(int index) const override;
+  void readVariableBytes(int index, int64_t offset, void *out,
+                         int64_t bytes) const override;
+  void writeVariableBytes(int index, int64_t offset, const void *data,
+                          int64_t bytes) override;
   const MemoryPeaks &memoryPeaks() const override { return peaks; }
   const StepTimes &lastStepTimes() const override { return times; }
   const CommStats &commStats() const override { return nccl->stats(); }
@@ -266,6 +270,28 @@ void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
 std::vector<double> CudaExecutor::variableShard(int index) const {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   return loadValues(tensor(thePlan.variables[index].value));
+}
+
+void CudaExecutor::readVariableBytes(int index, int64_t offset, void *out,
+                                     int64_t bytes) const {
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  const auto *source = static_cast<const unsigned char *>(
+      tensor(thePlan.variables[index].value).data);
+  checkCuda("copy from the device",
+            cudaMemcpyAsync(out, source + offset, bytes, cudaMemcpyDeviceToHost,
+                            computeStream));
+  checkCuda("copy from the device", cudaStreamSynchronize(computeStream));
+}
+
+void CudaExecutor::writeVariableBytes(int index, int64_t offset,
+                                      const void *data, int64_t bytes) {
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  auto *target =
+      static_cast<unsigned char *>(tensor(thePlan.variables[index].value).data);
+  checkCuda("copy to the device",
+            cudaMemcpyAsync(target + offset, data, bytes,
+                            cudaMemcpyHostToDevice, computeStream));
+  checkCuda("copy to the device", cudaStreamSynchronize(computeStream));
 }
 
 std::vector<double> CudaExecutor::loadValues(const TensorRef &source) const {

@@ -55,6 +55,15 @@ public:
   /// This rank's elements of variable `index`.
   virtual std::vector<double> variableShard(int index) const = 0;
 
+  /// Bytes [offset, offset + bytes) of this rank's shard of variable
+  /// `index`, as stored (its dtype, row-major): checkpoints move state
+  /// through these, bit for bit and a bounded chunk at a time. The caller
+  /// keeps the range inside the shard.
+  virtual void readVariableBytes(int index, int64_t offset, void *out,
+                                 int64_t bytes) const = 0;
+  virtual void writeVariableBytes(int index, int64_t offset, const void *data,
+                                  int64_t bytes) = 0;
+
   /// Sets every variable to its shard of the model tensor `modelValues`
   /// returns (PyTorch shape, row-major).
   void initializeVariables(

@@ -69,6 +69,20 @@ std::vector<double> RankExecutor::variableShard(int index) const {
   return loadElements(tensor(thePlan.variables[index].value));
 }
 
+void RankExecutor::readVariableBytes(int index, int64_t offset, void *out,
+                                     int64_t bytes) const {
+  const auto *data = static_cast<const unsigned char *>(
+      tensor(thePlan.variables[index].value).data);
+  std::memcpy(out, data + offset, bytes);
+}
+
+void RankExecutor::writeVariableBytes(int index, int64_t offset,
+                                      const void *data, int64_t bytes) {
+  auto *target =
+      static_cast<unsigned char *>(tensor(thePlan.variables[index].value).data);
+  std::memcpy(target + offset, data, bytes);
+}
+
 void RankExecutor::execute(size_t index) {
   const Instruction &instruction = thePlan.instructions[index];
   PreparedInstruction &entry = prepared[index];

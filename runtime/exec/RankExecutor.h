@@ -44,6 +44,10 @@ public:
   void writeInput(int index, const std::vector<double> &localValues) override;
   double runStep(int64_t stepNumber) override;
   std::vector<double> variableShard(int index) const override;
+  void readVariableBytes(int index, int64_t offset, void *out,
+                         int64_t bytes) const override;
+  void writeVariableBytes(int index, int64_t offset, const void *data,
+                          int64_t bytes) override;
 
   const MemoryPeaks &memoryPeaks() const override { return tracker.peaks(); }
   const StepTimes &lastStepTimes() const override { return times; }

@@ -39,7 +39,19 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   report["backend"] = options.backend;
   report["device"] = runDevice(plan, options);
   report["steps"] = options.steps;
+  report["start_step"] = result.firstStep;
   report["losses"] = result.losses;
+  if (options.resumeDir)
+    report["resumed"] = {{"from", *options.resumeDir},
+                         {"load_ms", result.loadMilliseconds},
+                         {"bytes_read", result.load.bytesRead},
+                         {"buffer_bytes", result.load.bufferBytes}};
+  Json saved = Json::array();
+  for (const SavedCheckpoint &checkpoint : result.checkpoints)
+    saved.push_back({{"step", checkpoint.step},
+                     {"path", checkpoint.path},
+                     {"save_ms", checkpoint.milliseconds}});
+  report["checkpoints"] = saved;
 
   int64_t steps = static_cast<int64_t>(result.losses.size());
   std::vector<double> stepMs(steps, 0.0);

@@ -4,17 +4,20 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/io/DurableFile.h"
 #include "runtime/io/Npy.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/train/ModelData.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 
 namespace zerosbp::runtime {
@@ -43,9 +46,9 @@ std::string progressLine(const TrainResult &result, int64_t step,
   std::snprintf(
       head, sizeof(head),
       "step %*lld/%lld  loss %.6f  %.0f tokens/s  %.1f ms  peak MiB/rank",
-      static_cast<int>(std::to_string(steps).size()),
-      static_cast<long long>(step + 1), static_cast<long long>(steps),
-      result.losses[step],
+      static_cast<int>(std::to_string(result.firstStep + steps).size()),
+      static_cast<long long>(result.firstStep + step + 1),
+      static_cast<long long>(result.firstStep + steps), result.losses[step],
       stepMs > 0 ? result.tokensPerStep / (stepMs / 1000) : 0.0, stepMs);
   std::string line = head;
   for (const RankRecord &rank : result.ranks) {
@@ -95,25 +98,86 @@ void saveModel(const Plan &plan, const std::string &dir,
 
 namespace {
 
-/// The step loop both backends share: initial values, one step per input
-/// row, a progress line per step, the saved model.
+/// Saves a checkpoint of the session's state and reports it.
+void saveCheckpoint(TrainingSession &session, const TrainOptions &options,
+                    uint64_t seed, bool reporter, std::ostream &progress,
+                    TrainResult &result) {
+  auto begin = std::chrono::steady_clock::now();
+  std::string path =
+      session.saveCheckpoint(*options.checkpointDir, options.keep, seed);
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - begin)
+                  .count();
+  result.checkpoints.push_back({session.stepsRun(), path, ms});
+  if (reporter && options.progress)
+    progress << "checkpoint " << path << " saved in "
+             << static_cast<int64_t>(ms) << " ms" << std::endl;
+}
+
+/// The step loop both backends share: initial values (or a checkpoint's),
+/// one step per input row, a progress line per step, checkpoints, the
+/// saved model.
 TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
                      bool reporter, std::ostream &progress) {
   const Plan &plan = session.plan();
-  InitialModel model(plan, options.initDir, options.seed);
-  InputFeed feed(plan, options.dataDir, options.steps, options.seed);
-  session.initialize(
-      [&](const PlanVariable &variable) { return model.valuesOf(variable); });
+  if (options.resumeDir && options.initDir)
+    throw RuntimeError("--init and --resume both set the parameters; give "
+                       "one");
+  // Only the reporting process writes the manifest, so it holds the lock;
+  // a second run saving into the directory stops here, before training.
+  std::unique_ptr<DirectoryLock> lock;
+  if (options.checkpointDir && reporter) {
+    std::error_code error;
+    std::filesystem::create_directories(*options.checkpointDir, error);
+    if (error)
+      throw RuntimeError(*options.checkpointDir +
+                         ": cannot create directory (" + error.message() + ")");
+    lock = std::make_unique<DirectoryLock>(*options.checkpointDir);
+  }
   TrainResult result;
+  uint64_t seed = options.seed;
+  if (options.resumeDir) {
+    auto begin = std::chrono::steady_clock::now();
+    CheckpointManifest manifest =
+        session.loadCheckpoint(*options.resumeDir, &result.load);
+    result.loadMilliseconds = std::chrono::duration<double, std::milli>(
+                                  std::chrono::steady_clock::now() - begin)
+                                  .count();
+    if (options.seedGiven && options.seed != manifest.seed)
+      throw RuntimeError("--seed " + std::to_string(options.seed) +
+                         " differs from the checkpoint's seed " +
+                         std::to_string(manifest.seed) +
+                         " (the data would not continue where it stopped)");
+    seed = manifest.seed;
+    result.firstStep = manifest.step;
+    if (reporter && options.progress)
+      progress << "resumed from " << *options.resumeDir << " at step "
+               << manifest.step << " (saved on " << manifest.world
+               << " ranks, stage "
+               << (manifest.stage ? std::to_string(*manifest.stage) : "-")
+               << ")" << std::endl;
+  } else {
+    InitialModel model(plan, options.initDir, seed);
+    session.initialize(
+        [&](const PlanVariable &variable) { return model.valuesOf(variable); });
+  }
+  // Step s of the whole training (resumed steps included) reads data row s.
+  InputFeed feed(plan, options.dataDir, result.firstStep + options.steps, seed);
   result.tokensPerStep = feed.tokensPerStep();
   for (int64_t step = 0; step < options.steps; ++step) {
     if (options.tracePath && step + 1 == options.steps)
       session.setTracing(true);
-    result.losses.push_back(
-        session.step([&](int input) { return feed.globalInput(input, step); }));
+    int64_t dataRow = result.firstStep + step;
+    result.losses.push_back(session.step(
+        [&](int input) { return feed.globalInput(input, dataRow); }));
     result.ranks = session.records();
     if (reporter && options.progress)
       progress << progressLine(result, step, options.steps) << std::endl;
+    bool last = step + 1 == options.steps;
+    if (options.checkpointDir &&
+        (last || (options.checkpointEvery > 0 &&
+                  session.stepsRun() % options.checkpointEvery == 0)))
+      saveCheckpoint(session, options, seed, reporter, progress, result);
   }
   if (options.tracePath) {
     // Under MPI every process writes its own rank's timeline.

@@ -34,15 +34,37 @@ struct TrainOptions {
   std::optional<std::string> dataDir;
   std::optional<std::string> initDir;
   std::optional<std::string> saveDir;
+  /// Continue from this checkpoint (docs/checkpoint.md) instead of --init.
+  std::optional<std::string> resumeDir;
+  /// Save checkpoints here: every `checkpointEvery` steps (0: only at the
+  /// end) and after the last step, keeping the newest `keep` (0: all).
+  std::optional<std::string> checkpointDir;
+  int64_t checkpointEvery = 0;
+  int keep = 0;
   /// Chrome trace-event JSON of the last step (this process's ranks).
   std::optional<std::string> tracePath;
   uint64_t seed = 0;
+  /// --seed was given: a resumed run must then use the checkpoint's seed.
+  bool seedGiven = false;
   double timeoutSeconds = 300;
   int threads = 0; // BLAS threads per rank; 0 picks.
   bool progress = true;
 };
 
+/// A checkpoint the run saved.
+struct SavedCheckpoint {
+  int64_t step = 0;
+  std::string path;
+  double milliseconds = 0;
+};
+
 struct TrainResult {
+  /// Steps done before this run (those of the checkpoint it resumed).
+  int64_t firstStep = 0;
+  std::vector<SavedCheckpoint> checkpoints;
+  /// Time to load the resumed checkpoint and the largest buffer held.
+  double loadMilliseconds = 0;
+  LoadStats load;
   std::vector<double> losses;
   std::vector<RankRecord> ranks;
   int64_t tokensPerStep = 0;
@@ -71,7 +93,8 @@ void pickKernelThreads(int threads, int ranksHere);
 /// when mpirun does not say.
 int mpiRanksOnThisMachine();
 
-/// The progress line of one step.
+/// The progress line of the run's step `step` (0-based in this run;
+/// printed with the steps of the checkpoint it resumed counted).
 std::string progressLine(const TrainResult &result, int64_t step,
                          int64_t steps);
 

@@ -201,6 +201,159 @@ std::vector<std::pair<int, StepTrace>> TrainingSession::lastStepTraces() const {
   return traces;
 }
 
+std::string
+TrainingSession::tryOnLocalRanks(const std::function<void(Executor &)> &body) {
+  std::mutex mutex;
+  std::string firstError;
+  auto run = [&](Executor &executor) {
+    try {
+      body(executor);
+    } catch (const std::exception &error) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (firstError.empty())
+        firstError = error.what();
+    }
+  };
+  if (externalComm) {
+    run(*executors[0]);
+    return firstError;
+  }
+  std::vector<std::thread> threads;
+  for (auto &executor : executors)
+    threads.emplace_back([&run, &executor] { run(*executor); });
+  for (std::thread &thread : threads)
+    thread.join();
+  return firstError;
+}
+
+int TrainingSession::firstFailedRank(bool failed) {
+  if (!externalComm)
+    return failed ? 0 : -1;
+  std::vector<double> flags = gather({failed ? 1.0 : 0.0});
+  for (size_t r = 0; r < flags.size(); ++r)
+    if (flags[r] != 0)
+      return static_cast<int>(r);
+  return -1;
+}
+
+std::string TrainingSession::saveCheckpoint(const std::string &directory,
+                                            int keep, uint64_t seed) {
+  checkUsable();
+  bool reporter = rank() == 0;
+  std::string partial = partialCheckpointPath(directory, steps);
+  std::string error;
+  if (reporter) {
+    try {
+      beginCheckpoint(directory, steps);
+    } catch (const std::exception &failure) {
+      error = failure.what();
+    }
+  }
+  if (firstFailedRank(!error.empty()) >= 0)
+    throw RuntimeError(error.empty() ? "checkpoint: rank 0 could not begin "
+                                       "the save"
+                                     : error);
+  // Each local rank writes its file; the digests go to the manifest.
+  std::vector<FileDigest> digests(thePlan.world);
+  error = tryOnLocalRanks([&](Executor &executor) {
+    digests[executor.rank()] = writeRankCheckpoint(
+        thePlan, executor.rank(), partial,
+        [&executor](int index, int64_t offset, void *out, int64_t bytes) {
+          executor.readVariableBytes(index, offset, out, bytes);
+        });
+  });
+  int failedRank = firstFailedRank(!error.empty());
+  if (externalComm) {
+    // Every rank's digest, for rank 0's manifest.
+    const FileDigest &mine = digests[rank()];
+    std::vector<double> all = gather(
+        {static_cast<double>(mine.bytes), static_cast<double>(mine.crc32)});
+    for (int r = 0; r < thePlan.world; ++r)
+      digests[r] = {static_cast<int64_t>(all[2 * r]),
+                    static_cast<uint32_t>(all[2 * r + 1])};
+  }
+  if (failedRank >= 0) {
+    if (reporter)
+      abandonCheckpoint(partial);
+    throw RuntimeError(!error.empty()
+                           ? error
+                           : "checkpoint: rank " + std::to_string(failedRank) +
+                                 " could not write its file");
+  }
+  std::string path;
+  if (reporter) {
+    CheckpointManifest manifest = manifestOfPlan(thePlan, steps, seed);
+    for (CheckpointFile &file : manifest.files) {
+      file.bytes = digests[file.rank].bytes;
+      file.crc32 = digests[file.rank].crc32;
+    }
+    try {
+      path = commitCheckpoint(directory, partial, manifest, keep);
+    } catch (const std::exception &failure) {
+      error = failure.what();
+      abandonCheckpoint(partial);
+    }
+  }
+  if (firstFailedRank(!error.empty()) >= 0)
+    throw RuntimeError(error.empty() ? "checkpoint: rank 0 could not commit "
+                                       "the save"
+                                     : error);
+  return path;
+}
+
+CheckpointManifest TrainingSession::loadCheckpoint(const std::string &path,
+                                                   LoadStats *stats) {
+  checkUsable();
+  // Every check before anything is written: a failure leaves the state.
+  std::string error;
+  OpenedCheckpoint checkpoint;
+  try {
+    checkpoint = openCheckpoint(path);
+    checkCompatible(checkpoint, thePlan);
+    std::vector<bool> verified(checkpoint.manifest.world, false);
+    for (auto &executor : executors)
+      for (int file : filesReadBy(checkpoint, thePlan, executor->rank()))
+        if (!verified[file]) {
+          verifyCheckpointFile(checkpoint, file);
+          verified[file] = true;
+        }
+  } catch (const std::exception &failure) {
+    error = failure.what();
+  }
+  int failedRank = firstFailedRank(!error.empty());
+  if (failedRank >= 0)
+    throw RuntimeError(!error.empty()
+                           ? error
+                           : "checkpoint: rank " + std::to_string(failedRank) +
+                                 " could not check its files");
+  std::mutex mutex;
+  LoadStats total;
+  error = tryOnLocalRanks([&](Executor &executor) {
+    LoadStats mine;
+    loadRankCheckpoint(
+        checkpoint, thePlan, executor.rank(),
+        [&executor](int index, int64_t offset, const void *data,
+                    int64_t bytes) {
+          executor.writeVariableBytes(index, offset, data, bytes);
+        },
+        &mine);
+    std::lock_guard<std::mutex> lock(mutex);
+    total.bytesRead += mine.bytesRead;
+    total.bufferBytes += mine.bufferBytes;
+  });
+  if (!error.empty()) {
+    // Checked files that fail now (changed underneath): the state is mixed.
+    failure = "loading " + path + " failed halfway: " + error;
+    if (externalComm)
+      externalComm->abort(failure);
+    throw RuntimeError(failure);
+  }
+  if (stats)
+    *stats = total;
+  steps = checkpoint.manifest.step;
+  return checkpoint.manifest;
+}
+
 std::vector<double> TrainingSession::globalValue(int index) {
   checkUsable();
   const PlanVariable &variable = thePlan.variables.at(index);

@@ -20,6 +20,7 @@
 #ifndef ZEROSBP_RUNTIME_TRAIN_TRAININGSESSION_H
 #define ZEROSBP_RUNTIME_TRAIN_TRAININGSESSION_H
 
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/comm/Communicator.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/exec/MemoryTracker.h"
@@ -81,6 +82,21 @@ public:
   /// the end for a ZeRO partition). Over a communicator, collective.
   std::vector<double> globalValue(int index);
 
+  /// Saves the whole training state after stepsRun() steps as a checkpoint
+  /// in `directory` (docs/checkpoint.md), keeping the newest `keep` (0:
+  /// all); returns its path. Every rank writes its own blocks; over a
+  /// communicator, collective. The caller holds the directory's lock
+  /// (DirectoryLock) in the reporting process. A failed save leaves the
+  /// earlier checkpoints as they were and the session usable.
+  std::string saveCheckpoint(const std::string &directory, int keep,
+                             uint64_t seed);
+  /// Loads a checkpoint (a step directory, or a directory with `latest`)
+  /// saved at any world size and stage, and continues its step count.
+  /// Every file is checked first: a checkpoint that does not check leaves
+  /// the state as it was. Over a communicator, collective.
+  CheckpointManifest loadCheckpoint(const std::string &path,
+                                    LoadStats *stats = nullptr);
+
   /// Records a timeline of the following steps on every local rank.
   void setTracing(bool on);
   /// The last traced step's timeline of each rank this process runs.
@@ -98,6 +114,13 @@ private:
   /// throws aborts its communicator, and the first failure is rethrown.
   void onRankThreads(const std::function<void(int)> &body);
   void checkUsable() const;
+  /// Runs `body(executor)` on every local rank, in parallel in process;
+  /// returns the first failure's message ("" if none) without aborting
+  /// the communicators, so the ranks can agree on the outcome.
+  std::string tryOnLocalRanks(const std::function<void(Executor &)> &body);
+  /// Over a communicator: every rank's `failed` flag; in process: itself.
+  /// Returns the first failing rank, or -1.
+  int firstFailedRank(bool failed);
 
   const Plan &thePlan;
   std::unique_ptr<InProcessWorld> world;

@@ -5,11 +5,18 @@
 //            DIR] [--report=json]
 //            [--report-file FILE] [--trace FILE] [--seed S]
 //            [--timeout SECONDS] [--threads T] [--quiet]
+//            [--resume DIR] [--checkpoint-dir DIR [--checkpoint-every K]
+//            [--keep K]]
 //
 // Prints one progress line per step. With `--backend mpi` every process of
 // `mpirun -n N` is one rank; started outside mpirun, zero-run launches
 // itself under mpirun. `--trace` writes the last step's timeline of the
 // compute and communication streams as Chrome trace-event JSON.
+//
+// `--checkpoint-dir` saves the whole training state (docs/checkpoint.md)
+// every K steps and at the end; `--resume` continues from a checkpoint
+// saved at any number of ranks and stage. `--steps` counts the steps of this
+// run.
 //
 // `--device` overrides the plan's placement device. On `cuda` each rank
 // runs on its own GPU (rank r of a process on device r mod the devices it
@@ -39,7 +46,8 @@ const char *const kUsage =
     "[--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save DIR] "
     "[--report=json] "
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
-    "[--threads T] [--quiet]";
+    "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
+    "[--checkpoint-every K] [--keep K]";
 
 [[noreturn]] void usageError(const std::string &message) {
   throw RuntimeError(message + "\n" + kUsage);
@@ -112,6 +120,14 @@ CommandLine parse(int argc, char **argv) {
       options.initDir = next();
     } else if (arg == "--save") {
       options.saveDir = next();
+    } else if (arg == "--resume") {
+      options.resumeDir = next();
+    } else if (arg == "--checkpoint-dir") {
+      options.checkpointDir = next();
+    } else if (arg == "--checkpoint-every") {
+      options.checkpointEvery = parseInteger(arg, next(), 1, 1000000000);
+    } else if (arg == "--keep") {
+      options.keep = static_cast<int>(parseInteger(arg, next(), 1, 1000000));
     } else if (arg == "--report") {
       std::string kind = next();
       if (kind == "json")
@@ -125,6 +141,7 @@ CommandLine parse(int argc, char **argv) {
     } else if (arg == "--seed") {
       options.seed =
           static_cast<uint64_t>(parseInteger(arg, next(), 0, INT64_MAX));
+      options.seedGiven = true;
     } else if (arg == "--timeout") {
       options.timeoutSeconds =
           static_cast<double>(parseInteger(arg, next(), 1, 86400));
@@ -144,6 +161,9 @@ CommandLine parse(int argc, char **argv) {
     usageError("no plan file given");
   if (!line.stepsGiven)
     usageError("--steps is required");
+  if ((options.checkpointEvery > 0 || options.keep > 0) &&
+      !options.checkpointDir)
+    usageError("--checkpoint-every and --keep need --checkpoint-dir");
   return line;
 }
 

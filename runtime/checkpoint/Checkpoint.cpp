@@ -1,0 +1,407 @@
+//===- Checkpoint.cpp - saving and loading the whole training state -------===//
+
+#include "runtime/checkpoint/Checkpoint.h"
+
+#include "runtime/core/Error.h"
+#include "runtime/exec/Distribution.h"
+#include "runtime/io/Safetensors.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace zerosbp::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char *kPartialPrefix = ".partial-";
+constexpr const char *kStepPrefix = "step-";
+
+/// Crash testing (tests/integration/checkpoint_faults.py): with
+/// ZEROSBP_CHECKPOINT_KILL_AT=<point>, the process kills itself with
+/// SIGKILL at that point of a save, as a preemption would.
+void killPoint(const char *point) {
+  const char *at = std::getenv("ZEROSBP_CHECKPOINT_KILL_AT");
+  if (at && std::strcmp(at, point) == 0)
+    std::raise(SIGKILL);
+}
+
+std::string readWholeFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    throw RuntimeError(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// Steps of the complete checkpoints in `directory`, oldest first.
+std::vector<std::pair<int64_t, std::string>>
+completeCheckpoints(const std::string &directory) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code error;
+  for (const fs::directory_entry &entry :
+       fs::directory_iterator(directory, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kStepPrefix, 0) != 0 || !entry.is_directory())
+      continue;
+    std::string digits = name.substr(std::strlen(kStepPrefix));
+    if (digits.empty() ||
+        digits.find_first_not_of("0123456789") != std::string::npos ||
+        digits.size() > 18)
+      continue;
+    found.emplace_back(std::stoll(digits), name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::vector<int64_t> extents(const std::vector<DimRange> &ranges) {
+  std::vector<int64_t> shape;
+  for (const DimRange &range : ranges)
+    shape.push_back(range.second - range.first);
+  return shape;
+}
+
+/// The optimizer's type in a compile configuration, or "" without one.
+std::string optimizerType(const std::string &configJson) {
+  nlohmann::json config =
+      nlohmann::json::parse(configJson, nullptr, /*allow_exceptions=*/false);
+  if (config.is_object() && config.contains("optimizer") &&
+      config["optimizer"].is_object() && config["optimizer"].contains("type") &&
+      config["optimizer"]["type"].is_string())
+    return config["optimizer"]["type"].get<std::string>();
+  return "";
+}
+
+} // namespace
+
+std::string checkpointName(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%s%08lld", kStepPrefix,
+                static_cast<long long>(step));
+  return name;
+}
+
+std::string partialCheckpointPath(const std::string &directory, int64_t step) {
+  return directory + "/" + kPartialPrefix + checkpointName(step);
+}
+
+std::string beginCheckpoint(const std::string &directory, int64_t step) {
+  std::error_code error;
+  fs::create_directories(directory, error);
+  if (error)
+    throw RuntimeError(directory + ": cannot create directory (" +
+                       error.message() + ")");
+  // Left by a save that was killed; the lock says no one is writing them.
+  for (const fs::directory_entry &entry :
+       fs::directory_iterator(directory, error))
+    if (entry.path().filename().string().rfind(kPartialPrefix, 0) == 0)
+      fs::remove_all(entry.path(), error);
+  std::string partial = partialCheckpointPath(directory, step);
+  if (!fs::create_directory(partial, error) || error)
+    throw RuntimeError(partial + ": cannot create directory (" +
+                       (error ? error.message() : "it exists") + ")");
+  killPoint("begin");
+  return partial;
+}
+
+FileDigest writeRankCheckpoint(const Plan &plan, int rank,
+                               const std::string &partial,
+                               const ReadVariableBytes &read) {
+  std::vector<SafetensorsTensor> tensors;
+  std::vector<int> owned = variablesOwnedBy(plan, rank);
+  for (size_t n = 0; n < owned.size(); ++n) {
+    int index = owned[n];
+    const PlanVariable &variable = plan.variables[index];
+    SafetensorsTensor tensor;
+    tensor.name = variable.name;
+    tensor.dtype = variable.dtype;
+    tensor.shape = extents(variable.shards[rank]);
+    int64_t bytes = numElements(tensor.shape) *
+                    static_cast<int64_t>(dtypeBytes(tensor.dtype));
+    bool halfway = n == owned.size() / 2;
+    tensor.produce = [&read, index, bytes,
+                      halfway](const SafetensorsTensor::Sink &sink) {
+      std::vector<unsigned char> chunk(
+          static_cast<size_t>(std::min(bytes, kCheckpointChunkBytes)));
+      for (int64_t offset = 0; offset < bytes;
+           offset += static_cast<int64_t>(chunk.size())) {
+        int64_t size =
+            std::min(bytes - offset, static_cast<int64_t>(chunk.size()));
+        read(index, offset, chunk.data(), size);
+        sink(chunk.data(), size);
+      }
+      if (halfway)
+        killPoint("rank-file");
+    };
+    tensors.push_back(std::move(tensor));
+  }
+  std::map<std::string, std::string> metadata = {
+      {"format", "zerosbp-checkpoint-shard"},
+      {"rank", std::to_string(rank)},
+      {"world", std::to_string(plan.world)}};
+  return writeSafetensors(partial + "/" + rankFileName(rank, plan.world),
+                          tensors, metadata);
+}
+
+std::string commitCheckpoint(const std::string &directory,
+                             const std::string &partial,
+                             const CheckpointManifest &manifest, int keep) {
+  killPoint("files-written");
+  {
+    FileWriter writer(partial + "/manifest.json");
+    std::string text = manifestJson(manifest) + "\n";
+    writer.write(text.data(), static_cast<int64_t>(text.size()));
+    writer.finish();
+  }
+  syncDirectory(partial);
+  killPoint("manifest");
+  std::string name = checkpointName(manifest.step);
+  std::string final = directory + "/" + name;
+  std::error_code error;
+  if (fs::exists(final, error)) {
+    // The same step saved again (a run resumed from an earlier one).
+    std::string old = directory + "/" + kPartialPrefix + "old-" + name;
+    renamePath(final, old);
+    renamePath(partial, final);
+    fs::remove_all(old, error);
+  } else {
+    renamePath(partial, final);
+  }
+  syncDirectory(directory);
+  killPoint("renamed");
+  writeFileAtomically(directory + "/latest", name + "\n");
+  killPoint("latest");
+  if (keep > 0) {
+    auto complete = completeCheckpoints(directory);
+    for (size_t i = 0; i + keep < complete.size(); ++i) {
+      if (complete[i].second == name)
+        continue;
+      // Renamed first, so a kill halfway through never leaves a
+      // half-removed directory under a checkpoint's name.
+      std::string doomed =
+          directory + "/" + kPartialPrefix + "pruned-" + complete[i].second;
+      renamePath(directory + "/" + complete[i].second, doomed);
+      killPoint("prune");
+      fs::remove_all(doomed, error);
+    }
+    syncDirectory(directory);
+  }
+  return final;
+}
+
+void abandonCheckpoint(const std::string &partial) {
+  std::error_code error;
+  fs::remove_all(partial, error);
+}
+
+std::string OpenedCheckpoint::filePath(int rank) const {
+  return directory + "/" + rankFileName(rank, manifest.world);
+}
+
+OpenedCheckpoint openCheckpoint(const std::string &path) {
+  OpenedCheckpoint opened;
+  std::error_code error;
+  if (fs::exists(path + "/manifest.json", error)) {
+    opened.directory = path;
+  } else if (fs::exists(path + "/latest", error)) {
+    std::string name = readWholeFile(path + "/latest");
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
+      name.pop_back();
+    if (name.rfind(kStepPrefix, 0) != 0 || name.find('/') != std::string::npos)
+      throw RuntimeError(path + "/latest: does not name a checkpoint ('" +
+                         name.substr(0, 64) + "')");
+    opened.directory = path + "/" + name;
+    if (!fs::exists(opened.manifestPath(), error))
+      throw RuntimeError(path + "/latest: names " + name +
+                         ", which has no manifest.json");
+  } else if (!fs::is_directory(path, error)) {
+    throw RuntimeError(path + ": no such checkpoint directory");
+  } else {
+    throw RuntimeError(path + ": not a checkpoint (no manifest.json or "
+                              "latest in it)");
+  }
+  opened.manifest = parseManifest(readWholeFile(opened.manifestPath()),
+                                  opened.manifestPath());
+  return opened;
+}
+
+void checkCompatible(const OpenedCheckpoint &checkpoint, const Plan &plan) {
+  const CheckpointManifest &manifest = checkpoint.manifest;
+  std::string source = checkpoint.manifestPath() + ": ";
+  std::string saved = optimizerType(manifest.configJson);
+  std::string wanted = optimizerType(plan.configJson);
+  if (!saved.empty() && !wanted.empty() && saved != wanted)
+    throw RuntimeError(source + "config: optimizer.type is '" + saved +
+                       "' in the checkpoint but '" + wanted + "' in the plan");
+  for (const PlanVariable &variable : plan.variables) {
+    const CheckpointTensor *tensor = manifest.findTensor(variable.name);
+    std::string where = source + "tensor '" + variable.name + "': ";
+    if (!tensor)
+      throw RuntimeError(source + "tensor '" + variable.name +
+                         "' of the plan is not in the checkpoint (another "
+                         "model, optimizer or precision?)");
+    if (tensor->layout.modelShape != variable.modelShape())
+      throw RuntimeError(where + "shape " +
+                         shapeText(tensor->layout.modelShape) +
+                         " in the checkpoint but " +
+                         shapeText(variable.modelShape()) + " in the plan");
+    if (tensor->dtype != variable.dtype)
+      throw RuntimeError(where + "dtype " + dtypeName(tensor->dtype) +
+                         " in the checkpoint but " + dtypeName(variable.dtype) +
+                         " in the plan");
+    if (tensor->role != variable.role)
+      throw RuntimeError(where + "role " + roleName(tensor->role) +
+                         " in the checkpoint but " + roleName(variable.role) +
+                         " in the plan");
+  }
+  for (const CheckpointTensor &tensor : manifest.tensors)
+    if (!plan.findVariable(tensor.name))
+      throw RuntimeError(source + "tensor '" + tensor.name +
+                         "' of the checkpoint is not in the plan (another "
+                         "model, optimizer or precision?)");
+}
+
+std::vector<int> filesReadBy(const OpenedCheckpoint &checkpoint,
+                             const Plan &plan, int rank) {
+  std::vector<bool> reads(checkpoint.manifest.world, false);
+  for (const PlanVariable &variable : plan.variables) {
+    const CheckpointTensor *tensor =
+        checkpoint.manifest.findTensor(variable.name);
+    std::vector<ShardRun> target =
+        shardRuns(layoutOf(variable), variable.shards[rank]);
+    for (const CheckpointPiece &piece : tensor->pieces)
+      if (!reads[piece.rank] &&
+          !runOverlaps(shardRuns(tensor->layout, piece.ranges), target).empty())
+        reads[piece.rank] = true;
+  }
+  std::vector<int> ranks;
+  for (int r = 0; r < checkpoint.manifest.world; ++r)
+    if (reads[r])
+      ranks.push_back(r);
+  return ranks;
+}
+
+void verifyCheckpointFile(const OpenedCheckpoint &checkpoint, int fileRank) {
+  const CheckpointFile &file = checkpoint.manifest.files[fileRank];
+  std::string path = checkpoint.filePath(fileRank);
+  FileDigest digest = digestFile(path);
+  if (digest.bytes != file.bytes)
+    throw RuntimeError(path + ": " + std::to_string(digest.bytes) +
+                       " bytes, but the manifest says " +
+                       std::to_string(file.bytes) +
+                       (digest.bytes < file.bytes ? " (truncated)" : ""));
+  if (digest.crc32 != file.crc32) {
+    char text[96];
+    std::snprintf(text, sizeof(text),
+                  ": CRC-32 %08x, but the manifest says %08x (corrupt)",
+                  digest.crc32, file.crc32);
+    throw RuntimeError(path + text);
+  }
+  SafetensorsReader reader(path);
+  for (const CheckpointTensor &tensor : checkpoint.manifest.tensors)
+    for (const CheckpointPiece &piece : tensor.pieces) {
+      if (piece.rank != fileRank)
+        continue;
+      const SafetensorsEntry *entry = reader.header().find(tensor.name);
+      if (!entry)
+        throw RuntimeError(path + ": tensor '" + tensor.name +
+                           "' is in the manifest but not in the file");
+      if (entry->dtype != tensor.dtype || entry->shape != extents(piece.ranges))
+        throw RuntimeError(path + ": tensor '" + tensor.name + "' is " +
+                           safetensorsDTypeName(entry->dtype) + " " +
+                           shapeText(entry->shape) + ", the manifest says " +
+                           safetensorsDTypeName(tensor.dtype) + " " +
+                           shapeText(extents(piece.ranges)));
+    }
+}
+
+void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
+                        int rank, const WriteVariableBytes &write,
+                        LoadStats *stats) {
+  std::map<int, std::unique_ptr<SafetensorsReader>> readers;
+  auto readerOf = [&](int fileRank) -> SafetensorsReader & {
+    auto &reader = readers[fileRank];
+    if (!reader)
+      reader =
+          std::make_unique<SafetensorsReader>(checkpoint.filePath(fileRank));
+    return *reader;
+  };
+  std::vector<unsigned char> chunk;
+  LoadStats local;
+  for (size_t index = 0; index < plan.variables.size(); ++index) {
+    const PlanVariable &variable = plan.variables[index];
+    const CheckpointTensor &tensor =
+        *checkpoint.manifest.findTensor(variable.name);
+    int64_t elementBytes = static_cast<int64_t>(dtypeBytes(variable.dtype));
+    std::vector<ShardRun> target =
+        shardRuns(layoutOf(variable), variable.shards[rank]);
+    // Padding past the model (the tail of a flat partition) reads as zero.
+    int64_t localCount = shardElements(variable.shards[rank]);
+    int64_t filled = 0;
+    for (const ShardRun &run : target)
+      filled = std::max(filled, run.local + run.length);
+    if (filled < localCount) {
+      int64_t bytes = (localCount - filled) * elementBytes;
+      std::vector<unsigned char> zeros(
+          static_cast<size_t>(std::min(bytes, kCheckpointChunkBytes)), 0);
+      local.bufferBytes =
+          std::max(local.bufferBytes, static_cast<int64_t>(zeros.size()));
+      for (int64_t done = 0; done < bytes;
+           done += static_cast<int64_t>(zeros.size()))
+        write(static_cast<int>(index), filled * elementBytes + done,
+              zeros.data(),
+              std::min(bytes - done, static_cast<int64_t>(zeros.size())));
+    }
+    for (const CheckpointPiece &piece : tensor.pieces) {
+      std::vector<RunOverlap> overlaps =
+          runOverlaps(shardRuns(tensor.layout, piece.ranges), target);
+      if (overlaps.empty())
+        continue;
+      SafetensorsReader &reader = readerOf(piece.rank);
+      const SafetensorsEntry *entry = reader.header().find(tensor.name);
+      if (!entry)
+        throw RuntimeError(reader.path() + ": no tensor '" + tensor.name + "'");
+      for (const RunOverlap &overlap : overlaps) {
+        int64_t bytes = overlap.length * elementBytes;
+        for (int64_t done = 0; done < bytes;) {
+          int64_t size = std::min(bytes - done, kCheckpointChunkBytes);
+          if (static_cast<int64_t>(chunk.size()) < size)
+            chunk.resize(static_cast<size_t>(size));
+          reader.read(*entry, overlap.source * elementBytes + done,
+                      chunk.data(), size);
+          write(static_cast<int>(index), overlap.target * elementBytes + done,
+                chunk.data(), size);
+          local.bytesRead += size;
+          done += size;
+        }
+      }
+    }
+  }
+  local.bufferBytes =
+      std::max(local.bufferBytes, static_cast<int64_t>(chunk.capacity()));
+  if (stats) {
+    stats->bytesRead += local.bytesRead;
+    stats->bufferBytes = std::max(stats->bufferBytes, local.bufferBytes);
+  }
+}
+
+} // namespace zerosbp::runtime

@@ -1,0 +1,113 @@
+//===- Checkpoint.h - saving and loading the whole training state -*- C++
+//-*-===//
+//
+// The steps of a checkpoint save and load that a training session runs on
+// its ranks (docs/checkpoint.md):
+//
+// Save: rank 0 makes `<dir>/.partial-step-N`; every rank writes the blocks
+// it owns into its own file there; rank 0 then writes the manifest with
+// every file's size and CRC-32, renames the directory to `<dir>/step-N`,
+// points `<dir>/latest` at it (written atomically, last) and removes all but
+// the newest `keep` checkpoints. A crash at any point leaves `latest` naming
+// a complete checkpoint; partial directories are removed by the next save.
+//
+// Load: the manifest is read and checked against the plan, every file a
+// rank reads is checked against its size and CRC-32, and only then are the
+// blocks copied, run by run, into the ranks' variables, through one chunk
+// buffer: the layouts (world size, stage) of the checkpoint and the plan
+// may differ.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_CHECKPOINT_CHECKPOINT_H
+#define ZEROSBP_RUNTIME_CHECKPOINT_CHECKPOINT_H
+
+#include "runtime/checkpoint/Manifest.h"
+#include "runtime/io/DurableFile.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+/// The largest buffer a save or a load allocates per rank.
+constexpr int64_t kCheckpointChunkBytes = int64_t(1) << 20;
+
+/// Bytes of one rank's shard of a plan variable: read for a save, written
+/// by a load (Executor::readVariableBytes / writeVariableBytes).
+using ReadVariableBytes =
+    std::function<void(int variable, int64_t offset, void *out, int64_t bytes)>;
+using WriteVariableBytes = std::function<void(int variable, int64_t offset,
+                                              const void *data, int64_t bytes)>;
+
+/// `step-00000020`: the directory name of the checkpoint after 20 steps.
+std::string checkpointName(int64_t step);
+
+// -- Save --------------------------------------------------------------------
+
+/// Rank 0: creates `directory` if needed, removes partial saves a killed
+/// run left, and makes the partial directory of `step`; returns its path.
+/// The caller holds the directory's lock (DirectoryLock).
+std::string beginCheckpoint(const std::string &directory, int64_t step);
+/// The partial directory beginCheckpoint makes, for the other ranks.
+std::string partialCheckpointPath(const std::string &directory, int64_t step);
+
+/// Every rank: writes the blocks it owns into its file in `partial`.
+FileDigest writeRankCheckpoint(const Plan &plan, int rank,
+                               const std::string &partial,
+                               const ReadVariableBytes &read);
+
+/// Rank 0, once every file is written (`manifest.files` filled in): the
+/// manifest, the rename, `latest`, and pruning to the newest `keep`
+/// checkpoints (0 keeps all). Returns the checkpoint's path.
+std::string commitCheckpoint(const std::string &directory,
+                             const std::string &partial,
+                             const CheckpointManifest &manifest, int keep);
+
+/// Removes a partial directory after a failed save (best effort).
+void abandonCheckpoint(const std::string &partial);
+
+// -- Load --------------------------------------------------------------------
+
+struct OpenedCheckpoint {
+  std::string directory; // The step directory.
+  CheckpointManifest manifest;
+  std::string manifestPath() const { return directory + "/manifest.json"; }
+  std::string filePath(int rank) const;
+};
+
+/// Opens `path`: a checkpoint directory (with manifest.json) or a directory
+/// of them (with `latest`). Throws naming the file and the field.
+OpenedCheckpoint openCheckpoint(const std::string &path);
+
+/// Throws unless the checkpoint holds exactly the plan's variables, with
+/// the same model shapes, dtypes and roles, and an optimizer of the same
+/// type; its world size and stage may differ.
+void checkCompatible(const OpenedCheckpoint &checkpoint, const Plan &plan);
+
+/// The ranks whose files rank `rank` of `plan` reads.
+std::vector<int> filesReadBy(const OpenedCheckpoint &checkpoint,
+                             const Plan &plan, int rank);
+
+/// Checks file `fileRank` against the manifest: its size, its CRC-32, and
+/// that it holds each of its blocks with the right dtype and shape.
+void verifyCheckpointFile(const OpenedCheckpoint &checkpoint, int fileRank);
+
+struct LoadStats {
+  int64_t bytesRead = 0;
+  /// The largest buffer the load held (its extra memory beyond the arena).
+  int64_t bufferBytes = 0;
+};
+
+/// Copies rank `rank`'s shard of every plan variable out of the checkpoint;
+/// padding of flat partitions is zeroed.
+void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
+                        int rank, const WriteVariableBytes &write,
+                        LoadStats *stats = nullptr);
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_CHECKPOINT_CHECKPOINT_H

@@ -1,0 +1,92 @@
+//===- Manifest.h - what a checkpoint holds and where -----------*- C++ -*-===//
+//
+// A checkpoint is one directory: a safetensors file per rank with the shards
+// that rank owns, and manifest.json, which describes every tensor (global
+// name, model shape, dtype, role, SBP, the ranks whose files hold it and the
+// ranges they hold), the run it came from (world size, stage, compile
+// configuration), the training position (step, data seed) and every file's
+// size and CRC-32. docs/checkpoint.md is the format's reference.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_CHECKPOINT_MANIFEST_H
+#define ZEROSBP_RUNTIME_CHECKPOINT_MANIFEST_H
+
+#include "runtime/checkpoint/ShardRuns.h"
+#include "runtime/core/DType.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zerosbp::runtime {
+
+constexpr int kCheckpointVersion = 1;
+
+/// One rank's block of a tensor, stored in that rank's file.
+struct CheckpointPiece {
+  int rank = 0;
+  std::vector<DimRange> ranges;
+};
+
+struct CheckpointTensor {
+  std::string name;
+  Role role = Role::Param;
+  DType dtype = DType::F32;
+  ShardLayout layout;
+  std::vector<std::string> sbp;
+  std::optional<std::string> copyOf;
+  /// Each distinct block once, from the lowest rank that holds it.
+  std::vector<CheckpointPiece> pieces;
+};
+
+struct CheckpointFile {
+  std::string name;
+  int rank = 0;
+  int64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+struct CheckpointManifest {
+  int version = kCheckpointVersion;
+  /// Steps completed: a resumed run's next step is step + 1.
+  int64_t step = 0;
+  int world = 1;
+  std::optional<int> stage;
+  std::string function;
+  std::string device;
+  std::vector<int64_t> hierarchy;
+  /// The compile configuration (the plan's `config`), JSON text.
+  std::string configJson = "{}";
+  /// Synthetic data and initial values are counter-based functions of the
+  /// seed and the step, so the seed and `step` are the whole random state.
+  uint64_t seed = 0;
+  std::vector<CheckpointTensor> tensors;
+  std::vector<CheckpointFile> files;
+
+  const CheckpointTensor *findTensor(const std::string &name) const;
+};
+
+/// The file rank `rank` of `world` writes: rank-00001-of-00004.safetensors.
+std::string rankFileName(int rank, int world);
+
+/// The manifest of a plan's variables at `step` (files are filled in by
+/// the caller once the ranks have written them).
+CheckpointManifest manifestOfPlan(const Plan &plan, int64_t step,
+                                  uint64_t seed);
+
+/// The variables (indices into plan.variables) whose block rank `rank`
+/// owns: no lower rank holds the same block.
+std::vector<int> variablesOwnedBy(const Plan &plan, int rank);
+
+std::string manifestJson(const CheckpointManifest &manifest);
+/// Parses and checks a manifest; throws RuntimeError("<source>: <field>:
+/// ...") on anything malformed, inconsistent or from a newer version.
+CheckpointManifest parseManifest(const std::string &text,
+                                 const std::string &source);
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_CHECKPOINT_MANIFEST_H
