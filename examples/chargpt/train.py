@@ -2,10 +2,20 @@
 
     bazel run //examples/chargpt -- [--steps 500] [--ranks 4] [--stage 2]
                                     [--out chargpt-output]
+    bazel run //examples/chargpt -- --resume chargpt-output/checkpoints \
+                                    --steps 100
 
 1. Reads the bundled corpus (Proverbs and Ecclesiastes, King James Version,
    108 KB) and trains a 4-layer GPT-2 on it with ZeRO on in-process CPU
    ranks, one progress line per step: loss, tokens/s, peak MiB per rank.
+   It saves a checkpoint of the whole training state every
+   --checkpoint-every steps and at the end (--checkpoint-dir, default
+   <out>/checkpoints, the newest --keep kept). --resume DIR loads one (a
+   step directory, or a directory with `latest`) and trains --steps more
+   steps on the data an uninterrupted run would have read next; --ranks,
+   --stage and --batch may differ from the run that saved it, the model
+   flags and --seed may not. A resumed run skips the NumPy check of the
+   first loss (it is not the initial model's) and the stage comparison.
 2. Compiles and runs the same model at ZeRO stages 0-3 and prints them side
    by side: model-state memory per rank (measured, and the ZeRO paper's
    formula), peak memory, bytes sent per step (measured, and the formula),
@@ -59,6 +69,15 @@ def parse_args():
     parser.add_argument("--corpus", default=CORPUS)
     parser.add_argument("--out", default="chargpt-output")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint-dir",
+                        help="where checkpoints go (default <out>/checkpoints)")
+    parser.add_argument("--checkpoint-every", type=int, default=250,
+                        help="steps between checkpoints; 0: only at the end")
+    parser.add_argument("--keep", type=int, default=2,
+                        help="checkpoints kept (0: all)")
+    parser.add_argument("--resume", metavar="DIR",
+                        help="continue from this checkpoint for --steps "
+                        "more steps")
     args = parser.parse_args()
     if args.steps < 1 or args.ranks < 1 or args.batch < 1 or args.seq < 2:
         parser.error("--steps, --ranks, --batch must be positive and --seq "
@@ -66,6 +85,8 @@ def parse_args():
     if args.batch % args.ranks:
         parser.error(f"--batch {args.batch} must be a multiple of --ranks "
                      f"{args.ranks} (each rank takes an equal share)")
+    if args.checkpoint_every < 0 or args.keep < 0:
+        parser.error("--checkpoint-every and --keep must not be negative")
     if args.compare_steps < 2:
         parser.error("--compare-steps must be at least 2 (the first step "
                      "is left out of the timing)")
@@ -167,21 +188,38 @@ def train(args, corpus, out):
     print(f"chargpt: ZeRO stage {args.stage} on {args.ranks} in-process CPU "
           f"ranks, global batch {args.batch} x {args.seq} tokens, Adam "
           f"lr {args.lr:g}, {args.steps} steps")
+    start = 0
+    if args.resume:
+        # Checked now; loaded right after the first call compiles the graph.
+        info = graph.load_checkpoint(args.resume)
+        start = info["step"]
+        print(f"chargpt: resuming from {info['path']} at step {start} "
+              f"(saved on {info['world']} ranks, stage {info['stage']})")
+    total = start + args.steps
+    checkpoints = args.checkpoint_dir or os.path.join(out, "checkpoints")
     rng = np.random.default_rng(args.seed)
+    for _ in range(start):
+        # The batches the checkpointed steps took, so that a resumed run
+        # reads what an uninterrupted one would.
+        corpus.batch(rng, corpus.train, args.batch, args.seq)
     held_out_rng = np.random.default_rng(args.seed + 1)
     held_out = corpus.batch(held_out_rng, corpus.held_out, 16, args.seq)
     initial = model.state_dict()
     heads = args.heads
 
     losses = []
-    width = len(str(args.steps))
-    for step in range(args.steps):
+    width = len(str(total))
+    for step in range(start, total):
         tokens, labels = corpus.batch(rng, corpus.train, args.batch, args.seq)
         begin = time.perf_counter()
         loss = float(graph(tokens, labels))
         seconds = time.perf_counter() - begin
         losses.append(loss)
-        if step == 0:
+        done = step + 1
+        if step == start and args.resume:
+            print(f"chargpt: compiled and loaded in {seconds:.2f} s; first "
+                  f"loss {loss:.6f}")
+        elif step == 0:
             # An independent check: the same batch through NumPy in float64.
             reference = numpy_loss(initial, heads, tokens, labels)
             error = abs(loss - reference) / reference
@@ -191,19 +229,29 @@ def train(args, corpus, out):
             if error > 1e-4:
                 sys.exit("chargpt: the compiled graph's loss disagrees with "
                          "the NumPy forward pass")
-            continue
-        peaks = " ".join(f"{m:.2f}" for m in peak_mib(graph))
-        print(f"step {step + 1:>{width}}/{args.steps}  loss {loss:.4f}  "
-              f"{tokens_per_step / seconds:7.0f} tokens/s  "
-              f"{seconds * 1000:6.1f} ms  peak MiB/rank {peaks}", flush=True)
+        else:
+            peaks = " ".join(f"{m:.2f}" for m in peak_mib(graph))
+            print(f"step {done:>{width}}/{total}  loss {loss:.4f}  "
+                  f"{tokens_per_step / seconds:7.0f} tokens/s  "
+                  f"{seconds * 1000:6.1f} ms  peak MiB/rank {peaks}",
+                  flush=True)
+        if done == total or (args.checkpoint_every and
+                             done % args.checkpoint_every == 0):
+            begin = time.perf_counter()
+            path = graph.save_checkpoint(checkpoints, keep=args.keep)
+            print(f"chargpt: checkpoint {path} saved in "
+                  f"{(time.perf_counter() - begin) * 1000:.0f} ms",
+                  flush=True)
 
     trained = model.state_dict()
-    before = numpy_loss(initial, heads, *held_out)
+    # A resumed run's starting point is the checkpoint, not `initial`.
+    before = None if args.resume else numpy_loss(initial, heads, *held_out)
     after = numpy_loss(trained, heads, *held_out)
     with open(os.path.join(out, "losses.csv"), "w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(["step", "loss"])
-        writer.writerows((i + 1, f"{l:.6f}") for i, l in enumerate(losses))
+        writer.writerows((start + i + 1, f"{l:.6f}")
+                         for i, l in enumerate(losses))
     graph.ir_dump(os.path.join(out, "ir"))
     graph.trace_step(*corpus.batch(rng, corpus.train, args.batch, args.seq),
                      path=os.path.join(out, "timeline.json"))
@@ -215,12 +263,16 @@ def train(args, corpus, out):
                                 "communication streams"))
     first = float(np.mean(losses[:10]))
     last = float(np.mean(losses[-10:]))
+    held = (f"{after:.3f}" if before is None else
+            f"{before:.3f} -> {after:.3f}")
     print(f"chargpt: training loss {first:.3f} -> {last:.3f} (mean of the "
-          f"first and last 10 steps); held-out loss {before:.3f} -> "
-          f"{after:.3f}")
+          f"first and last 10 steps); held-out loss {held}")
+    print(f"chargpt: checkpoints in {checkpoints} (resume with --resume "
+          f"{checkpoints} --steps N)")
     return trained, params, {"first": first, "last": last,
                              "held_out_before": before,
-                             "held_out_after": after}
+                             "held_out_after": after,
+                             "first_step": start, "steps": total}
 
 
 def compare_stages(args, corpus, params):
@@ -289,14 +341,20 @@ def main():
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
 
-    trained, params, summary = train(args, corpus, out)
-    rows = compare_stages(args, corpus, params)
-    print_stage_table(args, params, rows)
-    with open(os.path.join(out, "memory_by_role.svg"), "w") as file:
-        file.write(memory_by_role_svg(
-            [(f"stage {r['stage']}", r["peak_bytes_by_role"]) for r in rows],
-            f"Peak memory of rank 0 by role, {params:,} parameters, "
-            f"{args.ranks} ranks (measured)"))
+    try:
+        trained, params, summary = train(args, corpus, out)
+    except zs.Error as error:
+        sys.exit(f"chargpt: {error}")
+    rows = []
+    if not args.resume:
+        rows = compare_stages(args, corpus, params)
+        print_stage_table(args, params, rows)
+        with open(os.path.join(out, "memory_by_role.svg"), "w") as file:
+            file.write(memory_by_role_svg(
+                [(f"stage {r['stage']}", r["peak_bytes_by_role"])
+                 for r in rows],
+                f"Peak memory of rank 0 by role, {params:,} parameters, "
+                f"{args.ranks} ranks (measured)"))
     with open(os.path.join(out, "stages.json"), "w") as file:
         json.dump({"config": vars(args), "parameters": params,
                    "training": summary, "stages": rows}, file, indent=1)
@@ -312,9 +370,10 @@ def main():
     print("\nSampled from the trained model (temperature 0.8):")
     for line in lines:
         print("  " + line)
+    figures = "" if args.resume else "memory_by_role.svg, "
     print(f"\nchargpt: wrote {out}/: ir/ (the IR after each pass), "
-          "memory_by_role.svg, timeline.svg, timeline.json, losses.csv, "
-          "stages.json, samples.txt")
+          f"{figures}timeline.svg, timeline.json, losses.csv, stages.json, "
+          "samples.txt")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "python_api/capture/GraphCapture.h"
+#include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/comm/MpiComm.h"
 #include "runtime/core/Error.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/exec/StepTrace.h"
+#include "runtime/io/DurableFile.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/train/ModelData.h"
@@ -22,6 +24,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -46,6 +49,18 @@ py::array_t<float> toArray(const std::vector<double> &values,
   for (py::ssize_t i = 0; i < array.size(); ++i)
     out[i] = static_cast<float>(values[i]);
   return array;
+}
+
+/// What a checkpoint's manifest says about where it came from.
+py::dict manifestInfo(const std::string &directory,
+                      const CheckpointManifest &manifest) {
+  py::dict info;
+  info["path"] = directory;
+  info["step"] = manifest.step;
+  info["world"] = manifest.world;
+  info["stage"] = manifest.stage ? py::cast(*manifest.stage) : py::none();
+  info["seed"] = manifest.seed;
+  return info;
 }
 
 /// MPI for the process, started on first use and finished at exit.
@@ -75,12 +90,11 @@ public:
           std::make_unique<TrainingSession>(plan, timeoutSeconds, plan.device);
     } else if (backend == "mpi") {
       MpiSession *mpiSession = startMpi().session.get();
-      session = std::make_unique<TrainingSession>(
-          plan, *mpi.comm,
-          [mpiSession](const std::vector<double> &mine) {
-            return mpiSession->gatherRecords(mine);
-          },
-          timeoutSeconds, plan.device);
+      gather = [mpiSession](const std::vector<double> &mine) {
+        return mpiSession->gatherRecords(mine);
+      };
+      session = std::make_unique<TrainingSession>(plan, *mpi.comm, gather,
+                                                  timeoutSeconds, plan.device);
       ranksHere = mpiRanksOnThisMachine();
     } else {
       throw RuntimeError("unknown backend '" + backend +
@@ -197,6 +211,60 @@ public:
     return ranks;
   }
 
+  /// Saves the whole training state into `directory` (created if needed)
+  /// and returns the checkpoint's path. Rank 0 holds the directory's lock
+  /// for the save only, so another process may save there between saves.
+  /// Collective under MPI.
+  std::string saveCheckpoint(const std::string &directory, int keep) {
+    if (keep < 0)
+      throw py::value_error("keep must be 0 (keep all) or positive, got " +
+                            std::to_string(keep));
+    py::gil_scoped_release release;
+    std::unique_ptr<DirectoryLock> lock;
+    std::string error;
+    if (session->rank() == 0) {
+      try {
+        std::error_code code;
+        std::filesystem::create_directories(directory, code);
+        if (code)
+          throw RuntimeError(directory + ": cannot create directory (" +
+                             code.message() + ")");
+        lock = std::make_unique<DirectoryLock>(directory);
+      } catch (const std::exception &failure) {
+        error = failure.what();
+      }
+    }
+    // Every process learns whether rank 0 got the lock, so that none waits
+    // in the save for a rank that gave up.
+    if (gather && gather({error.empty() ? 0.0 : 1.0})[0] != 0 && error.empty())
+      error = directory + ": rank 0 could not take the lock to save";
+    if (!error.empty())
+      throw RuntimeError(error);
+    std::string path = session->saveCheckpoint(directory, keep, /*seed=*/0);
+    // Only rank 0 commits, and so knows the path; the name is the same.
+    return path.empty() ? directory + "/" + checkpointName(session->stepsRun())
+                        : path;
+  }
+
+  /// Loads a checkpoint of any world size and stage; everything is checked
+  /// before anything is written. Collective under MPI.
+  py::dict loadCheckpoint(const std::string &path) {
+    // The step directory itself, so that the one reported is the one read
+    // even if a save moves `latest` meanwhile.
+    std::string directory = path;
+    try {
+      directory = openCheckpoint(path).directory;
+    } catch (const std::exception &) {
+      // loadCheckpoint reports it, on every rank together.
+    }
+    CheckpointManifest manifest;
+    {
+      py::gil_scoped_release release;
+      manifest = session->loadCheckpoint(directory);
+    }
+    return manifestInfo(directory, manifest);
+  }
+
   void setTracing(bool on) { session->setTracing(on); }
   /// The last traced step of this process's ranks, as Chrome trace JSON.
   std::string traceJson() const {
@@ -219,6 +287,7 @@ private:
   }
 
   Plan plan;
+  GatherFn gather; // Over MPI: every rank's values, on every rank.
   std::unique_ptr<TrainingSession> session;
   std::vector<SavedParameter> saved;
 };
@@ -362,6 +431,9 @@ PYBIND11_MODULE(_zerosbp, m) {
       .def("parameters", &PySession::parameters)
       .def("inputs", &PySession::inputs)
       .def("records", &PySession::records)
+      .def("save_checkpoint", &PySession::saveCheckpoint, py::arg("directory"),
+           py::arg("keep") = 0)
+      .def("load_checkpoint", &PySession::loadCheckpoint, py::arg("path"))
       .def("set_tracing", &PySession::setTracing)
       .def("trace_json", &PySession::traceJson)
       .def_property_readonly("steps_run", &PySession::stepsRun)
@@ -375,6 +447,13 @@ PYBIND11_MODULE(_zerosbp, m) {
         return python::checkConfig(configSpec(config), world);
       },
       py::arg("config"), py::arg("world") = 1);
+  m.def(
+      "checkpoint_info",
+      [](const std::string &path) {
+        OpenedCheckpoint opened = openCheckpoint(path);
+        return manifestInfo(opened.directory, opened.manifest);
+      },
+      py::arg("path"));
   m.def("launched_by_mpirun", &MpiSession::launchedByMpirun);
   m.def("mpi_rank_and_size", [] {
     MpiSession &session = *startMpi().session;

@@ -7,6 +7,7 @@
 #include "runtime/io/Safetensors.h"
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -28,12 +29,25 @@ constexpr const char *kPartialPrefix = ".partial-";
 constexpr const char *kStepPrefix = "step-";
 
 /// Crash testing (tests/integration/checkpoint_faults.py): with
-/// ZEROSBP_CHECKPOINT_KILL_AT=<point>, the process kills itself with
-/// SIGKILL at that point of a save, as a preemption would.
+/// ZEROSBP_CHECKPOINT_KILL_AT=<point>:<n>, the process kills itself with
+/// SIGKILL the n-th time it reaches that point of a save, as a preemption
+/// would.
 void killPoint(const char *point) {
+  static std::atomic<int> reached[8];
+  static const char *const kPoints[] = {
+      "begin",   "rank-file", "files-written", "manifest",
+      "renamed", "latest",    "prune"};
   const char *at = std::getenv("ZEROSBP_CHECKPOINT_KILL_AT");
-  if (at && std::strcmp(at, point) == 0)
-    std::raise(SIGKILL);
+  if (!at)
+    return;
+  std::string wanted = at;
+  size_t colon = wanted.find(':');
+  int count =
+      colon == std::string::npos ? 1 : std::atoi(wanted.c_str() + colon + 1);
+  wanted = wanted.substr(0, colon);
+  for (int i = 0; i < 7; ++i)
+    if (wanted == point && wanted == kPoints[i] && ++reached[i] == count)
+      std::raise(SIGKILL);
 }
 
 std::string readWholeFile(const std::string &path) {
@@ -334,23 +348,56 @@ void verifyCheckpointFile(const OpenedCheckpoint &checkpoint, int fileRank) {
     }
 }
 
+CheckpointReader::CheckpointReader(const OpenedCheckpoint &checkpoint)
+    : checkpoint(checkpoint) {}
+
+CheckpointReader::~CheckpointReader() = default;
+
+void CheckpointReader::read(const CheckpointTensor &tensor,
+                            const std::vector<ShardRun> &target,
+                            const ElementSink &write) {
+  int64_t elementBytes = static_cast<int64_t>(dtypeBytes(tensor.dtype));
+  for (const CheckpointPiece &piece : tensor.pieces) {
+    std::vector<RunOverlap> overlaps =
+        runOverlaps(shardRuns(tensor.layout, piece.ranges), target);
+    if (overlaps.empty())
+      continue;
+    std::unique_ptr<SafetensorsReader> &reader = readers[piece.rank];
+    if (!reader)
+      reader =
+          std::make_unique<SafetensorsReader>(checkpoint.filePath(piece.rank));
+    const SafetensorsEntry *entry = reader->header().find(tensor.name);
+    if (!entry)
+      throw RuntimeError(reader->path() + ": no tensor '" + tensor.name + "'");
+    // Whole elements per chunk, so that every call converts cleanly.
+    int64_t chunkElements =
+        std::max<int64_t>(1, std::min(kCheckpointChunkBytes / elementBytes,
+                                      overlaps.front().length));
+    for (const RunOverlap &overlap : overlaps)
+      for (int64_t done = 0; done < overlap.length;) {
+        int64_t count = std::min(overlap.length - done, chunkElements);
+        int64_t bytes = count * elementBytes;
+        if (static_cast<int64_t>(chunk.size()) < bytes)
+          chunk.resize(static_cast<size_t>(bytes));
+        reader->read(*entry, (overlap.source + done) * elementBytes,
+                     chunk.data(), bytes);
+        write(overlap.target + done, chunk.data(), count);
+        totals.bytesRead += bytes;
+        done += count;
+      }
+  }
+  totals.bufferBytes =
+      std::max(totals.bufferBytes, static_cast<int64_t>(chunk.size()));
+}
+
 void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
                         int rank, const WriteVariableBytes &write,
                         LoadStats *stats) {
-  std::map<int, std::unique_ptr<SafetensorsReader>> readers;
-  auto readerOf = [&](int fileRank) -> SafetensorsReader & {
-    auto &reader = readers[fileRank];
-    if (!reader)
-      reader =
-          std::make_unique<SafetensorsReader>(checkpoint.filePath(fileRank));
-    return *reader;
-  };
-  std::vector<unsigned char> chunk;
-  LoadStats local;
+  CheckpointReader reader(checkpoint);
+  int64_t zeroBuffer = 0;
   for (size_t index = 0; index < plan.variables.size(); ++index) {
     const PlanVariable &variable = plan.variables[index];
-    const CheckpointTensor &tensor =
-        *checkpoint.manifest.findTensor(variable.name);
+    int variableIndex = static_cast<int>(index);
     int64_t elementBytes = static_cast<int64_t>(dtypeBytes(variable.dtype));
     std::vector<ShardRun> target =
         shardRuns(layoutOf(variable), variable.shards[rank]);
@@ -363,44 +410,22 @@ void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
       int64_t bytes = (localCount - filled) * elementBytes;
       std::vector<unsigned char> zeros(
           static_cast<size_t>(std::min(bytes, kCheckpointChunkBytes)), 0);
-      local.bufferBytes =
-          std::max(local.bufferBytes, static_cast<int64_t>(zeros.size()));
+      zeroBuffer = std::max(zeroBuffer, static_cast<int64_t>(zeros.size()));
       for (int64_t done = 0; done < bytes;
            done += static_cast<int64_t>(zeros.size()))
-        write(static_cast<int>(index), filled * elementBytes + done,
-              zeros.data(),
+        write(variableIndex, filled * elementBytes + done, zeros.data(),
               std::min(bytes - done, static_cast<int64_t>(zeros.size())));
     }
-    for (const CheckpointPiece &piece : tensor.pieces) {
-      std::vector<RunOverlap> overlaps =
-          runOverlaps(shardRuns(tensor.layout, piece.ranges), target);
-      if (overlaps.empty())
-        continue;
-      SafetensorsReader &reader = readerOf(piece.rank);
-      const SafetensorsEntry *entry = reader.header().find(tensor.name);
-      if (!entry)
-        throw RuntimeError(reader.path() + ": no tensor '" + tensor.name + "'");
-      for (const RunOverlap &overlap : overlaps) {
-        int64_t bytes = overlap.length * elementBytes;
-        for (int64_t done = 0; done < bytes;) {
-          int64_t size = std::min(bytes - done, kCheckpointChunkBytes);
-          if (static_cast<int64_t>(chunk.size()) < size)
-            chunk.resize(static_cast<size_t>(size));
-          reader.read(*entry, overlap.source * elementBytes + done,
-                      chunk.data(), size);
-          write(static_cast<int>(index), overlap.target * elementBytes + done,
-                chunk.data(), size);
-          local.bytesRead += size;
-          done += size;
-        }
-      }
-    }
+    reader.read(*checkpoint.manifest.findTensor(variable.name), target,
+                [&](int64_t element, const void *data, int64_t count) {
+                  write(variableIndex, element * elementBytes, data,
+                        count * elementBytes);
+                });
   }
-  local.bufferBytes =
-      std::max(local.bufferBytes, static_cast<int64_t>(chunk.capacity()));
   if (stats) {
-    stats->bytesRead += local.bytesRead;
-    stats->bufferBytes = std::max(stats->bufferBytes, local.bufferBytes);
+    stats->bytesRead += reader.stats().bytesRead;
+    stats->bufferBytes = std::max(
+        stats->bufferBytes, std::max(zeroBuffer, reader.stats().bufferBytes));
   }
 }
 

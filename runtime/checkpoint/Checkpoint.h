@@ -1,5 +1,4 @@
-//===- Checkpoint.h - saving and loading the whole training state -*- C++
-//-*-===//
+//===- Checkpoint.h - saving and loading training state ---------*- C++ -*-===//
 //
 // The steps of a checkpoint save and load that a training session runs on
 // its ranks (docs/checkpoint.md):
@@ -24,10 +23,13 @@
 
 #include "runtime/checkpoint/Manifest.h"
 #include "runtime/io/DurableFile.h"
+#include "runtime/io/Safetensors.h"
 #include "runtime/plan/Plan.h"
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -100,6 +102,28 @@ struct LoadStats {
   int64_t bytesRead = 0;
   /// The largest buffer the load held (its extra memory beyond the arena).
   int64_t bufferBytes = 0;
+};
+
+/// Reads tensors of a checkpoint into any runs of their model elements,
+/// a chunk at a time, keeping each file open once.
+class CheckpointReader {
+public:
+  explicit CheckpointReader(const OpenedCheckpoint &checkpoint);
+  ~CheckpointReader();
+  /// Calls `write(element, data, count)` with the stored bytes (the
+  /// tensor's dtype) of `count` elements going to element `element` of the
+  /// runs' target, until every element `target` holds is written.
+  using ElementSink =
+      std::function<void(int64_t element, const void *data, int64_t count)>;
+  void read(const CheckpointTensor &tensor, const std::vector<ShardRun> &target,
+            const ElementSink &write);
+  const LoadStats &stats() const { return totals; }
+
+private:
+  const OpenedCheckpoint &checkpoint;
+  std::map<int, std::unique_ptr<SafetensorsReader>> readers;
+  std::vector<unsigned char> chunk;
+  LoadStats totals;
 };
 
 /// Copies rank `rank`'s shard of every plan variable out of the checkpoint;

@@ -1,6 +1,6 @@
 """The main demo (examples/chargpt) end to end at a small size: it trains,
-its loss falls, its stage table matches the ZeRO formulas, and it writes
-every artifact it promises."""
+its loss falls, its stage table matches the ZeRO formulas, it writes every
+artifact it promises, and a run resumed from its checkpoint continues it."""
 
 import json
 import os
@@ -15,15 +15,16 @@ sys.path.insert(0, os.path.join("examples", "chargpt"))
 from model import numpy_loss  # noqa: E402
 
 DEMO = os.path.join("examples", "chargpt", "train.py")
+SMALL = ["--layers=1", "--embed=32", "--heads=2", "--seq=16", "--batch=8",
+         "--ranks=2", "--lr=1e-2"]
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("chargpt")
     result = subprocess.run(
-        [sys.executable, DEMO, "--steps=40", "--layers=1", "--embed=32",
-         "--heads=2", "--seq=16", "--batch=8", "--ranks=2", "--lr=1e-2",
-         "--compare-steps=2", "--out", str(out)],
+        [sys.executable, DEMO, "--steps=40", *SMALL, "--compare-steps=2",
+         "--checkpoint-every=20", "--out", str(out)],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     with open(out / "stages.json") as file:
@@ -100,3 +101,41 @@ def test_numpy_forward_matches_a_hand_computation():
     tokens = np.array([[0, 1, 2, 1]])
     labels = np.array([[1, 2, 0, 0]])
     assert numpy_loss(state, 1, tokens, labels) == pytest.approx(np.log(3))
+
+
+def test_checkpoints(demo):
+    out, stdout, _ = demo
+    checkpoints = out / "checkpoints"
+    assert (checkpoints / "latest").read_text().strip() == "step-00000040"
+    # Every 20 steps and at the end, the newest 2 kept.
+    assert sorted(p.name for p in checkpoints.glob("step-*")) == [
+        "step-00000020", "step-00000040"]
+    for step in ("step-00000020", "step-00000040"):
+        assert (checkpoints / step / "manifest.json").is_file()
+        assert f"chargpt: checkpoint {checkpoints / step} saved in " in stdout
+
+
+def test_resume_continues_the_run(demo, tmp_path):
+    out, _, _ = demo
+    result = subprocess.run(
+        [sys.executable, DEMO, "--steps=20", *SMALL,
+         "--resume", str(out / "checkpoints" / "step-00000020"),
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "resuming from " in result.stdout
+    assert "at step 20 (saved on 2 ranks, stage 2)" in result.stdout
+    lines = [l for l in result.stdout.splitlines() if l.startswith("step ")]
+    assert lines[0].startswith("step 22/40") and len(lines) == 19
+    # The same batches from the same state: the uninterrupted run's losses
+    # and final model (its samples).
+    losses = (out / "losses.csv").read_text().splitlines()
+    resumed = (tmp_path / "losses.csv").read_text().splitlines()
+    assert resumed == [losses[0]] + losses[21:]
+    assert (tmp_path / "samples.txt").read_text() == \
+        (out / "samples.txt").read_text()
+    assert (tmp_path / "checkpoints" / "latest").read_text().strip() == \
+        "step-00000040"
+    # No stage comparison when resuming.
+    assert "ZeRO stages side by side" not in result.stdout
+    assert not (tmp_path / "memory_by_role.svg").exists()

@@ -43,6 +43,7 @@ class Graph:
         self._workdir = None
         self._parameters = {}  # name -> Parameter
         self._values = {}  # name -> (step, value) read back from the ranks
+        self._pending_checkpoint = None  # Loaded right after compiling.
 
     def __setattr__(self, name, value):
         if isinstance(value, Module):
@@ -165,6 +166,12 @@ class Graph:
             {name: p._data for name, p in self._parameters.items()})
         for name, param in self._parameters.items():
             param._graph, param._name = self, name
+        if self._pending_checkpoint is not None:
+            # Before the first step. A checkpoint that does not fit leaves
+            # the initial values, and is not tried again.
+            path = self._pending_checkpoint["path"]
+            self._pending_checkpoint = None
+            self._session.load_checkpoint(path)
 
     def _freeze_untrained(self, trace):
         """Parameters the optimizer was not given keep their values."""
@@ -233,6 +240,45 @@ class Graph:
     def _set_parameter(self, name, value):
         self._session.set_parameter(name, value)
         self._values.pop(name, None)
+
+    # -- checkpoints -------------------------------------------------------------
+    def save_checkpoint(self, directory, keep=0):
+        """Saves the whole training state (parameters, fp32 masters,
+        optimizer state, the step count) as `directory`/step-NNNNNNNN and
+        points `directory`/latest at it; keeps the newest `keep` checkpoints
+        (0: all). Returns the checkpoint's path. Under MPI, collective."""
+        self._require_compiled("save_checkpoint")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValueError(f"keep must be 0 (keep all) or a positive "
+                             f"int, got {keep!r}")
+        return self._session.save_checkpoint(os.fspath(directory), keep)
+
+    def load_checkpoint(self, path):
+        """Loads a checkpoint (a step directory, or a directory with
+        `latest`) saved at any world size and ZeRO stage; training
+        continues from its step. Before the first call, the manifest is
+        checked now and the state is loaded right after compiling. A
+        checkpoint that does not check leaves the state as it was. Returns
+        the checkpoint's path, step, world, stage and seed (a dict). Under
+        MPI, collective."""
+        path = os.fspath(path)
+        if self._compiled is None:
+            info = _zerosbp.checkpoint_info(path)
+            self._pending_checkpoint = info
+            return info
+        info = self._session.load_checkpoint(path)
+        self._values.clear()  # Cached values are the state before.
+        return info
+
+    @property
+    def steps_run(self):
+        """Training steps the state has seen: a loaded checkpoint's, and
+        those run since."""
+        if self._session is not None:
+            return self._session.steps_run
+        if self._pending_checkpoint is not None:
+            return self._pending_checkpoint["step"]
+        return 0
 
     # -- inspection --------------------------------------------------------------
     def _require_compiled(self, what):
