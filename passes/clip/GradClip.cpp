@@ -55,7 +55,7 @@ void ZeroGradClipPass::runOnOperation() {
   Location loc = updates.front()->getLoc();
   Type f32 = builder.getF32Type();
   double gradScale = 1.0;
-  Value total;
+  SmallVector<Value> sums;
   PlacementAttr placement;
   for (Operation *update : updates) {
     Value grad = update->getOperand(1);
@@ -101,11 +101,13 @@ void ZeroGradClipPass::runOnOperation() {
     Value sum = nn::ReduceSumOp::create(
         builder, loc, annotated({}, f32, reduced, placement), squares,
         builder.getDenseI64ArrayAttr(axes));
-    total = addAsPartialSum(builder, loc, total, sum, placement);
+    sums.push_back(sum);
   }
   // The one collective: the global sum of squares on every rank.
-  total = castTo(builder, loc, total,
-                 uniformSbp(SbpAttr::getBroadcast(ctx), placement));
+  ScalarSum globalSum(placement);
+  for (Value sum : sums)
+    globalSum.add(builder, loc, sum);
+  Value total = globalSum.broadcast(builder, loc);
   Value coefficient = nn::ClipCoefficientOp::create(
       builder, loc, total.getType(), total, builder.getF64FloatAttr(maxNorm),
       builder.getF64FloatAttr(gradScale));

@@ -122,14 +122,38 @@ SmallVector<Operation *> zerosbp::collectOptimizerUpdates(Operation *func) {
   return updates;
 }
 
-Value zerosbp::addAsPartialSum(OpBuilder &builder, Location loc, Value total,
-                               Value perRank, PlacementAttr placement) {
-  Value partial =
-      castTo(builder, loc, perRank,
+void zerosbp::ScalarSum::add(OpBuilder &builder, Location loc, Value term) {
+  GlobalTensorAttr encoding = getGlobalEncoding(term.getType());
+  bool broadcast = encoding && llvm::all_of(encoding.getSbp(), [](SbpAttr sbp) {
+                     return sbp.isBroadcast();
+                   });
+  if (broadcast) {
+    whole = whole
+                ? nn::AddOp::create(builder, loc, whole.getType(), whole, term)
+                      .getResult()
+                : term;
+    return;
+  }
+  Value asPartial =
+      castTo(builder, loc, term,
              uniformSbp(SbpAttr::getPartial(builder.getContext()), placement));
-  if (!total)
-    return partial;
-  return nn::AddOp::create(builder, loc, partial.getType(), total, partial);
+  partial = partial ? nn::AddOp::create(builder, loc, asPartial.getType(),
+                                        partial, asPartial)
+                          .getResult()
+                    : asPartial;
+}
+
+Value zerosbp::ScalarSum::broadcast(OpBuilder &builder, Location loc) const {
+  SmallVector<SbpAttr> broadcastSbp =
+      uniformSbp(SbpAttr::getBroadcast(builder.getContext()), placement);
+  Value reduced =
+      partial ? castTo(builder, loc, partial, broadcastSbp) : Value();
+  if (!whole)
+    return reduced;
+  Value wholeSum = castTo(builder, loc, whole, broadcastSbp);
+  if (!reduced)
+    return wholeSum;
+  return nn::AddOp::create(builder, loc, reduced.getType(), reduced, wholeSum);
 }
 
 LogicalResult zerosbp::reinferResultTypes(Operation *op) {

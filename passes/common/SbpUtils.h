@@ -85,13 +85,23 @@ inline unsigned updatedOperandIndex(unsigned index) {
   return index == 0 ? 0 : index + 1;
 }
 
-/// Adds a 0-D per-rank value to a running partial sum over the ranks
-/// (`total` may be null): a broadcast value joins as rank 0's share, since
-/// B -> P is free. Casting the result to B then completes the global sum
-/// with one scalar all-reduce.
-mlir::Value addAsPartialSum(mlir::OpBuilder &builder, mlir::Location loc,
-                            mlir::Value total, mlir::Value perRank,
-                            mlir::sbp::PlacementAttr placement);
+/// A global sum of 0-D per-rank terms (overflow counts, squared norms).
+/// Terms that are whole on every rank (broadcast on every axis) are added
+/// as they are; the others join a partial sum that one scalar all-reduce
+/// completes. Broadcast terms never become partial sums: B -> P would need
+/// each rank's index, which a plan cannot compute.
+class ScalarSum {
+public:
+  explicit ScalarSum(mlir::sbp::PlacementAttr placement)
+      : placement(placement) {}
+  void add(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value term);
+  /// The sum, broadcast; null when no term was added.
+  mlir::Value broadcast(mlir::OpBuilder &builder, mlir::Location loc) const;
+
+private:
+  mlir::sbp::PlacementAttr placement;
+  mlir::Value partial, whole;
+};
 
 /// Recomputes `op`'s result shapes and element types with its type
 /// inference, keeping each result's encoding.

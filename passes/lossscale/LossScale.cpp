@@ -74,7 +74,7 @@ void ZeroLossScalePass::runOnOperation() {
   // scalar all-reduce.
   OpBuilder builder(updates.front());
   Location loc = updates.front()->getLoc();
-  Value total;
+  ScalarSum total(placement);
   for (Operation *update : updates) {
     Value grad = update->getOperand(1);
     GlobalTensorAttr encoding = getGlobalEncoding(grad.getType());
@@ -93,10 +93,9 @@ void ZeroLossScalePass::runOnOperation() {
         globalTensorType(RankedTensorType::get({}, Float32Type::get(ctx)),
                          counted, placement, Role::activation),
         grad);
-    total = addAsPartialSum(builder, loc, total, count, placement);
+    total.add(builder, loc, count);
   }
-  Value overflow =
-      castTo(builder, loc, total, uniformSbp(broadcast, placement));
+  Value overflow = total.broadcast(builder, loc);
   Value scaleValue =
       castTo(builder, loc, scale.getResult(), uniformSbp(broadcast, placement));
   if (scaleValue.getType() != scalarType(broadcast))

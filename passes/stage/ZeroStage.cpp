@@ -219,6 +219,18 @@ LogicalResult StageRewriter::routeToAssigns(Value oldValue, Value shard) {
   return success();
 }
 
+/// Erases the users of `op`'s results that (once their own dead users are
+/// gone) have no uses left, so that `op` can be erased without leaving
+/// operands that point at it.
+static void eraseDeadUsers(Operation *op) {
+  for (Value result : op->getResults())
+    for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+      eraseDeadUsers(user);
+      if (user->use_empty())
+        user->erase();
+    }
+}
+
 LogicalResult StageRewriter::rewriteUpdate(Operation *update) {
   Value paramValue = update->getOperand(0);
   auto param = paramValue.getDefiningOp<nn::VariableOp>();
@@ -269,6 +281,9 @@ LogicalResult StageRewriter::rewriteUpdate(Operation *update) {
   for (auto [index, result] : llvm::enumerate(update->getResults()))
     if (failed(routeToAssigns(result, sharded->getResult(index))))
       return failure();
+  // The casts routeToAssigns looked through now feed nothing; they still
+  // read the old results, so they go before the update does.
+  eraseDeadUsers(update);
   update->erase();
   return success();
 }

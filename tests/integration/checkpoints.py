@@ -205,7 +205,7 @@ def main():
         for precision in ["fp32", "bf16"]:
             for stage in range(4):
                 resume_case(tools, 2, stage, precision, backend)
-    resume_case(tools, 2, 2, "fp16", "inprocess")
+    resume_case(tools, 3, 2, "fp16", "inprocess")
     reshard_case(tools, (4, 3), (2, 2))
     reshard_case(tools, (3, 1), (4, 3))
     reshard_case(tools, (2, 0), (1, 3))
