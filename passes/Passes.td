@@ -94,6 +94,8 @@ def ZeroLossScale : Pass<"zero-loss-scale", "::mlir::func::FuncOp"> {
     Runs after zero-stage on a graph zero-amp prepared with `loss-scale=0`.
     Each rank counts the inf/NaN elements of the gradients it holds (shards
     give partial counts); one scalar all-reduce makes the overflow global.
+    Counts of broadcast gradients are whole on every rank and are added
+    after it, so at stage 0 no collective is needed.
     Gradients are widened and divided by `amp.loss_scale` before their
     update; on overflow every update is skipped (its results are its
     inputs); `nn.loss_scale_update` steps DeepSpeed's scaler.
@@ -117,6 +119,8 @@ def ZeroGradClip : Pass<"zero-grad-clip", "::mlir::func::FuncOp"> {
     rank sums the squares of what it holds (fp32), shards giving a partial
     sum; one all-reduce of that scalar gives the global sum, from which
     `nn.clip_coefficient` (torch's clip_grad_norm_) scales every gradient.
+    Sums of broadcast gradients are whole on every rank and are added after
+    the all-reduce (at stage 0 there is none).
   }];
   let options = [
     Option<"maxNorm", "max-norm", "double", "1.0",
