@@ -113,6 +113,19 @@ def test_reshard_stage2_on_2_ranks_into_stage3_on_4(saved):
                                    atol=1e-6, err_msg=name)
 
 
+def test_to_fp32_loads_into_zs_load_and_the_modules(saved, tmp_path):
+    """zero-checkpoint to-fp32 (DeepSpeed's zero_to_fp32) gives the full
+    parameters at the save, under the modules' names."""
+    out = tmp_path / "model.safetensors"
+    subprocess.run([os.environ["ZEROSBP_CHECKPOINT"], "to-fp32", saved["dir"],
+                    str(out)], check=True, capture_output=True)
+    loaded = zs.load(str(out))
+    assert_same_state(loaded, saved["at_save"])
+    model, _ = mlp_graph(stage=0, world=1)
+    model.load_state_dict(loaded)
+    assert_same_state(state(model), saved["at_save"])
+
+
 def test_save_needs_a_compiled_graph(tmp_path):
     _, graph = mlp_graph(stage=2, world=2)
     with pytest.raises(RuntimeError, match="save_checkpoint: the graph is "
