@@ -326,6 +326,20 @@ CheckpointManifest TrainingSession::loadCheckpoint(const std::string &path,
                            ? error
                            : "checkpoint: rank " + std::to_string(failedRank) +
                                  " could not check its files");
+  if (externalComm) {
+    // Each process resolved `latest` itself; a save in between could have
+    // moved it.
+    std::vector<double> stepsSeen =
+        gather({static_cast<double>(checkpoint.manifest.step)});
+    for (size_t r = 0; r < stepsSeen.size(); ++r)
+      if (stepsSeen[r] != stepsSeen[0])
+        throw RuntimeError(path + ": rank " + std::to_string(r) +
+                           " found the checkpoint of step " +
+                           std::to_string(static_cast<int64_t>(stepsSeen[r])) +
+                           ", rank 0 that of step " +
+                           std::to_string(static_cast<int64_t>(stepsSeen[0])) +
+                           " (was it saved to while loading?)");
+  }
   std::mutex mutex;
   LoadStats total;
   error = tryOnLocalRanks([&](Executor &executor) {
