@@ -369,10 +369,13 @@ void CheckpointReader::read(const CheckpointTensor &tensor,
     const SafetensorsEntry *entry = reader->header().find(tensor.name);
     if (!entry)
       throw RuntimeError(reader->path() + ": no tensor '" + tensor.name + "'");
-    // Whole elements per chunk, so that every call converts cleanly.
-    int64_t chunkElements =
-        std::max<int64_t>(1, std::min(kCheckpointChunkBytes / elementBytes,
-                                      overlaps.front().length));
+    // Whole elements per chunk, so that every call converts cleanly; no
+    // larger than the longest overlap needs.
+    int64_t longest = 0;
+    for (const RunOverlap &overlap : overlaps)
+      longest = std::max(longest, overlap.length);
+    int64_t chunkElements = std::max<int64_t>(
+        1, std::min(kCheckpointChunkBytes / elementBytes, longest));
     for (const RunOverlap &overlap : overlaps)
       for (int64_t done = 0; done < overlap.length;) {
         int64_t count = std::min(overlap.length - done, chunkElements);

@@ -22,7 +22,10 @@ constexpr const char *kFormat = "zerosbp-checkpoint";
 /// product of them overflows and no check loops for long.
 constexpr int kMaxWorld = 4096;
 constexpr int64_t kMaxElements = int64_t(1) << 48;
-constexpr int64_t kMaxRunsPerPiece = int64_t(1) << 24;
+/// Runs of all pieces of all tensors together: the coverage check holds
+/// and sorts a tensor's runs, so a bound per piece alone would let a short
+/// manifest repeat a fragmented piece into gigabytes and minutes.
+constexpr int64_t kMaxRuns = int64_t(1) << 24;
 
 std::string crcText(uint32_t crc) {
   char text[9];
@@ -101,7 +104,7 @@ public:
 };
 
 CheckpointTensor parseTensor(const Json &json, const FieldReader &top,
-                             int index, int world) {
+                             int index, int world, int64_t &runsLeft) {
   FieldReader in(top.source, "tensors[" + std::to_string(index) + "].");
   CheckpointTensor tensor;
   tensor.name = in.string(json, "name");
@@ -165,9 +168,11 @@ CheckpointTensor parseTensor(const Json &json, const FieldReader &top,
       piece.ranges.emplace_back(range[0].get<int64_t>(),
                                 range[1].get<int64_t>());
     }
-    if (shardRunCount(tensor.layout, piece.ranges) > kMaxRunsPerPiece)
+    runsLeft -= shardRunCount(tensor.layout, piece.ranges);
+    if (runsLeft < 0)
       in.fail("ranges", "rank " + std::to_string(piece.rank) +
-                            ": too fragmented a block");
+                            ": too fragmented: the manifest's blocks "
+                            "make more than 2^24 runs");
     for (const ShardRun &run : shardRuns(tensor.layout, piece.ranges))
       covered.push_back(run);
     tensor.pieces.push_back(std::move(piece));
@@ -365,9 +370,10 @@ CheckpointManifest parseManifest(const std::string &text,
 
   const Json &tensors = in.array(json, "tensors");
   std::set<std::string> names;
+  int64_t runsLeft = kMaxRuns;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    manifest.tensors.push_back(
-        parseTensor(tensors[i], in, static_cast<int>(i), manifest.world));
+    manifest.tensors.push_back(parseTensor(tensors[i], in, static_cast<int>(i),
+                                           manifest.world, runsLeft));
     if (!names.insert(manifest.tensors.back().name).second)
       throw RuntimeError(source + ": tensor '" + manifest.tensors.back().name +
                          "' appears twice");

@@ -143,7 +143,10 @@ SafetensorsHeader parseSafetensorsHeader(const std::string &text,
     byOffset.push_back(&entry);
   std::sort(byOffset.begin(), byOffset.end(),
             [](const SafetensorsEntry *a, const SafetensorsEntry *b) {
-              return a->begin < b->begin;
+              // A tensor of no bytes first: it shares its begin with the
+              // tensor after it, which it does not overlap.
+              return a->begin != b->begin ? a->begin < b->begin
+                                          : a->end < b->end;
             });
   for (size_t i = 1; i < byOffset.size(); ++i)
     if (byOffset[i]->begin < byOffset[i - 1]->end)

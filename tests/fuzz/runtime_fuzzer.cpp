@@ -1,15 +1,29 @@
 //===- runtime_fuzzer.cpp - fuzzes the runtime's file readers -------------===//
 //
-// The first byte picks the reader: even bytes feed the rest to the plan
-// reader, odd bytes to the .npy parser. Either may reject its input with a
-// RuntimeError; any other exception, a crash or a sanitizer report is a bug.
+// The first byte picks the reader and the rest is its input:
+//
+//   first byte even            plan reader (parsePlan)
+//   first byte % 4 == 1        .npy parser (parseNpy)
+//   first byte % 8 == 3 ('3')  safetensors header parser: 8 bytes of data
+//                              section size (little-endian, top bit
+//                              cleared), then the header's JSON text
+//   first byte % 8 == 7 ('7')  checkpoint manifest parser (parseManifest)
+//
+// (Seeds that begin with 0 or '2' are plans, with 1 .npy files.) Each reader
+// may reject its input with a RuntimeError; any other exception, a crash, a
+// sanitizer report or a broken invariant of what it accepted (abort) is a
+// bug. An accepted manifest must also survive its own printer: printed,
+// re-parsed and printed again, it gives the same text.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/checkpoint/Manifest.h"
 #include "runtime/core/Error.h"
 #include "runtime/io/Npy.h"
+#include "runtime/io/Safetensors.h"
 #include "runtime/plan/Plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,24 +31,109 @@
 
 using namespace zerosbp::runtime;
 
+namespace {
+
+void check(bool condition, const char *what) {
+  if (!condition) {
+    std::fprintf(stderr, "runtime_fuzzer: %s\n", what);
+    std::abort();
+  }
+}
+
+void fuzzPlan(const std::string &text) {
+  Plan plan = parsePlan(text, "fuzz.zplan");
+  // A plan that reads must be safe to walk: every id is in range.
+  for (const Instruction &instruction : plan.instructions)
+    for (int id : instruction.operands)
+      check(id >= 0 && id < static_cast<int>(plan.values.size()),
+            "plan operand out of range");
+}
+
+void fuzzNpy(const std::string &text) {
+  NpyArray array = parseNpy(text, "fuzz.npy");
+  check(array.data.size() ==
+            static_cast<size_t>(array.numel()) * dtypeBytes(array.dtype),
+        "npy data size differs from its shape");
+}
+
+void fuzzSafetensors(const std::string &input) {
+  if (input.size() < 8)
+    return;
+  uint64_t size = 0;
+  for (int i = 7; i >= 0; --i)
+    size = size << 8 | static_cast<unsigned char>(input[i]);
+  int64_t dataBytes = static_cast<int64_t>(size & ~(uint64_t(1) << 63));
+  SafetensorsHeader header =
+      parseSafetensorsHeader(input.substr(8), dataBytes, "fuzz.safetensors");
+  // What it accepts: every tensor inside the data, sized by its shape, and
+  // no two sharing a byte.
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const SafetensorsEntry &entry : header.tensors) {
+    check(0 <= entry.begin && entry.begin <= entry.end &&
+              entry.end <= dataBytes,
+          "safetensors tensor outside the data");
+    int64_t bytes = static_cast<int64_t>(dtypeBytes(entry.dtype));
+    for (int64_t dim : entry.shape) {
+      check(dim >= 0, "safetensors negative dimension");
+      bytes *= dim;
+    }
+    check(bytes == entry.bytes(), "safetensors size differs from its shape");
+    check(header.find(entry.name) == &entry, "safetensors find");
+    if (entry.bytes() > 0)
+      spans.emplace_back(entry.begin, entry.end);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    check(spans[i].first >= spans[i - 1].second, "safetensors overlap");
+}
+
+void fuzzManifest(const std::string &text) {
+  CheckpointManifest manifest = parseManifest(text, "fuzz.json");
+  check(static_cast<int>(manifest.files.size()) == manifest.world,
+        "manifest files differ from world");
+  for (size_t rank = 0; rank < manifest.files.size(); ++rank)
+    check(manifest.files[rank].rank == static_cast<int>(rank),
+          "manifest files not one per rank in order");
+  for (const CheckpointTensor &tensor : manifest.tensors)
+    for (const CheckpointPiece &piece : tensor.pieces) {
+      check(piece.rank >= 0 && piece.rank < manifest.world,
+            "manifest piece rank out of range");
+      check(piece.ranges.size() == tensor.layout.globalShape.size(),
+            "manifest piece ranges differ from its dims");
+      for (size_t d = 0; d < piece.ranges.size(); ++d)
+        check(0 <= piece.ranges[d].first &&
+                  piece.ranges[d].first <= piece.ranges[d].second &&
+                  piece.ranges[d].second <= tensor.layout.globalShape[d],
+              "manifest piece outside the global shape");
+    }
+  std::string printed = manifestJson(manifest);
+  CheckpointManifest again;
+  try {
+    again = parseManifest(printed, "printed.json");
+  } catch (const RuntimeError &error) {
+    std::fprintf(stderr,
+                 "runtime_fuzzer: printed manifest does not parse: %s\n",
+                 error.what());
+    std::abort();
+  }
+  check(manifestJson(again) == printed, "manifest print is not stable");
+}
+
+} // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
   std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
   try {
-    if (data[0] % 2 == 0) {
-      Plan plan = parsePlan(text, "fuzz.zplan");
-      // A plan that reads must be safe to walk: every id is in range.
-      for (const Instruction &instruction : plan.instructions)
-        for (int id : instruction.operands)
-          if (id < 0 || id >= static_cast<int>(plan.values.size()))
-            std::abort();
-    } else {
-      NpyArray array = parseNpy(text, "fuzz.npy");
-      if (array.data.size() !=
-          static_cast<size_t>(array.numel()) * dtypeBytes(array.dtype))
-        std::abort();
-    }
+    if (data[0] % 2 == 0)
+      fuzzPlan(text);
+    else if (data[0] % 4 == 1)
+      fuzzNpy(text);
+    else if (data[0] % 8 == 3)
+      fuzzSafetensors(text);
+    else
+      fuzzManifest(text);
   } catch (const RuntimeError &) {
   }
   return 0;

@@ -1,0 +1,213 @@
+//===- test_plans.h - small plans and shard contents for the tests -*- C++ -*-//
+//
+// Plans built in memory with only what checkpoints read (world, stage,
+// hierarchy, configuration, variables and their shards), the same five
+// variables laid out three ways, and the brute-force map from a shard's
+// local elements to model elements that the tests check runs against.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_PLANS_H
+#define ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_PLANS_H
+
+#include "runtime/checkpoint/ShardRuns.h"
+#include "runtime/core/DType.h"
+#include "runtime/plan/Plan.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zerosbp::testing {
+
+using runtime::DimRange;
+using runtime::DType;
+using runtime::Plan;
+using runtime::PlanVariable;
+using runtime::Role;
+using runtime::ShardLayout;
+
+inline int64_t product(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+/// The model element of each local element of the shard `ranges`, in local
+/// (row-major over the shard's extents) order; -1 for padding. Written from
+/// the definitions, without runs.
+inline std::vector<int64_t>
+bruteForceModelIndices(const ShardLayout &layout,
+                       const std::vector<DimRange> &ranges) {
+  std::vector<int64_t> model;
+  int64_t modelCount = product(layout.modelShape);
+  if (layout.flat) {
+    for (int64_t i = ranges[0].first; i < ranges[0].second; ++i)
+      model.push_back(i < modelCount ? i : -1);
+    return model;
+  }
+  size_t rank = ranges.size();
+  std::vector<int64_t> extents;
+  for (const DimRange &range : ranges)
+    extents.push_back(range.second - range.first);
+  int64_t count = product(extents);
+  for (int64_t local = 0; local < count; ++local) {
+    // Unravel `local` over the extents, offset by the box's start, and
+    // ravel over the model shape.
+    int64_t rest = local, index = 0, stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t coordinate = ranges[d].first + rest % extents[d];
+      rest /= extents[d];
+      index += coordinate * stride;
+      stride *= layout.modelShape[d];
+    }
+    model.push_back(index);
+  }
+  return model;
+}
+
+using Shards = std::vector<std::vector<DimRange>>;
+
+inline std::vector<int64_t> extentsOf(const std::vector<DimRange> &ranges) {
+  std::vector<int64_t> extents;
+  for (const DimRange &range : ranges)
+    extents.push_back(range.second - range.first);
+  return extents;
+}
+
+/// A variable that is a box of its model tensor on every rank.
+inline PlanVariable boxVariable(const std::string &name, Role role, DType dtype,
+                                std::vector<int64_t> shape,
+                                std::vector<std::string> sbp, Shards shards) {
+  PlanVariable variable;
+  variable.name = name;
+  variable.role = role;
+  variable.dtype = dtype;
+  variable.globalShape = std::move(shape);
+  variable.localShape = extentsOf(shards[0]);
+  variable.sbp = std::move(sbp);
+  variable.shards = std::move(shards);
+  return variable;
+}
+
+/// A ZeRO partition: the model tensor flattened, padded to `padded`
+/// elements, and split evenly over `world` ranks.
+inline PlanVariable flatVariable(const std::string &name, Role role,
+                                 DType dtype, std::vector<int64_t> modelShape,
+                                 int64_t padded, int world) {
+  PlanVariable variable;
+  variable.name = name;
+  variable.role = role;
+  variable.dtype = dtype;
+  variable.globalShape = {padded};
+  variable.logicalShape = std::move(modelShape);
+  int64_t chunk = padded / world;
+  variable.localShape = {chunk};
+  variable.sbp = {"S(0)"};
+  for (int rank = 0; rank < world; ++rank)
+    variable.shards.push_back({{rank * chunk, (rank + 1) * chunk}});
+  return variable;
+}
+
+inline Plan emptyPlan(int world, std::optional<int> stage) {
+  Plan plan;
+  plan.source = "test.zplan";
+  plan.function = "gpt";
+  plan.stage = stage;
+  plan.world = world;
+  plan.device = "cpu";
+  for (int rank = 0; rank < world; ++rank)
+    plan.ranks.push_back(rank);
+  plan.hierarchy = {world};
+  plan.configJson =
+      R"({"optimizer": {"type": "Adam", "params": {"lr": 0.001}}})";
+  return plan;
+}
+
+/// Five variables over two ranks: a replicated parameter (copied from its
+/// fp32 master), two flat partitions (one padded), a bf16 parameter split
+/// by columns and an f64 state split by rows.
+inline Plan planOnTwoRanks() {
+  Plan plan = emptyPlan(2, 3);
+  Shards whole = {{{0, 4}, {0, 6}}, {{0, 4}, {0, 6}}};
+  plan.variables.push_back(
+      boxVariable("w", Role::Param, DType::F32, {4, 6}, {"B"}, whole));
+  plan.variables.back().copyOf = "w.master";
+  plan.variables.push_back(
+      flatVariable("w.master", Role::Master, DType::F32, {4, 6}, 24, 2));
+  plan.variables.push_back(
+      flatVariable("w.exp_avg", Role::OptState, DType::F32, {5, 3}, 16, 2));
+  plan.variables.push_back(boxVariable("b", Role::Param, DType::BF16, {3, 4},
+                                       {"S(1)"},
+                                       {{{0, 3}, {0, 2}}, {{0, 3}, {2, 4}}}));
+  plan.variables.push_back(boxVariable("e", Role::OptState, DType::F64, {7},
+                                       {"S(0)"}, {{{0, 4}}, {{4, 7}}}));
+  return plan;
+}
+
+/// The same variables over three ranks, every one laid out differently.
+inline Plan planOnThreeRanks() {
+  Plan plan = emptyPlan(3, 1);
+  plan.variables.push_back(
+      boxVariable("w", Role::Param, DType::F32, {4, 6}, {"S(0)"},
+                  {{{0, 2}, {0, 6}}, {{2, 3}, {0, 6}}, {{3, 4}, {0, 6}}}));
+  plan.variables.back().copyOf = "w.master";
+  plan.variables.push_back(
+      flatVariable("w.master", Role::Master, DType::F32, {4, 6}, 24, 3));
+  plan.variables.push_back(
+      flatVariable("w.exp_avg", Role::OptState, DType::F32, {5, 3}, 18, 3));
+  plan.variables.push_back(
+      boxVariable("b", Role::Param, DType::BF16, {3, 4}, {"S(0)"},
+                  {{{0, 1}, {0, 4}}, {{1, 2}, {0, 4}}, {{2, 3}, {0, 4}}}));
+  plan.variables.push_back(boxVariable("e", Role::OptState, DType::F64, {7},
+                                       {"B"}, {{{0, 7}}, {{0, 7}}, {{0, 7}}}));
+  return plan;
+}
+
+/// The same variables on one rank, whole (flat ones padded by one element).
+inline Plan planOnOneRank() {
+  Plan plan = emptyPlan(1, 0);
+  plan.variables.push_back(boxVariable("w", Role::Param, DType::F32, {4, 6},
+                                       {"B"}, {{{0, 4}, {0, 6}}}));
+  plan.variables.back().copyOf = "w.master";
+  plan.variables.push_back(
+      flatVariable("w.master", Role::Master, DType::F32, {4, 6}, 25, 1));
+  plan.variables.push_back(
+      flatVariable("w.exp_avg", Role::OptState, DType::F32, {5, 3}, 15, 1));
+  plan.variables.push_back(boxVariable("b", Role::Param, DType::BF16, {3, 4},
+                                       {"B"}, {{{0, 3}, {0, 4}}}));
+  plan.variables.push_back(
+      boxVariable("e", Role::OptState, DType::F64, {7}, {"B"}, {{{0, 7}}}));
+  return plan;
+}
+
+/// Byte `k` of model element `element` of the variable named `name`: every
+/// element of every variable distinct, in every byte.
+inline unsigned char modelByte(const std::string &name, int64_t element,
+                               size_t k) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : name)
+    hash = (hash ^ c) * 16777619u;
+  return static_cast<unsigned char>((hash >> 8) + element * 7 + k * 61 + 1);
+}
+
+/// What rank `rank` holds of `variable`, byte for byte: the model's bytes
+/// where its shard has model elements, `pad` in padding.
+inline std::vector<unsigned char> shardBytes(const PlanVariable &variable,
+                                             int rank, unsigned char pad) {
+  size_t elementBytes = runtime::dtypeBytes(variable.dtype);
+  std::vector<int64_t> model = bruteForceModelIndices(
+      runtime::layoutOf(variable), variable.shards[rank]);
+  std::vector<unsigned char> bytes;
+  for (int64_t element : model)
+    for (size_t k = 0; k < elementBytes; ++k)
+      bytes.push_back(element < 0 ? pad : modelByte(variable.name, element, k));
+  return bytes;
+}
+
+} // namespace zerosbp::testing
+
+#endif // ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_PLANS_H
