@@ -209,16 +209,43 @@ std::string rankFileName(int rank, int world) {
   return name;
 }
 
-std::vector<int> variablesOwnedBy(const Plan &plan, int rank) {
-  std::vector<int> owned;
+std::vector<std::vector<int>> blockWriters(const Plan &plan) {
+  std::vector<std::vector<int>> writers(plan.variables.size());
+  std::vector<int64_t> assigned(plan.world, 0);
   for (size_t i = 0; i < plan.variables.size(); ++i) {
     const PlanVariable &variable = plan.variables[i];
-    bool earlier = false;
-    for (int r = 0; r < rank && !earlier; ++r)
-      earlier = variable.shards[r] == variable.shards[rank];
-    if (!earlier)
-      owned.push_back(static_cast<int>(i));
+    int64_t bytes = shardElements(variable.shards[0]) *
+                    static_cast<int64_t>(dtypeBytes(variable.dtype));
+    // The ranks holding each distinct block, in the order of the first.
+    std::map<std::vector<DimRange>, int> groupOf;
+    std::vector<std::vector<int>> groups;
+    for (int r = 0; r < plan.world; ++r) {
+      auto [it, added] =
+          groupOf.emplace(variable.shards[r], static_cast<int>(groups.size()));
+      if (added)
+        groups.emplace_back();
+      groups[it->second].push_back(r);
+    }
+    // The least loaded rank of a group writes its block.
+    for (const std::vector<int> &group : groups) {
+      int writer = group.front();
+      for (int r : group)
+        if (assigned[r] < assigned[writer])
+          writer = r;
+      assigned[writer] += bytes;
+      writers[i].push_back(writer);
+    }
   }
+  return writers;
+}
+
+std::vector<int> variablesOwnedBy(const Plan &plan, int rank) {
+  std::vector<int> owned;
+  std::vector<std::vector<int>> writers = blockWriters(plan);
+  for (size_t i = 0; i < writers.size(); ++i)
+    if (std::find(writers[i].begin(), writers[i].end(), rank) !=
+        writers[i].end())
+      owned.push_back(static_cast<int>(i));
   return owned;
 }
 
@@ -243,12 +270,13 @@ CheckpointManifest manifestOfPlan(const Plan &plan, int64_t step,
     tensor.copyOf = variable.copyOf;
     manifest.tensors.push_back(std::move(tensor));
   }
-  for (int rank = 0; rank < plan.world; ++rank) {
-    for (int index : variablesOwnedBy(plan, rank))
+  std::vector<std::vector<int>> writers = blockWriters(plan);
+  for (size_t index = 0; index < writers.size(); ++index)
+    for (int rank : writers[index])
       manifest.tensors[index].pieces.push_back(
           {rank, plan.variables[index].shards[rank]});
+  for (int rank = 0; rank < plan.world; ++rank)
     manifest.files.push_back({rankFileName(rank, plan.world), rank, 0, 0});
-  }
   return manifest;
 }
 

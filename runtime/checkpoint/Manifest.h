@@ -38,7 +38,7 @@ struct CheckpointTensor {
   ShardLayout layout;
   std::vector<std::string> sbp;
   std::optional<std::string> copyOf;
-  /// Each distinct block once, from the lowest rank that holds it.
+  /// Each distinct block once, from the rank that wrote it.
   std::vector<CheckpointPiece> pieces;
 };
 
@@ -77,8 +77,14 @@ std::string rankFileName(int rank, int world);
 CheckpointManifest manifestOfPlan(const Plan &plan, int64_t step,
                                   uint64_t seed);
 
-/// The variables (indices into plan.variables) whose block rank `rank`
-/// owns: no lower rank holds the same block.
+/// Who writes each variable's blocks (indices into plan.variables, then
+/// one rank per distinct block, in the order of the lowest rank holding
+/// it): of the ranks holding the same block (a replicated tensor), the one
+/// with the fewest bytes to write so far, the lowest on a tie. Replicated
+/// state is so spread over the ranks instead of all falling to rank 0.
+std::vector<std::vector<int>> blockWriters(const Plan &plan);
+
+/// The variables (indices into plan.variables) rank `rank` writes.
 std::vector<int> variablesOwnedBy(const Plan &plan, int rank);
 
 std::string manifestJson(const CheckpointManifest &manifest);

@@ -75,6 +75,42 @@ void expectSameManifest(const CheckpointManifest &a,
   }
 }
 
+TEST(Manifest, SpreadsReplicatedBlocksOverTheRanks) {
+  // Stage 0 on 3 ranks: everything replicated. By hand: a (40 B) goes to
+  // rank 0; b (40 B) to rank 1, the first with 0 B; c (8 B) to rank 2;
+  // d (16 B) to rank 2 again (8 B < 40 B); e (4 B) to rank 2 (24 B < 40 B);
+  // f (20 B) to rank 2 (28 B < 40 B); then g (4 B) to rank 0, the
+  // lowest of the ranks with 40 B.
+  Plan plan = emptyPlan(3, 0);
+  auto replicated = [](const std::string &name, int64_t elements) {
+    Shards shards(3, {{0, elements}});
+    return boxVariable(name, Role::Param, DType::F32, {elements}, {"B"},
+                       shards);
+  };
+  for (auto [name, elements] :
+       std::vector<std::pair<std::string, int64_t>>{{"a", 10},
+                                                    {"b", 10},
+                                                    {"c", 2},
+                                                    {"d", 4},
+                                                    {"e", 1},
+                                                    {"f", 5},
+                                                    {"g", 1}})
+    plan.variables.push_back(replicated(name, elements));
+  EXPECT_EQ(blockWriters(plan),
+            (std::vector<std::vector<int>>{{0}, {1}, {2}, {2}, {2}, {2}, {0}}));
+  EXPECT_EQ(variablesOwnedBy(plan, 0), (std::vector<int>{0, 6}));
+  EXPECT_EQ(variablesOwnedBy(plan, 1), (std::vector<int>{1}));
+  EXPECT_EQ(variablesOwnedBy(plan, 2), (std::vector<int>{2, 3, 4, 5}));
+  // A partitioned variable is written by every rank, and counts.
+  plan.variables.insert(plan.variables.begin(),
+                        flatVariable("s", Role::OptState, DType::F32, {30}, 30,
+                                     3)); // 40 B a rank
+  EXPECT_EQ(blockWriters(plan)[0], (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(blockWriters(plan)[1], (std::vector<int>{0}));
+  CheckpointManifest manifest = manifestOfPlan(plan, 1, 0);
+  EXPECT_EQ(manifest.findTensor("b")->pieces.front().rank, 1);
+}
+
 TEST(Manifest, DescribesThePlansVariablesAndOwners) {
   Plan plan = planOnTwoRanks();
   // "w" is replicated: rank 1 holds the same block as rank 0.
