@@ -192,6 +192,10 @@ def train(args, corpus, out):
     if args.resume:
         # Checked now; loaded right after the first call compiles the graph.
         info = graph.load_checkpoint(args.resume)
+        if info["seed"] != args.seed:
+            sys.exit(f"chargpt: --seed {args.seed} differs from the "
+                     f"checkpoint's {info['seed']}: the resumed run would "
+                     "not read the batches an uninterrupted run reads")
         start = info["step"]
         print(f"chargpt: resuming from {info['path']} at step {start} "
               f"(saved on {info['world']} ranks, stage {info['stage']})")
@@ -238,7 +242,8 @@ def train(args, corpus, out):
         if done == total or (args.checkpoint_every and
                              done % args.checkpoint_every == 0):
             begin = time.perf_counter()
-            path = graph.save_checkpoint(checkpoints, keep=args.keep)
+            path = graph.save_checkpoint(checkpoints, keep=args.keep,
+                                         seed=args.seed)
             print(f"chargpt: checkpoint {path} saved in "
                   f"{(time.perf_counter() - begin) * 1000:.0f} ms",
                   flush=True)

@@ -211,11 +211,12 @@ public:
     return ranks;
   }
 
-  /// Saves the whole training state into `directory` (created if needed)
-  /// and returns the checkpoint's path. Rank 0 holds the directory's lock
-  /// for the save only, so another process may save there between saves.
-  /// Collective under MPI.
-  std::string saveCheckpoint(const std::string &directory, int keep) {
+  /// Saves the whole training state into `directory` (created if needed),
+  /// recording `seed` as the data seed, and returns the checkpoint's path. Rank
+  /// 0 holds the directory's lock for the save only, so another process may
+  /// save there between saves. Collective under MPI.
+  std::string saveCheckpoint(const std::string &directory, int keep,
+                             uint64_t seed) {
     if (keep < 0)
       throw py::value_error("keep must be 0 (keep all) or positive, got " +
                             std::to_string(keep));
@@ -240,7 +241,7 @@ public:
       error = directory + ": rank 0 could not take the lock to save";
     if (!error.empty())
       throw RuntimeError(error);
-    std::string path = session->saveCheckpoint(directory, keep, /*seed=*/0);
+    std::string path = session->saveCheckpoint(directory, keep, seed);
     // Only rank 0 commits, and so knows the path; the name is the same.
     return path.empty() ? directory + "/" + checkpointName(session->stepsRun())
                         : path;
@@ -432,7 +433,7 @@ PYBIND11_MODULE(_zerosbp, m) {
       .def("inputs", &PySession::inputs)
       .def("records", &PySession::records)
       .def("save_checkpoint", &PySession::saveCheckpoint, py::arg("directory"),
-           py::arg("keep") = 0)
+           py::arg("keep") = 0, py::arg("seed") = 0)
       .def("load_checkpoint", &PySession::loadCheckpoint, py::arg("path"))
       .def("set_tracing", &PySession::setTracing)
       .def("trace_json", &PySession::traceJson)

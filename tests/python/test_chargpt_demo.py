@@ -139,3 +139,15 @@ def test_resume_continues_the_run(demo, tmp_path):
     # No stage comparison when resuming.
     assert "ZeRO stages side by side" not in result.stdout
     assert not (tmp_path / "memory_by_role.svg").exists()
+
+
+def test_resume_with_another_seed_is_refused(demo, tmp_path):
+    out, _, _ = demo
+    result = subprocess.run(
+        [sys.executable, DEMO, "--steps=2", *SMALL, "--seed=5",
+         "--resume", str(out / "checkpoints"), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "chargpt: --seed 5 differs from the checkpoint's 0: the resumed run "
+        "would not read the batches an uninterrupted run reads")

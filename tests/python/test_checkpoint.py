@@ -126,6 +126,16 @@ def test_to_fp32_loads_into_zs_load_and_the_modules(saved, tmp_path):
     assert_same_state(state(model), saved["at_save"])
 
 
+def test_the_data_seed_round_trips(tmp_path):
+    model, graph = mlp_graph(stage=1, world=2)
+    train(graph, batches()[:1])
+    with pytest.raises(ValueError, match="seed must be an int"):
+        graph.save_checkpoint(tmp_path / "ck", seed=-1)
+    graph.save_checkpoint(tmp_path / "ck", seed=2 ** 63 + 5)
+    _, fresh = mlp_graph(stage=1, world=2)
+    assert fresh.load_checkpoint(tmp_path / "ck")["seed"] == 2 ** 63 + 5
+
+
 def test_save_needs_a_compiled_graph(tmp_path):
     _, graph = mlp_graph(stage=2, world=2)
     with pytest.raises(RuntimeError, match="save_checkpoint: the graph is "

@@ -242,16 +242,23 @@ class Graph:
         self._values.pop(name, None)
 
     # -- checkpoints -------------------------------------------------------------
-    def save_checkpoint(self, directory, keep=0):
+    def save_checkpoint(self, directory, keep=0, seed=0):
         """Saves the whole training state (parameters, fp32 masters,
         optimizer state, the step count) as `directory`/step-NNNNNNNN and
         points `directory`/latest at it; keeps the newest `keep` checkpoints
-        (0: all). Returns the checkpoint's path. Under MPI, collective."""
+        (0: all). `seed` is recorded as the data seed (load_checkpoint
+        returns it) for a data loader that draws from it. Returns the
+        checkpoint's path. Under MPI, collective."""
         self._require_compiled("save_checkpoint")
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValueError(f"keep must be 0 (keep all) or a positive "
                              f"int, got {keep!r}")
-        return self._session.save_checkpoint(os.fspath(directory), keep)
+        if isinstance(seed, bool) or not isinstance(seed, int) or \
+                not 0 <= seed < 2 ** 64:
+            raise ValueError(f"seed must be an int in [0, 2**64), got "
+                             f"{seed!r}")
+        return self._session.save_checkpoint(os.fspath(directory), keep,
+                                             seed)
 
     def load_checkpoint(self, path):
         """Loads a checkpoint (a step directory, or a directory with
