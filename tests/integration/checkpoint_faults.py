@@ -28,20 +28,11 @@ import subprocess
 import sys
 import time
 
-GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
-        "--seq-length=16", "--vocab-size=64", "--batch-size=12"]
+from checks import GPT2, check, finish
+
 PIPELINE = "--pipeline=stage3-param-persistence-threshold=0"
 POINTS = ["begin", "rank-file", "files-written", "manifest", "renamed",
           "latest", "prune"]
-
-failures = []
-
-
-def check(condition, message):
-    print(("ok:   " if condition else "FAIL: ") + message)
-    if not condition:
-        failures.append(message)
-
 
 class Case:
     def __init__(self, argv, work):
@@ -388,10 +379,7 @@ def main():
     disk_full(case, reference)
     second_writer(case)
     bad_checkpoints(case)
-    if failures:
-        print("%d checks failed" % len(failures))
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

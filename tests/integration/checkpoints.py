@@ -18,31 +18,18 @@ Usage: checkpoints.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
 import numpy as np
 
-GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
-        "--seq-length=16", "--vocab-size=64", "--batch-size=12"]
-# Every parameter partitioned at stage 3, several buckets of each kind.
-SHARDED = ("stage3-param-persistence-threshold=0 overlap-comm=true "
-           "reduce-bucket-size=3000 allgather-bucket-size=3000 "
-           "stage3-prefetch-bucket-size=3000")
+from checks import (GPT2, SHARDED, check, finish, read_safetensors,
+                    safetensors_dtypes)
+
 K = 3
 # Resharding changes the reduction order (the bucket and rank sums), so the
 # continued losses differ in the last float32 bits only.
 RESHARD_RTOL = 1e-5
-
-failures = []
-
-
-def check(condition, message):
-    print(("ok:   " if condition else "FAIL: ") + message)
-    if not condition:
-        failures.append(message)
-
 
 class Tools:
     def __init__(self, zero_compile, zero_run, zero_checkpoint, work):
@@ -85,24 +72,6 @@ class Tools:
 def read_npy_dir(directory):
     return {name[:-4]: np.load(os.path.join(directory, name))
             for name in sorted(os.listdir(directory)) if name.endswith(".npy")}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as file:
-        blob = file.read()
-    (size,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + size])
-    data = blob[8 + size:]
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        if entry["dtype"] != "F32":
-            check(False, "to-fp32: %s is %s, not F32" % (name, entry["dtype"]))
-        out[name] = np.frombuffer(data[begin:end], "<f4").reshape(
-            entry["shape"])
-    return out
 
 
 def same_parameters(a, b):
@@ -193,6 +162,8 @@ def tools_case(tools, precision):
     check(convert.returncode == 0, "%s to-fp32: exit 0 (%s)" % (
         name, convert.stderr.strip()))
     if convert.returncode == 0:
+        check(set(safetensors_dtypes(out).values()) == {"F32"},
+              "%s to-fp32 writes F32 tensors" % name)
         check(same_parameters(read_safetensors(out), read_npy_dir(saved)),
               "%s to-fp32 equals --save (fp32 masters)" % name)
 
@@ -214,10 +185,7 @@ def main():
     keep_case(tools)
     tools_case(tools, "fp32")
     tools_case(tools, "bf16")
-    if failures:
-        print("%d checks failed" % len(failures))
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -20,41 +20,15 @@ Usage: mixed_precision.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
 import numpy as np
 
-GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
-        "--seq-length=16", "--vocab-size=64", "--batch-size=12"]
-SHARDED = ("stage3-param-persistence-threshold=0 overlap-comm=true "
-           "reduce-bucket-size=3000 allgather-bucket-size=3000 "
-           "stage3-prefetch-bucket-size=3000")
+from checks import GPT2, SHARDED, check, finish, read_safetensors
+
 STEPS = 6
 CLIP_RTOL = 1e-5
-
-failures = []
-
-
-def check(condition, message):
-    print(("ok:   " if condition else "FAIL: ") + message)
-    if not condition:
-        failures.append(message)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as file:
-        blob = file.read()
-    (size,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + size])
-    data = blob[8 + size:]
-    dtypes = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8"}
-    return {name: np.frombuffer(data[e["data_offsets"][0]:
-                                     e["data_offsets"][1]],
-                                dtypes[e["dtype"]]).reshape(e["shape"])
-            for name, e in header.items() if name != "__metadata__"}
-
 
 class Runner:
     def __init__(self, argv, work):
@@ -173,10 +147,7 @@ def main():
             stages_agree(runner, world, pipeline)
     for stage in range(4):
         overflow_keeps_state(runner, stage)
-    if failures:
-        print("%d checks failed" % len(failures))
-        sys.exit(1)
-    print("all checks passed")
+    finish()
 
 
 if __name__ == "__main__":

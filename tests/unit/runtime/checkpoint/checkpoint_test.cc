@@ -33,15 +33,6 @@ using namespace zerosbp::testing;
 
 namespace {
 
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const RuntimeError &error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
 /// Saves `plan` at `step` into `directory` as a training session does:
 /// every rank's shard holds the model bytes, its padding 0xEE.
 std::string saveCheckpoint(const Plan &plan, const std::string &directory,

@@ -27,16 +27,6 @@ using namespace zerosbp::testing;
 
 namespace {
 
-/// The message of what `body` throws, or "(no error)".
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const RuntimeError &error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
 std::string randomBytes(size_t count, uint32_t seed) {
   std::mt19937 generator(seed);
   std::string bytes(count, '\0');

@@ -31,15 +31,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const RuntimeError &error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
 std::string headerError(const std::string &json, int64_t dataBytes) {
   return errorOf([&] { parseSafetensorsHeader(json, dataBytes, "f.st"); });
 }

@@ -1,14 +1,16 @@
 //===- test_files.h - scratch directories and files for the tests -*- C++ -*-=//
 //
 // A fresh directory under $TEST_TMPDIR per test, whole-file reads and
-// writes, a directory listing, and a bitwise CRC-32 (the reflected
-// 0xEDB88320 polynomial, as zlib and PNG define it) that does not go
-// through zlib, to check the runtime's CRCs against.
+// writes, the message of a thrown RuntimeError, a directory listing, and a
+// bitwise CRC-32 (the reflected 0xEDB88320 polynomial, as zlib and PNG define
+// it) that does not go through zlib, to check the runtime's CRCs against.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_FILES_H
 #define ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_FILES_H
+
+#include "runtime/core/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +25,16 @@
 #include <vector>
 
 namespace zerosbp::testing {
+
+/// The message of the RuntimeError `body` throws, or "(no error)".
+template <typename Body> std::string errorOf(Body body) {
+  try {
+    body();
+  } catch (const zerosbp::runtime::RuntimeError &error) {
+    return error.what();
+  }
+  return "(no error)";
+}
 
 /// A new empty directory for the running test.
 inline std::string makeTestDirectory() {

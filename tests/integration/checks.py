@@ -1,0 +1,60 @@
+"""What the integration scripts share: the small GPT-2 they compile, the
+pipeline that partitions every parameter, check() and its summary, and a
+safetensors reader that does not use the runtime's."""
+
+import json
+import struct
+import sys
+
+import numpy as np
+
+# zero-compile flags of a 2-layer GPT-2 small enough for many runs.
+GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
+        "--seq-length=16", "--vocab-size=64", "--batch-size=12"]
+# Stage 3 partitions every parameter, the collectives overlap compute, and
+# small buckets make several of each kind.
+SHARDED = ("stage3-param-persistence-threshold=0 overlap-comm=true "
+           "reduce-bucket-size=3000 allgather-bucket-size=3000 "
+           "stage3-prefetch-bucket-size=3000")
+
+failures = []
+
+
+def check(condition, message):
+    print(("ok:   " if condition else "FAIL: ") + message)
+    if not condition:
+        failures.append(message)
+
+
+def finish():
+    """Prints the outcome and exits 1 if any check failed."""
+    if failures:
+        print("%d checks failed" % len(failures))
+        sys.exit(1)
+    print("all checks passed")
+
+
+_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "F64": "<f8",
+           "I64": "<i8", "I32": "<i4", "BOOL": "?"}
+
+
+def read_safetensors(path):
+    """name -> array (bf16 as its raw uint16 bits)."""
+    with open(path, "rb") as file:
+        blob = file.read()
+    (size,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + size])
+    data = blob[8 + size:]
+    return {name: np.frombuffer(data[e["data_offsets"][0]:
+                                     e["data_offsets"][1]],
+                                _DTYPES[e["dtype"]]).reshape(e["shape"])
+            for name, e in header.items() if name != "__metadata__"}
+
+
+def safetensors_dtypes(path):
+    """name -> the dtype the header names."""
+    with open(path, "rb") as file:
+        (size,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(size))
+    return {name: e["dtype"] for name, e in header.items()
+            if name != "__metadata__"}
