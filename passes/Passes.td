@@ -158,7 +158,9 @@ def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
     stage 3 also parameters, over the data-parallel ranks: each such tensor
     is flattened and padded to a multiple of the rank count and held
     `S(0)`, so every rank owns an equal contiguous shard. Variables with
-    fewer than `shard-min-size` elements stay broadcast.
+    fewer than `shard-min-size` elements stay broadcast. Only this pass
+    splits variables: one captured with another SBP than `B` on every axis
+    is an error at every stage.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", "0", "ZeRO stage, 0 to 3">,

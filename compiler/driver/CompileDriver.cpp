@@ -7,6 +7,8 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/nn/IR/NNOps.h"
 #include "passes/Passes.h"
+#include "passes/common/SbpUtils.h"
+#include "passes/memory/PlanAttrs.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -96,6 +98,60 @@ llvm::Error checkTrainBatchSize(func::FuncOp func, const ZeroConfig &config) {
   return llvm::Error::success();
 }
 
+/// Where `op` is, as `file:line:col: ` (empty for other locations).
+std::string locationPrefix(Operation *op) {
+  auto loc = dyn_cast<FileLineColLoc>(op->getLoc());
+  if (!loc)
+    return "";
+  return llvm::formatv("{0}:{1}:{2}: ", loc.getFilename(), loc.getLine(),
+                       loc.getColumn());
+}
+
+/// Every tensor and the parameters together must fit in a plan
+/// (kMaxPlanBytes): the passes' byte arithmetic would wrap past int64 long
+/// before the memory plan could refuse the arena.
+llvm::Error checkSizes(func::FuncOp func) {
+  int64_t parameters = 0;
+  for (Operation &op : func.getBody().front()) {
+    for (OpResult result : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type || !type.hasStaticShape())
+        continue;
+      std::optional<int64_t> bytes = checkedTensorBytes(type);
+      if (!bytes || *bytes > kMaxPlanBytes) {
+        // The logical type without its encoding, and the name where the
+        // value has one.
+        std::string what;
+        llvm::raw_string_ostream os(what);
+        os << op.getName();
+        if (auto variable = dyn_cast<nn::VariableOp>(op))
+          os << " '" << variable.getName() << "'";
+        else if (auto input = dyn_cast<nn::InputOp>(op))
+          os << " '" << input.getName() << "'";
+        else
+          os << " result #" << result.getResultNumber();
+        os << " of type "
+           << RankedTensorType::get(type.getShape(), type.getElementType());
+        return driverError(
+            llvm::formatv("{0}{1} holds more than 2^53 bytes ({2}), the most "
+                          "a plan addresses",
+                          locationPrefix(&op), what, kMaxPlanBytes));
+      }
+      auto variable = dyn_cast<nn::VariableOp>(op);
+      if (!variable || variable.getRole() != sbp::Role::param)
+        continue;
+      // Each term is at most 2^53, so the sum cannot wrap before the check.
+      parameters += type.getNumElements();
+      if (parameters > kMaxPlanBytes)
+        return driverError(llvm::formatv(
+            "{0}the parameters number more than 2^53 ({1}) elements, the "
+            "most a plan addresses",
+            locationPrefix(&op), kMaxPlanBytes));
+    }
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
@@ -117,6 +173,8 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
   if (!func)
     return driverError("the model has no graph function");
   if (llvm::Error error = checkTrainBatchSize(func, config))
+    return std::move(error);
+  if (llvm::Error error = checkSizes(func))
     return std::move(error);
 
   PassRunner runner(module, options);

@@ -3,6 +3,7 @@
 #include "examples/gpt2/Gpt2.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <cmath>
 
@@ -35,6 +36,35 @@ std::optional<Gpt2Config> Gpt2Config::preset(StringRef name) {
 int64_t Gpt2Config::numParameters() const {
   return vocab * embed + seqLen * embed +
          layers * (12 * embed * embed + 13 * embed) + 2 * embed;
+}
+
+std::optional<int64_t> Gpt2Config::checkedNumParameters() const {
+  using llvm::checkedAdd, llvm::checkedMul;
+  std::optional<int64_t> square = checkedMul(embed, embed);
+  std::optional<int64_t> block =
+      square ? checkedMul<int64_t>(12, *square) : std::nullopt;
+  std::optional<int64_t> norms = checkedMul<int64_t>(13, embed);
+  if (!block || !norms || !(block = checkedAdd(*block, *norms)) ||
+      !(block = checkedMul(layers, *block)))
+    return std::nullopt;
+  std::optional<int64_t> total = checkedAdd(vocab, seqLen);
+  if (!total || !(total = checkedAdd<int64_t>(*total, 2)) ||
+      !(total = checkedMul(*total, embed)))
+    return std::nullopt;
+  return checkedAdd(*total, *block);
+}
+
+llvm::SmallVector<Gpt2Config::Tensor> Gpt2Config::largestTensors() const {
+  constexpr int64_t f32 = 4, i64 = 8;
+  return {
+      {"mlp.c_fc.weight", {4, embed, embed}, f32},
+      {"wte.weight", {vocab, embed}, f32},
+      {"wpe.weight", {seqLen, embed}, f32},
+      {"tokens", {batch, seqLen}, i64},
+      {"MLP activation", {batch, seqLen, 4, embed}, f32},
+      {"attention scores", {batch, heads, seqLen, seqLen}, f32},
+      {"logits", {batch, seqLen, vocab}, f32},
+  };
 }
 
 namespace {

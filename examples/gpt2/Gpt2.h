@@ -24,6 +24,22 @@ struct Gpt2Config {
   /// Parameters of the model (the LM head is tied to the token embedding):
   /// V E + T E + L (12 E^2 + 13 E) + 2 E.
   int64_t numParameters() const;
+  /// numParameters(), or nullopt where a product or sum overflows int64.
+  std::optional<int64_t> checkedNumParameters() const;
+
+  /// A tensor of the graph as the product of its sizes, so that a caller
+  /// can check the product for overflow before anything computes it.
+  struct Tensor {
+    llvm::StringRef name;
+    llvm::SmallVector<int64_t, 4> factors;
+    int64_t elementBytes;
+  };
+  /// The graph's largest tensors of each kind (the biggest weight, the
+  /// embeddings, the tokens, the MLP activation, the attention scores, the
+  /// logits). Every other tensor of the graph, and every gradient, state
+  /// and shard the pipeline derives, is at most one of these, and every size
+  /// product the builder computes is a partial product of one.
+  llvm::SmallVector<Tensor> largestTensors() const;
 };
 
 /// GPT-2's forward graph returning the mean next-token loss. Inputs `tokens`

@@ -2,6 +2,8 @@
 
 #include "passes/common/SbpUtils.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 using namespace mlir;
 using namespace mlir::sbp;
 
@@ -84,6 +86,16 @@ int64_t zerosbp::elementBytes(RankedTensorType type) {
 
 int64_t zerosbp::tensorBytes(RankedTensorType type) {
   return type.getNumElements() * elementBytes(type);
+}
+
+std::optional<int64_t> zerosbp::checkedTensorBytes(RankedTensorType type) {
+  if (!type.hasStaticShape())
+    return std::nullopt;
+  std::optional<int64_t> bytes = elementBytes(type);
+  for (int64_t dim : type.getShape())
+    if (!(bytes = llvm::checkedMul(*bytes, dim)))
+      return std::nullopt;
+  return bytes;
 }
 
 RankedTensorType zerosbp::globalTensorType(RankedTensorType type,

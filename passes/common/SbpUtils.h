@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <limits>
+#include <optional>
 
 namespace zerosbp {
 
@@ -56,6 +57,10 @@ int64_t elementBytes(mlir::RankedTensorType type);
 
 /// Size in bytes of a tensor type's logical value.
 int64_t tensorBytes(mlir::RankedTensorType type);
+
+/// tensorBytes() of a static shape, or nullopt where the product overflows
+/// int64 (tensorBytes() would wrap).
+std::optional<int64_t> checkedTensorBytes(mlir::RankedTensorType type);
 
 /// `type` (shape and element type kept) with a `#sbp.global` encoding.
 mlir::RankedTensorType globalTensorType(mlir::RankedTensorType type,

@@ -72,6 +72,11 @@ private:
   static int64_t valueBytes(Value value) {
     return tensorBytes(cast<RankedTensorType>(value.getType()));
   }
+  /// `total + bytes`, held just past kMaxPlanBytes so that sums of many
+  /// large buffers cannot wrap; pack() refuses what lies past the limit.
+  static int64_t addBytes(int64_t total, int64_t bytes) {
+    return std::min(total + bytes, kMaxPlanBytes + 1);
+  }
   /// True when no value of `buffer` is read after `position` (reads by
   /// `ignore` do not count).
   bool readsEndBy(int64_t buffer, int64_t position,
@@ -82,7 +87,7 @@ private:
   void layOutBuckets();
   LogicalResult retargetAssignments();
   void computeLiveness();
-  void pack();
+  LogicalResult pack();
   void writeAttributes();
 
   func::FuncOp func;
@@ -228,7 +233,7 @@ void Planner::layOutBuckets() {
     if (layOut) {
       int64_t total = 0;
       for (Value input : start.getInputs())
-        total += valueBytes(input);
+        total = addBytes(total, valueBytes(input));
       int64_t bucket = newBuffer(
           total, start.getKind() == CollectiveKind::all_reduce ? "grad"
                                                                : "comm_buffer");
@@ -248,7 +253,7 @@ void Planner::layOutBuckets() {
     int64_t total = 0;
     for (auto [input, result] :
          llvm::zip(start.getInputs(), waitOf(start).getResults()))
-      total += std::max(valueBytes(input), valueBytes(result));
+      total = addBytes(total, std::max(valueBytes(input), valueBytes(result)));
     staging[start] = newBuffer(total, "comm_buffer");
   }
 }
@@ -313,9 +318,16 @@ void Planner::computeLiveness() {
   }
 }
 
-void Planner::pack() {
+LogicalResult Planner::pack() {
   auto aligned = [&](int64_t bytes) {
     return (bytes + alignment - 1) / alignment * alignment;
+  };
+  // Every offset and size stays at most kMaxPlanBytes (each buffer does, and
+  // this is checked as each is placed), so no sum below can wrap.
+  auto tooLarge = [&]() {
+    return func.emitError("zero-memory-plan: the arena of one rank needs more "
+                          "than 2^53 bytes (")
+           << kMaxPlanBytes << "), the most a plan addresses";
   };
   // Variables live for the whole run: they go first, one after the other.
   int64_t base = 0;
@@ -323,9 +335,13 @@ void Planner::pack() {
   for (auto [index, info] : llvm::enumerate(buffers)) {
     if (info.merged)
       continue;
+    if (info.bytes > kMaxPlanBytes)
+      return tooLarge();
     if (info.persistent) {
       info.offset = base;
       base += aligned(info.bytes);
+      if (base > kMaxPlanBytes)
+        return tooLarge();
     } else {
       order.push_back(index);
     }
@@ -354,12 +370,15 @@ void Planner::pack() {
       cursor = std::max(cursor, o.offset + aligned(o.bytes));
     }
     info.offset = best >= 0 ? best : cursor;
+    if (info.offset + size > kMaxPlanBytes)
+      return tooLarge();
     auto *at = llvm::upper_bound(placed, info.offset,
                                  [&](int64_t offset, int64_t other) {
                                    return offset < buffers[other].offset;
                                  });
     placed.insert(at, index);
   }
+  return success();
 }
 
 /// The roles DESIGN.md section 4 counts as model states.
@@ -466,12 +485,24 @@ LogicalResult Planner::run() {
         return op.emitOpError("zero-memory-plan: result type ")
                << type
                << " is not a static per-rank tensor; run zero-partition first";
+  // Byte arithmetic below assumes every tensor fits in a plan.
+  for (Operation &op : block)
+    for (OpResult result : op.getResults())
+      if (auto type = dyn_cast<RankedTensorType>(result.getType())) {
+        std::optional<int64_t> bytes = checkedTensorBytes(type);
+        if (!bytes || *bytes > kMaxPlanBytes)
+          return op.emitOpError("zero-memory-plan: result #")
+                 << result.getResultNumber() << " of type " << type
+                 << " holds more than 2^53 bytes (" << kMaxPlanBytes
+                 << "), the most a plan addresses";
+      }
   assignSlots();
   layOutBuckets();
   if (failed(retargetAssignments()))
     return failure();
   computeLiveness();
-  pack();
+  if (failed(pack()))
+    return failure();
   writeAttributes();
   return success();
 }
@@ -484,6 +515,12 @@ struct ZeroMemoryPlanPass
     func::FuncOp func = getOperation();
     if (alignment < 1 || (alignment & (alignment - 1))) {
       func.emitError("zero-memory-plan: alignment must be a power of two, got ")
+          << static_cast<int64_t>(alignment);
+      return signalPassFailure();
+    }
+    // So that rounding a size up cannot wrap.
+    if (alignment > kMaxPlanBytes) {
+      func.emitError("zero-memory-plan: alignment must be at most 2^53, got ")
           << static_cast<int64_t>(alignment);
       return signalPassFailure();
     }

@@ -34,6 +34,11 @@ inline constexpr llvm::StringLiteral kMemoryAttr = "zero.memory";
 inline constexpr llvm::StringLiteral kStagingAttr = "zero.staging";
 inline constexpr llvm::StringLiteral kCopyAttr = "zero.copy";
 
+/// The most bytes a plan addresses: one rank's arena, and so every buffer
+/// and tensor in it. Plan files are JSON, whose integers are exact in every
+/// reader only up to 2^53 (docs/plan-format.md).
+inline constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
+
 /// The roles the memory plan reports bytes for.
 inline constexpr const char *kPlanRoles[] = {
     "param",      "grad",  "master",     "opt_state",

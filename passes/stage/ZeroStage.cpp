@@ -261,12 +261,20 @@ LogicalResult StageRewriter::rewriteUpdate(Operation *update) {
                          : toShard(loc, paramValue, Role::param);
   SmallVector<Value> operands = {paramShard, gradShard};
   SmallVector<Type> resultTypes = {paramShard.getType()};
-  for (Value state : update->getOperands().drop_front(2)) {
-    auto variable = state.getDefiningOp<nn::VariableOp>();
-    if (!variable || variable.getRole() != Role::opt_state) {
-      operands.push_back(state); // the step counter
+  for (auto [index, state] :
+       llvm::enumerate(update->getOperands().drop_front(2))) {
+    // Operands 2 .. numResults are the states results 1 .. numResults - 1
+    // replace; the rest (the step counter) pass through unchanged.
+    if (index + 2 > update->getNumResults()) {
+      operands.push_back(state);
       continue;
     }
+    auto variable = state.getDefiningOp<nn::VariableOp>();
+    if (!variable || variable.getRole() != Role::opt_state)
+      return update->emitOpError("zero-stage: operand ")
+             << index + 2
+             << " is not an opt_state variable; zero-stage expects "
+                "zero-optimizer's output";
     partitionVariable(variable);
     operands.push_back(variable.getResult());
     resultTypes.push_back(variable.getResult().getType());
@@ -284,6 +292,11 @@ LogicalResult StageRewriter::rewriteUpdate(Operation *update) {
   // The casts routeToAssigns looked through now feed nothing; they still
   // read the old results, so they go before the update does.
   eraseDeadUsers(update);
+  // Erasing an op that is still read would leave dangling operands (no
+  // assertion catches it in a release LLVM).
+  if (!update->use_empty())
+    return update->emitOpError(
+        "zero-stage: a result is still read after the rewrite");
   update->erase();
   return success();
 }
@@ -312,6 +325,26 @@ LogicalResult StageRewriter::run() {
     return func.emitError(
         "zero-stage: shard-min-size and persistence-threshold must be "
         "non-negative");
+  // This pass alone decides what is split; a variable captured split would
+  // reach the rewrite with casts where it expects variables (and at stage 0
+  // leave rank-dependent B -> P casts a plan cannot run).
+  for (auto variable : func.getOps<nn::VariableOp>()) {
+    GlobalTensorAttr encoding =
+        getGlobalEncoding(variable.getResult().getType());
+    if (!encoding || llvm::all_of(encoding.getSbp(), [](SbpAttr sbp) {
+          return sbp.isBroadcast();
+        }))
+      continue;
+    std::string sbp;
+    llvm::raw_string_ostream os(sbp);
+    llvm::interleaveComma(encoding.getSbp(), os,
+                          [&](SbpAttr entry) { os << entry.str(); });
+    return variable.emitError("zero-stage: ")
+           << stringifyRole(variable.getRole()) << " variable '"
+           << variable.getName() << "' is captured [" << sbp
+           << "]; variables must be captured Broadcast (B on every axis): "
+              "ZeRO splits them";
+  }
   func->setAttr("zero.stage", builder.getI64IntegerAttr(stage));
   if (stage == 0)
     return success();

@@ -177,6 +177,27 @@ TEST(GraphBuilderTest, Gpt2SmallHasTheKnownParameterCount) {
   ASSERT_TRUE(succeeded(module)) << builder.error();
   // Hugging Face's GPT2LMHeadModel("gpt2") has 124,439,808 parameters.
   EXPECT_EQ(numElements(variablesOf(**module)), 124439808);
+  EXPECT_EQ(config->checkedNumParameters(), 124439808);
+}
+
+TEST(GraphBuilderTest, Gpt2ParameterCountOverflowIsDetected) {
+  examples::Gpt2Config config;
+  // 12 layers of 12 h^2 with h = 2^32: the product wraps int64.
+  config.embed = int64_t(1) << 32;
+  EXPECT_EQ(config.checkedNumParameters(), std::nullopt);
+  config.embed = 768;
+  config.vocab = int64_t(1) << 62;
+  EXPECT_EQ(config.checkedNumParameters(), std::nullopt);
+  // The largest tensors name every size product the builder computes:
+  // the attention scores are batch * heads * seq * seq.
+  config = *examples::Gpt2Config::preset("tiny");
+  bool scores = false;
+  for (const auto &tensor : config.largestTensors())
+    if (tensor.name == "attention scores") {
+      scores = true;
+      EXPECT_EQ(tensor.factors, (llvm::SmallVector<int64_t, 4>{4, 4, 32, 32}));
+    }
+  EXPECT_TRUE(scores);
 }
 
 TEST(GraphBuilderTest, ShapeErrorIsReportedNotFatal) {

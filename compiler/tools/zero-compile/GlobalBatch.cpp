@@ -12,22 +12,23 @@ static llvm::Error batchError(const llvm::Twine &message) {
 
 llvm::Expected<int64_t> zerosbp::resolveGlobalBatch(const BatchFlags &flags,
                                                     const ZeroConfig &config) {
-  if (flags.batchSize < 0)
-    return batchError(llvm::formatv("--batch-size must be positive, got {0}",
-                                    flags.batchSize));
   int64_t steps = config.gradientAccumulationSteps;
   int64_t world = config.world;
   if (!flags.batchSize)
     // A config's batch sizes are resolved and checked already.
     return config.trainBatchSize ? config.trainBatchSize : steps * world;
+  // A value the user gave is checked, 0 included.
+  if (*flags.batchSize < 1)
+    return batchError(llvm::formatv("--batch-size must be positive, got {0}",
+                                    *flags.batchSize));
 
-  int64_t batch = flags.batchSize;
+  int64_t batch = *flags.batchSize;
   if (flags.perRank && (__builtin_mul_overflow(batch, steps, &batch) ||
                         __builtin_mul_overflow(batch, world, &batch)))
     return batchError(llvm::formatv(
         "--batch-size {0} * gradient_accumulation_steps {1} * {2} ranks "
         "overflows",
-        flags.batchSize, steps, world));
+        *flags.batchSize, steps, world));
   if (!config.trainBatchSize || config.trainBatchSize == batch) {
     // Every rank takes an equal share of every micro-batch.
     if (batch % (steps * world))
@@ -43,7 +44,7 @@ llvm::Expected<int64_t> zerosbp::resolveGlobalBatch(const BatchFlags &flags,
     return batchError(llvm::formatv(
         "{0}: train_batch_size {1} != --batch-size {2} (per GPU) * "
         "gradient_accumulation_steps {3} * {4} ranks = {5}",
-        flags.configSource, config.trainBatchSize, flags.batchSize, steps,
+        flags.configSource, config.trainBatchSize, *flags.batchSize, steps,
         world, batch));
   return batchError(llvm::formatv(
       "{0}: train_batch_size {1} != --batch-size {2} (the global batch; on "

@@ -14,13 +14,14 @@
 #include "compiler/config/ZeroConfig.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace zerosbp {
 
 struct BatchFlags {
-  /// `--batch-size`; 0 when not given.
-  int64_t batchSize = 0;
+  /// `--batch-size`; nullopt when not given.
+  std::optional<int64_t> batchSize;
   /// True on a Megatron-DeepSpeed command line: `--batch-size` counts
   /// sequences per rank and micro-batch (Megatron's meaning).
   bool perRank = false;

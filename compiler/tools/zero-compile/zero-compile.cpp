@@ -17,21 +17,29 @@
 #include "compiler/tools/zero-compile/GlobalBatch.h"
 #include "examples/gpt2/Gpt2.h"
 #include "passes/Passes.h"
+#include "passes/memory/PlanAttrs.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -98,14 +106,63 @@ static cl::opt<bool> checkpointActivations(
     "checkpoint-activations", cl::init(false), cl::cat(category),
     cl::desc("Megatron's activation checkpointing: refused (not supported)"));
 
+/// The most GPT-2 layers zero-compile builds. Compile time and memory grow
+/// with every layer (about 30 ms each at stage 3 in a fastbuild), and this
+/// is far above GPT-2's 48 or GPT-3's 96 (docs/compiler.md).
+constexpr int64_t kMaxLayers = 1024;
+
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "zero-compile: " << message << "\n";
   return 1;
 }
 
+/// A flag's default stands for "not given"; whether it was given is what
+/// counts, so that a value the user typed (0 included) is checked.
+static bool given(const cl::Option &flag) {
+  return flag.getNumOccurrences() > 0;
+}
+
 static bool wantsGpt2() {
-  return !preset.empty() || numLayers || hiddenSize || numHeads || seqLength ||
-         vocabSize;
+  return given(preset) || given(numLayers) || given(hiddenSize) ||
+         given(numHeads) || given(seqLength) || given(vocabSize);
+}
+
+/// The sizes and the stage as typed, before any default or config applies.
+static llvm::Error checkGivenFlags() {
+  for (cl::opt<int64_t> *flag :
+       {&numLayers, &hiddenSize, &numHeads, &seqLength, &vocabSize, &batchSize})
+    if (given(*flag) && *flag < 1)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--" + flag->ArgStr + " must be positive, got " + llvm::Twine(*flag));
+  if (given(stage) && (stage < 0 || stage > 3))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--stage must be 0, 1, 2 or 3, got " +
+                                       llvm::Twine(stage));
+  return llvm::Error::success();
+}
+
+/// Whether a DeepSpeed config states zero_optimization.stage (the config
+/// parsed already; DeepSpeed's default stage applies otherwise).
+static bool statesStage(llvm::StringRef json) {
+  llvm::Expected<llvm::json::Value> root = llvm::json::parse(json);
+  if (!root) {
+    llvm::consumeError(root.takeError());
+    return false;
+  }
+  const llvm::json::Object *object = root->getAsObject();
+  const llvm::json::Object *zero =
+      object ? object->getObject("zero_optimization") : nullptr;
+  return zero && zero->get("stage");
+}
+
+/// Whether a --pipeline string has a `stage=` pair.
+static bool statesStagePair(llvm::StringRef options) {
+  llvm::SmallVector<llvm::StringRef> pairs;
+  llvm::SplitString(options, pairs);
+  return llvm::any_of(pairs, [](llvm::StringRef pair) {
+    return pair.split('=').first == "stage";
+  });
 }
 
 /// The config file from --config or --deepspeed_config.
@@ -141,6 +198,9 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
         (deepspeedConfig.empty() ? "--config" : "--deepspeed_config") +
             llvm::Twine(" and --pipeline exclude each other"));
   llvm::Expected<zerosbp::ZeroConfig> config = zerosbp::ZeroConfig();
+  // Where the config states a stage, if it does: a --stage that disagrees
+  // is an error, like a batch that disagrees with train_batch_size.
+  std::string stageSource;
   if (!path.empty()) {
     std::string error;
     auto file = openInputFile(path, &error);
@@ -151,25 +211,72 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      path + ": " +
                                          llvm::toString(config.takeError()));
+    if (statesStage(file->getBuffer()))
+      stageSource = (path + ": zero_optimization.stage").str();
   } else if (!pipelineOptions.empty()) {
     config = zerosbp::parsePipelineOptions(pipelineOptions +
                                            " world=" + std::to_string(world));
     if (!config)
       return config.takeError();
+    if (statesStagePair(pipelineOptions))
+      stageSource = "--pipeline: stage";
   } else {
     config->world = world;
   }
-  if (stage >= 0)
+  if (given(stage)) {
+    if (!stageSource.empty() && config->stage != stage)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("{0} {1} != --stage {2}", stageSource, config->stage,
+                        static_cast<int64_t>(stage)));
     config->stage = stage;
+  }
   if (llvm::Error error = config->verify())
     return std::move(error);
   return config;
 }
 
+/// Refuses a GPT-2 whose graph would not fit a plan or would take too long
+/// to build, before any size product is computed unchecked: the parameter
+/// count and every tensor's bytes stay at most zerosbp::kMaxPlanBytes.
+static llvm::Error checkGpt2Sizes(const zerosbp::examples::Gpt2Config &config) {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (config.layers > kMaxLayers)
+    return error(llvm::formatv("--num-layers {0}: at most {1} layers are "
+                               "supported (each adds to compile time)",
+                               config.layers, kMaxLayers));
+  std::optional<int64_t> params = config.checkedNumParameters();
+  if (!params || *params > zerosbp::kMaxPlanBytes)
+    return error(llvm::formatv(
+        "GPT-2 with --num-layers {0} --hidden-size {1} --vocab-size {2} "
+        "--seq-length {3} has more than 2^53 ({4}) parameters, the most a "
+        "plan addresses",
+        config.layers, config.embed, config.vocab, config.seqLen,
+        zerosbp::kMaxPlanBytes));
+  for (const auto &tensor : config.largestTensors()) {
+    std::optional<int64_t> bytes = tensor.elementBytes;
+    for (int64_t factor : tensor.factors)
+      if (bytes)
+        bytes = llvm::checkedMul(*bytes, factor);
+    if (bytes && *bytes <= zerosbp::kMaxPlanBytes)
+      continue;
+    std::string sizes;
+    llvm::raw_string_ostream os(sizes);
+    llvm::interleave(tensor.factors, os, " x ");
+    return error(llvm::formatv(
+        "GPT-2's {0} tensor ({1} elements of {2} bytes) holds more than 2^53 "
+        "bytes ({3}), the most a plan addresses",
+        tensor.name, sizes, tensor.elementBytes, zerosbp::kMaxPlanBytes));
+  }
+  return llvm::Error::success();
+}
+
 static FailureOr<OwningOpRef<ModuleOp>>
 loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
   if (!inputFile.empty()) {
-    if (wantsGpt2() || batchSize) {
+    if (wantsGpt2() || given(batchSize)) {
       fail("give either a .mlir file or the GPT-2 flags, not both");
       return failure();
     }
@@ -187,7 +294,7 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
     return module;
   }
   zerosbp::examples::Gpt2Config config;
-  if (!preset.empty()) {
+  if (given(preset)) {
     auto known = zerosbp::examples::Gpt2Config::preset(preset);
     if (!known) {
       fail("unknown preset '" + preset +
@@ -200,18 +307,19 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
          "--num-layers --hidden-size --num-attention-heads ...)");
     return failure();
   }
-  if (numLayers)
+  if (given(numLayers))
     config.layers = numLayers;
-  if (hiddenSize)
+  if (given(hiddenSize))
     config.embed = hiddenSize;
-  if (numHeads)
+  if (given(numHeads))
     config.heads = numHeads;
-  if (seqLength)
+  if (given(seqLength))
     config.seqLen = seqLength;
-  if (vocabSize)
+  if (given(vocabSize))
     config.vocab = vocabSize;
   zerosbp::BatchFlags batch;
-  batch.batchSize = batchSize;
+  if (given(batchSize))
+    batch.batchSize = batchSize;
   batch.perRank = !deepspeedConfig.empty();
   batch.configSource = configPath().empty() ? "--pipeline" : configPath().str();
   auto globalBatch = zerosbp::resolveGlobalBatch(batch, zero);
@@ -225,6 +333,10 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
       config.batch < 1) {
     fail("GPT-2 needs positive sizes and a hidden size divisible by the "
          "head count");
+    return failure();
+  }
+  if (llvm::Error error = checkGpt2Sizes(config)) {
+    fail(llvm::toString(std::move(error)));
     return failure();
   }
   zerosbp::GraphBuilder builder(
@@ -284,6 +396,76 @@ static void printTextReport(const llvm::json::Object &json) {
       number(overlap, "overlapped_bytes"), number(overlap, "comm_bytes"));
 }
 
+namespace {
+
+/// Output files written under temporary names next to them
+/// (llvm::sys::fs::TempFile, removed on a signal too) and renamed only by
+/// keepAll() once every one is complete, so that a failed compile or a
+/// failed --emit-ir leaves neither the plan nor the IR, and a kill never a
+/// half-written one (docs/compiler.md#outputs).
+class PendingOutputs {
+public:
+  PendingOutputs() = default;
+  PendingOutputs(const PendingOutputs &) = delete;
+  PendingOutputs &operator=(const PendingOutputs &) = delete;
+  ~PendingOutputs() {
+    for (auto &output : outputs)
+      if (!output->done)
+        llvm::consumeError(output->file.discard());
+  }
+
+  /// Creates the temporary for `path`; returns its name and descriptor.
+  llvm::Expected<std::pair<std::string, int>> add(const std::string &path,
+                                                  llvm::StringRef what) {
+    auto file = llvm::sys::fs::TempFile::create(path + "-%%%%%%.tmp");
+    if (!file)
+      return cannotWrite(path, what, llvm::toString(file.takeError()));
+    outputs.push_back(std::make_unique<Output>(
+        Output{path, what.str(), std::move(*file), false}));
+    llvm::sys::fs::TempFile &added = outputs.back()->file;
+    return std::make_pair(added.TmpName, added.FD);
+  }
+
+  /// Flushes every output to disk, then renames each to its path.
+  llvm::Error keepAll() {
+    for (auto &output : outputs) {
+      // Written through other descriptors too (the plan export reopens
+      // it): fsync flushes the file, whichever descriptor wrote it.
+      if (::fsync(output->file.FD) != 0)
+        return cannotWrite(output->path, output->what, std::strerror(errno));
+      // zero-export-plan's ToolOutputFile dropped it from the files
+      // removed on a signal.
+      llvm::sys::RemoveFileOnSignal(output->file.TmpName);
+    }
+    for (auto &output : outputs) {
+      if (llvm::Error error = output->file.keep(output->path))
+        return cannotWrite(output->path, output->what,
+                           llvm::toString(std::move(error)));
+      output->done = true;
+    }
+    return llvm::Error::success();
+  }
+
+private:
+  struct Output {
+    std::string path;
+    std::string what;
+    llvm::sys::fs::TempFile file;
+    bool done;
+  };
+
+  static llvm::Error cannotWrite(const std::string &path, llvm::StringRef what,
+                                 const std::string &reason) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot write the " + what + " to '" + path +
+                                       "': " + reason);
+  }
+
+  std::vector<std::unique_ptr<Output>> outputs;
+};
+
+} // namespace
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -294,6 +476,8 @@ int main(int argc, char **argv) {
     return fail("--report must be json, text or none, got '" + report + "'");
   if (world < 1)
     return fail("--world must be positive");
+  if (llvm::Error error = checkGivenFlags())
+    return fail(llvm::toString(std::move(error)));
 
   auto config = loadConfig();
   if (!config)
@@ -301,6 +485,25 @@ int main(int argc, char **argv) {
   auto steps = zerosbp::globalPipelineSteps(*config);
   if (!steps)
     return fail(llvm::toString(steps.takeError()));
+
+  // The outputs' temporaries first: an unwritable path fails before the
+  // compile, and nothing is renamed into place before everything is
+  // written. "-" writes to stdout directly.
+  PendingOutputs outputs;
+  std::string planTemporary = outputFile;
+  if (!outputFile.empty() && outputFile != "-") {
+    auto added = outputs.add(outputFile, "plan");
+    if (!added)
+      return fail(llvm::toString(added.takeError()));
+    planTemporary = added->first;
+  }
+  int irDescriptor = -1;
+  if (!irFile.empty() && irFile != "-") {
+    auto added = outputs.add(irFile, "IR");
+    if (!added)
+      return fail(llvm::toString(added.takeError()));
+    irDescriptor = added->second;
+  }
 
   auto start = std::chrono::steady_clock::now();
   auto msSince = [](std::chrono::steady_clock::time_point from) {
@@ -318,25 +521,33 @@ int main(int argc, char **argv) {
   double captureMs = msSince(start);
 
   zerosbp::CompileOptions options;
-  options.planFile = outputFile;
+  options.planFile = planTemporary;
   auto compiled = zerosbp::compileGraph(**module, *config, options);
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
   llvm::json::Object json = std::move(*compiled);
+  if (!outputFile.empty())
+    json["plan_file"] = outputFile.getValue();
   // Capture counts as the first step of the compile.
   if (auto *passMs = json.getArray("pass_ms"))
     passMs->insert(passMs->begin(),
                    llvm::json::Object{{"pass", "capture"}, {"ms", captureMs}});
   json["compile_ms"] = msSince(start);
 
-  if (!irFile.empty()) {
-    std::string error;
-    auto output = openOutputFile(irFile, &error);
-    if (!output)
-      return fail(error);
-    (*module)->print(output->os());
-    output->keep();
+  if (irFile == "-") {
+    (*module)->print(llvm::outs());
+  } else if (!irFile.empty()) {
+    llvm::raw_fd_ostream os(irDescriptor, /*shouldClose=*/false);
+    (*module)->print(os);
+    os.flush();
+    if (os.has_error()) {
+      std::string reason = os.error().message();
+      os.clear_error();
+      return fail("cannot write the IR to '" + irFile + "': " + reason);
+    }
   }
+  if (llvm::Error error = outputs.keepAll())
+    return fail(llvm::toString(std::move(error)));
 
   if (report == "json") {
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(json)))
