@@ -18,6 +18,9 @@
 #include "dialects/sbp/IR/SbpOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CRC.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -32,6 +35,19 @@ using namespace zerosbp;
 
 /// The plan format this compiler writes (docs/plan-format.md).
 static constexpr int64_t kPlanVersion = 1;
+
+/// The checksum's digits as written, before sealPlan fills them in.
+static constexpr llvm::StringLiteral kUnsealed = "00000000";
+
+/// Fills in the checksum, the last member of the plan: the CRC-32 of the
+/// text with its digits as "00000000" (docs/plan-format.md#checksum).
+static void sealPlan(std::string &text) {
+  size_t digits = text.rfind('"' + kUnsealed.str() + '"') + 1;
+  uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(text));
+  std::string hex;
+  llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(crc, 8);
+  text.replace(digits, kUnsealed.size(), hex);
+}
 
 static std::string dtypeOf(Type type) {
   if (type.isF32())
@@ -412,6 +428,8 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
         pending.clear();
       }
     });
+    // Last, so that the reader finds its digits from the end.
+    json.attribute("checksum", kUnsealed);
   });
   os << "\n";
   return result;
@@ -449,6 +467,8 @@ struct ZeroExportPlanPass
     Exporter exporter(funcs.front(), parsedConfig ? &*parsedConfig : nullptr);
     if (failed(exporter.run(os)))
       return signalPassFailure();
+    os.flush();
+    sealPlan(text);
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(file, &error);
     if (!out) {

@@ -3,6 +3,7 @@
 #include "runtime/checkpoint/Manifest.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/core/Limits.h"
 #include "runtime/exec/Distribution.h"
 
 #include <algorithm>
@@ -18,9 +19,9 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char *kFormat = "zerosbp-checkpoint";
-/// The reader's bounds: far above any real model, low enough that no
-/// product of them overflows and no check loops for long.
-constexpr int kMaxWorld = 4096;
+/// The reader's bounds (with kMaxRanks for the world): far above any real
+/// model, low enough that no product of them overflows and no check loops
+/// for long.
 constexpr int64_t kMaxElements = int64_t(1) << 48;
 /// Runs of all pieces of all tensors together: the coverage check holds
 /// and sorts a tensor's runs, so a bound per piece alone would let a short
@@ -343,7 +344,7 @@ CheckpointManifest parseManifest(const std::string &text,
                            std::to_string(kCheckpointVersion) + ")");
   manifest.version = static_cast<int>(version);
   manifest.step = in.integer(json, "step", 0, INT64_MAX / 2);
-  manifest.world = static_cast<int>(in.integer(json, "world", 1, kMaxWorld));
+  manifest.world = static_cast<int>(in.integer(json, "world", 1, kMaxRanks));
   const Json &stage = in.get(json, "stage");
   if (!stage.is_null())
     manifest.stage = static_cast<int>(in.integer(json, "stage", 0, 3));

@@ -85,6 +85,9 @@ public:
   std::string failureMessage() const;
   /// The rank that aborted first, if any.
   std::optional<int> failedRank() const;
+  /// Fails the world from outside its ranks (a signal stopping the run):
+  /// every waiting or later collective throws RuntimeError(message).
+  void interrupt(const std::string &message) { fail(std::nullopt, message); }
 
 private:
   friend class InProcessComm;

@@ -21,11 +21,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <set>
 #include <string>
 #include <thread>
@@ -75,10 +77,162 @@ MPI_Datatype wireType(DType type) {
   }
 }
 
+/// "rank 2" or "ranks 1, 3".
+std::string rankList(const std::vector<int> &ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+/// "timed out after 5 s waiting for rank 1 in <what>", or when every peer
+/// answered that it arrived, "timed out after 5 s in <what> (every rank
+/// arrived)".
+std::string timeoutMessage(std::chrono::milliseconds timeout,
+                           const std::vector<int> &absent,
+                           const std::string &what) {
+  std::string text = "timed out after " + formatDuration(timeout);
+  if (absent.empty())
+    return text + " in " + what + " (every rank arrived)";
+  return text + " waiting for " + rankList(absent) + " in " + what;
+}
+
+} // namespace
+
+/// Who has arrived at a collective, asked when one times out. Each rank
+/// counts the collectives it has begun per slot (a group, or the records
+/// gather); the rank that timed out asks every peer for its count of the
+/// slot over a duplicate of the world, and peers answer while they poll
+/// their own waits. A peer that does not answer within a second (stopped,
+/// killed, or busy outside this communicator) or has begun fewer collectives
+/// has not arrived.
+class RollCall {
+public:
+  explicit RollCall(MPI_Comm world) {
+    check(MPI_Comm_dup(world, &control), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
+  }
+  ~RollCall() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Comm_free(&control);
+  }
+
+  void begin(int slot) {
+    if (slot >= static_cast<int>(begun.size()))
+      begun.resize(slot + 1, 0);
+    ++begun[slot];
+  }
+
+  /// Answers the queries that have come; polls at most every 10 ms unless
+  /// `now` is set.
+  void answer(bool now = false);
+
+  /// The `members` other than `me` that have not begun as many collectives
+  /// of `slot` as this rank.
+  std::vector<int> absent(const std::vector<int> &members, int me, int slot);
+
+private:
+  static constexpr int kQueryTag = 1;
+  static constexpr int kReplyTag = 2;
+
+  MPI_Comm control = MPI_COMM_NULL;
+  std::vector<int64_t> begun;
+  /// Buffers of sends whose requests were freed: they live as long as this.
+  std::deque<std::array<int64_t, 2>> sent;
+  Clock::time_point lastPoll;
+};
+
+void RollCall::answer(bool now) {
+  Clock::time_point at = Clock::now();
+  if (!now && at - lastPoll < std::chrono::milliseconds(10))
+    return;
+  lastPoll = at;
+  while (true) {
+    int found = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, control, &found, &status) !=
+            MPI_SUCCESS ||
+        !found)
+      return;
+    std::array<int64_t, 2> query{};
+    if (MPI_Recv(query.data(), 2, MPI_INT64_T, status.MPI_SOURCE, kQueryTag,
+                 control, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
+    int64_t slot = query[0];
+    int64_t count = slot >= 0 && slot < static_cast<int64_t>(begun.size())
+                        ? begun[slot]
+                        : 0;
+    sent.push_back({slot, count});
+    MPI_Request request;
+    if (MPI_Isend(sent.back().data(), 2, MPI_INT64_T, status.MPI_SOURCE,
+                  kReplyTag, control, &request) == MPI_SUCCESS)
+      MPI_Request_free(&request);
+  }
+}
+
+std::vector<int> RollCall::absent(const std::vector<int> &members, int me,
+                                  int slot) {
+  int64_t mine = slot < static_cast<int>(begun.size()) ? begun[slot] : 0;
+  std::vector<int> peers;
+  for (int member : members)
+    if (member != me)
+      peers.push_back(member);
+  size_t n = peers.size();
+  std::vector<std::array<int64_t, 2>> replies(n);
+  std::vector<MPI_Request> receives(n, MPI_REQUEST_NULL);
+  std::vector<bool> answered(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    sent.push_back({slot, mine});
+    MPI_Request request;
+    if (MPI_Isend(sent.back().data(), 2, MPI_INT64_T, peers[i], kQueryTag,
+                  control, &request) == MPI_SUCCESS)
+      MPI_Request_free(&request);
+    MPI_Irecv(replies[i].data(), 2, MPI_INT64_T, peers[i], kReplyTag, control,
+              &receives[i]);
+  }
+  // Peers that wait answer within milliseconds; a second is for loaded
+  // machines.
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(1);
+  size_t left = n;
+  while (left > 0 && Clock::now() < deadline) {
+    answer(/*now=*/true); // Peers that timed out too ask this rank.
+    for (size_t i = 0; i < n; ++i) {
+      int done = 0;
+      if (!answered[i] && receives[i] != MPI_REQUEST_NULL &&
+          MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+          done) {
+        answered[i] = true;
+        --left;
+      }
+    }
+    if (left > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<int> result;
+  for (size_t i = 0; i < n; ++i) {
+    if (!answered[i] && receives[i] != MPI_REQUEST_NULL) {
+      // A reply may come between the last test and the cancel.
+      MPI_Status status;
+      MPI_Cancel(&receives[i]);
+      MPI_Wait(&receives[i], &status);
+      int cancelled = 0;
+      MPI_Test_cancelled(&status, &cancelled);
+      answered[i] = !cancelled;
+    }
+    if (!answered[i] || replies[i][0] != slot || replies[i][1] < mine)
+      result.push_back(peers[i]);
+  }
+  return result;
+}
+
+namespace {
+
 class MpiGroup : public CommGroup {
 public:
-  MpiGroup(std::vector<int> members, int index, MPI_Comm comm)
-      : CommGroup(std::move(members), index), comm(comm) {}
+  MpiGroup(std::vector<int> members, int index, MPI_Comm comm, int slot)
+      : CommGroup(std::move(members), index), comm(comm), slot(slot) {}
   ~MpiGroup() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -86,11 +240,14 @@ public:
       MPI_Comm_free(&comm);
   }
   MPI_Comm comm;
+  /// The group's place among its communicator's groups: its slot in the
+  /// roll call, the same on every member.
+  int slot;
 };
 
 class MpiComm : public Communicator {
 public:
-  explicit MpiComm(MPI_Comm world) : world(world) {
+  explicit MpiComm(MPI_Comm world) : world(world), roll(world) {
     MPI_Comm_rank(world, &myRank);
     MPI_Comm_size(world, &mySize);
   }
@@ -129,6 +286,7 @@ private:
   int myRank = 0;
   int mySize = 1;
   std::vector<std::unique_ptr<MpiGroup>> groups;
+  RollCall roll;
   /// Set when a collective timed out; every later call throws it.
   std::string broken;
 };
@@ -141,7 +299,8 @@ CommGroup &MpiComm::createGroup(const std::vector<int> &ranks) {
   int color = *std::min_element(ranks.begin(), ranks.end());
   MPI_Comm comm = MPI_COMM_NULL;
   check(MPI_Comm_split(world, color, index, &comm), where);
-  auto group = std::make_unique<MpiGroup>(ranks, index, comm);
+  auto group = std::make_unique<MpiGroup>(ranks, index, comm,
+                                          static_cast<int>(groups.size()));
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   // Every member must have asked for the same group.
   int size = 0;
@@ -196,6 +355,7 @@ MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
   if (limit > INT_MAX)
     throw RuntimeError(what + ": more than " + std::to_string(INT_MAX) +
                        " elements for MPI");
+  roll.begin(found->slot);
   return *found;
 }
 
@@ -212,11 +372,13 @@ void MpiComm::wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
           std::string("MPI error in ") + collectiveKindName(kind));
     if (done)
       return;
+    roll.answer();
     Clock::time_point now = Clock::now();
     if (now >= deadline) {
-      broken = "timed out after " + formatDuration(timeout) + " in " +
-               collectiveKindName(kind) + " on group " +
-               formatRanks(group.ranks());
+      broken = timeoutMessage(timeout,
+                              roll.absent(group.ranks(), myRank, group.slot),
+                              std::string(collectiveKindName(kind)) +
+                                  " on group " + formatRanks(group.ranks()));
       throw RuntimeError(broken);
     }
     if (now - start < std::chrono::milliseconds(50))
@@ -364,9 +526,11 @@ MpiSession::MpiSession(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
   MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  roll = std::make_unique<RollCall>(MPI_COMM_WORLD);
 }
 
 MpiSession::~MpiSession() {
+  roll.reset(); // Its communicator goes before MPI_Finalize.
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized)
@@ -384,13 +548,42 @@ std::unique_ptr<Communicator> MpiSession::communicator() {
   return std::make_unique<MpiComm>(comm);
 }
 
-std::vector<double> MpiSession::gatherRecords(const std::vector<double> &mine) {
-  std::vector<double> all(mine.size() * worldSize);
-  check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
-                      all.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
-                      MPI_COMM_WORLD),
-        "MPI_Allgather");
-  return all;
+std::vector<double>
+MpiSession::gatherRecords(const std::vector<double> &mine,
+                          std::chrono::milliseconds timeout) {
+  // Nonblocking and polled like the collectives, so that a rank that never
+  // comes (stopped between its last collective and this gather) is named
+  // instead of holding the others forever.
+  roll->begin(0);
+  gathered.assign(mine.size() * worldSize, 0.0);
+  MPI_Request request;
+  check(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
+                       gathered.data(), static_cast<int>(mine.size()),
+                       MPI_DOUBLE, MPI_COMM_WORLD, &request),
+        "MPI_Iallgather");
+  Clock::time_point start = Clock::now();
+  Clock::time_point deadline = start + timeout;
+  while (true) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE),
+          "MPI error in the gather of step records");
+    if (done)
+      return gathered;
+    roll->answer();
+    Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      std::vector<int> all(worldSize);
+      for (int r = 0; r < worldSize; ++r)
+        all[r] = r;
+      throw RuntimeError(timeoutMessage(timeout,
+                                        roll->absent(all, worldRank, 0),
+                                        "the gather of step records"));
+    }
+    if (now - start < std::chrono::milliseconds(50))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 } // namespace zerosbp::runtime

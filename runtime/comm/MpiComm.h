@@ -11,12 +11,18 @@
 //   CommGroup &all = comm->createGroup(allRanks);
 //
 // Waits poll MPI_Test with short sleeps, so a collective that waits longer
-// than the communicator's timeout throws RuntimeError naming the collective
-// and the time; the communicator is unusable afterwards (MPI cannot cancel
-// a collective), and its buffers may still be written: the caller should
-// abort(). abort() prints "zero-run: rank R failed: <reason>" to stderr and
-// calls MPI_Abort, which makes mpirun end every rank; it may be called from
-// any thread.
+// than the communicator's timeout throws RuntimeError naming the collective,
+// the time and the ranks that did not arrive; the communicator is unusable
+// afterwards (MPI cannot cancel a collective), and its buffers may still be
+// written: the caller should abort(). To name those ranks, the rank that
+// timed out asks every peer, over a communicator of its own, how many
+// collectives of the group it has begun; peers answer while they wait in
+// theirs. A peer that does not answer (stopped with SIGSTOP, killed, or
+// busy elsewhere) or has begun fewer is named (docs/runtime.md#communicators).
+//
+// abort() prints "zero-run: rank R failed: <reason>" to stderr and calls
+// MPI_Abort, which makes mpirun end every rank; it may be called from any
+// thread.
 //
 // Communicators must be destroyed before their session.
 //
@@ -27,10 +33,13 @@
 
 #include "runtime/comm/Communicator.h"
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
 namespace zerosbp::runtime {
+
+class RollCall;
 
 /// MPI_Init_thread (MPI_THREAD_MULTIPLE) for its lifetime, MPI_Finalize at
 /// the end. At most one per process.
@@ -55,12 +64,19 @@ public:
 
   /// Every rank's `mine` (equal sizes on every rank), in rank order, over
   /// MPI_COMM_WORLD: for records that must not count as training traffic.
-  /// Collective.
-  std::vector<double> gatherRecords(const std::vector<double> &mine);
+  /// Collective; waiting longer than `timeout` throws RuntimeError naming
+  /// the ranks that did not arrive, and the caller should then abort.
+  std::vector<double>
+  gatherRecords(const std::vector<double> &mine,
+                std::chrono::milliseconds timeout = std::chrono::hours(24));
 
 private:
   int worldRank = 0;
   int worldSize = 1;
+  std::unique_ptr<RollCall> roll;
+  /// The records gather's buffer: it outlives a gather that timed out,
+  /// which MPI may still write.
+  std::vector<double> gathered;
 };
 
 } // namespace zerosbp::runtime

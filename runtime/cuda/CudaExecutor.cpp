@@ -80,6 +80,7 @@ public:
   const MemoryPeaks &memoryPeaks() const override { return peaks; }
   const StepTimes &lastStepTimes() const override { return times; }
   const CommStats &commStats() const override { return nccl->stats(); }
+  void setGradientChecks(bool on) override { checkGradients = on; }
   void setTracing(bool on) override { tracing = on; }
   const StepTrace &lastStepTrace() const override { return trace; }
 
@@ -125,6 +126,9 @@ private:
   // Around every collective_wait, and at the phase boundaries.
   std::vector<Event> waitBegin, waitEnd;
   Event stepBegin, backwardBegin, optimizerBegin, stepEnd;
+  // With gradient checks, where the compute stream reaches an update.
+  Event gradientReady;
+  bool checkGradients = false;
   // With tracing, around every instruction of the compute stream.
   std::vector<Event> traceBegin, traceEnd;
   std::vector<int> waitIndexOf;
@@ -402,6 +406,14 @@ double CudaExecutor::runStep(int64_t stepNumber) {
       if (entry.phase == Phase::Optimizer && !optimizerMarked) {
         checkCuda("step", cudaEventRecord(optimizerBegin.get(), computeStream));
         optimizerMarked = true;
+      }
+      if (checkGradients && !entry.updatedParameter.empty()) {
+        // Before the update writes what a non-finite gradient would spoil;
+        // waited for with the timeout, as the gradient may come from peers.
+        checkCuda("gradient check",
+                  cudaEventRecord(gradientReady.get(false), computeStream));
+        awaitEvent(gradientReady.get(false), "gradient check");
+        checkGradientFinite(entry, loadValues(entry.operands[1]), stepNumber);
       }
       for (int buffer : entry.writtenBuffers)
         tracker.markLive(buffer);

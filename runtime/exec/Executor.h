@@ -75,6 +75,10 @@ public:
   /// Bytes sent and calls by collective kind since the executor was made.
   virtual const CommStats &commStats() const = 0;
 
+  /// With `on`, each step checks, before every optimizer update, that the
+  /// gradient it reads is finite, and throws naming the step and the
+  /// parameter otherwise (zero-run --check-gradients).
+  virtual void setGradientChecks(bool on) = 0;
   /// Records a timeline of every following step (the last one is kept).
   virtual void setTracing(bool on) = 0;
   /// Both streams' events of the last traced step, in start order per stream.

@@ -2,6 +2,9 @@
 
 #include "runtime/exec/PreparedProgram.h"
 
+#include "runtime/core/Error.h"
+
+#include <cmath>
 #include <set>
 
 namespace zerosbp::runtime {
@@ -10,6 +13,28 @@ namespace {
 
 bool isOptimizerUpdate(const std::string &op) {
   return op == "nn.sgd" || op == "nn.adam" || op == "nn.adamw";
+}
+
+/// The parameter an update writes through its operand `value`: a
+/// variable's value, or made from one by all_slice, a cast or a view (each
+/// hop follows the last writer of the value's buffer before the update). A
+/// master names the parameter it copies.
+std::string updatedParameter(const Plan &plan,
+                             const std::vector<int> &variableOfBuffer,
+                             const std::vector<int> &lastWriter, int value) {
+  int start = value;
+  for (int hop = 0; hop < 4; ++hop) {
+    int buffer = plan.values[value].buffer;
+    if (variableOfBuffer[buffer] >= 0) {
+      const PlanVariable &variable = plan.variables[variableOfBuffer[buffer]];
+      return variable.copyOf ? *variable.copyOf : variable.name;
+    }
+    int writer = lastWriter[buffer];
+    if (writer < 0 || plan.instructions[writer].operands.empty())
+      break;
+    value = plan.instructions[writer].operands[0];
+  }
+  return "value " + std::to_string(start);
 }
 
 } // namespace
@@ -39,14 +64,23 @@ std::vector<PreparedInstruction> prepareInstructions(const Plan &plan,
                                                      unsigned char *arena) {
   std::vector<PreparedInstruction> prepared(plan.instructions.size());
   Phase phase = Phase::Forward;
+  std::vector<int> variableOfBuffer(plan.buffers.size(), -1);
+  for (size_t v = 0; v < plan.variables.size(); ++v)
+    variableOfBuffer[plan.values[plan.variables[v].value].buffer] =
+        static_cast<int>(v);
+  std::vector<int> lastWriter(plan.buffers.size(), -1);
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const Instruction &instruction = plan.instructions[i];
     PreparedInstruction &entry = prepared[i];
     if (instruction.kind == InstructionKind::Kernel) {
       if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
         phase = Phase::Backward;
-      if (isOptimizerUpdate(instruction.op))
+      if (isOptimizerUpdate(instruction.op)) {
         phase = Phase::Optimizer;
+        if (instruction.operands.size() >= 2)
+          entry.updatedParameter = updatedParameter(
+              plan, variableOfBuffer, lastWriter, instruction.operands[0]);
+      }
     }
     entry.phase = phase;
     for (int id : instruction.operands)
@@ -62,8 +96,29 @@ std::vector<PreparedInstruction> prepareInstructions(const Plan &plan,
       entry.staging = arena + plan.buffers[*instruction.staging].offset;
       entry.writtenBuffers.push_back(*instruction.staging);
     }
+    for (int id : instruction.results)
+      lastWriter[plan.values[id].buffer] = static_cast<int>(i);
   }
   return prepared;
+}
+
+void checkGradientFinite(const PreparedInstruction &entry,
+                         const std::vector<double> &gradient,
+                         int64_t stepNumber) {
+  for (size_t i = 0; i < gradient.size(); ++i) {
+    double value = gradient[i];
+    if (std::isfinite(value))
+      continue;
+    throw RuntimeError("step " + std::to_string(stepNumber) +
+                       ": the gradient of '" + entry.updatedParameter +
+                       "' is not finite (element " + std::to_string(i) +
+                       " of " + std::to_string(gradient.size()) +
+                       " on this rank is " +
+                       (std::isnan(value) ? "nan"
+                        : value > 0       ? "inf"
+                                          : "-inf") +
+                       ")");
+  }
 }
 
 std::vector<CommGroup *> createAxisGroups(const Plan &plan, int rank,

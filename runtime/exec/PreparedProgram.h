@@ -15,6 +15,7 @@
 #include "runtime/core/Tensor.h"
 #include "runtime/plan/Plan.h"
 
+#include <string>
 #include <vector>
 
 namespace zerosbp::runtime {
@@ -32,6 +33,9 @@ struct PreparedInstruction {
   std::vector<int> writtenBuffers;
   void *staging = nullptr;
   Phase phase = Phase::Forward;
+  /// For an optimizer update (operand 1 is its gradient): the parameter it
+  /// updates, which gradient checks name; empty for other instructions.
+  std::string updatedParameter;
 };
 
 /// Value `id` of `plan` in the arena that starts at `arena` (host or device
@@ -41,6 +45,13 @@ TensorRef arenaTensor(const Plan &plan, unsigned char *arena, int id);
 /// Every instruction of `plan` resolved against `arena`.
 std::vector<PreparedInstruction> prepareInstructions(const Plan &plan,
                                                      unsigned char *arena);
+
+/// Throws "step N: the gradient of '<parameter>' is not finite (element i
+/// of n on this rank is nan)" at the first NaN or Inf of `gradient`, the
+/// values optimizer update `entry` reads.
+void checkGradientFinite(const PreparedInstruction &entry,
+                         const std::vector<double> &gradient,
+                         int64_t stepNumber);
 
 /// The group of every hierarchy axis a collective of `plan` uses, indexed by
 /// axis (null where none does), created on `comm` in axis order: every rank

@@ -137,6 +137,9 @@ double RankExecutor::runStep(int64_t stepNumber) {
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
     PreparedInstruction &entry = prepared[i];
+    // Before the update writes what a non-finite gradient would spoil.
+    if (checkGradients && !entry.updatedParameter.empty())
+      checkGradientFinite(entry, loadElements(entry.operands[1]), stepNumber);
     for (int buffer : entry.writtenBuffers)
       tracker.markLive(buffer);
     tracker.sample();

@@ -52,6 +52,7 @@ public:
   const MemoryPeaks &memoryPeaks() const override { return tracker.peaks(); }
   const StepTimes &lastStepTimes() const override { return times; }
   const CommStats &commStats() const override { return comm.stats(); }
+  void setGradientChecks(bool on) override { checkGradients = on; }
   void setTracing(bool on) override { tracing = on; }
   const StepTrace &lastStepTrace() const override { return trace; }
 
@@ -71,6 +72,7 @@ private:
   MemoryTracker tracker;
   std::unique_ptr<CommStream> stream;
   StepTimes times;
+  bool checkGradients = false;
   bool tracing = false;
   StepTrace trace;
 };

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,6 +113,59 @@ void writeFileAtomically(const std::string &path, const std::string &contents) {
   syncDirectory(parentOf(path));
 }
 
+void writeOutputFile(const std::string &path, const std::string &contents,
+                     const std::string &what) {
+  try {
+    writeFileAtomically(path, contents);
+  } catch (const RuntimeError &error) {
+    // The errors above end in "(<reason>)" and may name the temporary; the
+    // user named `path`.
+    std::string message = error.what();
+    size_t open = message.rfind(" (");
+    std::string reason =
+        open != std::string::npos && message.back() == ')'
+            ? message.substr(open + 2, message.size() - open - 3)
+            : message;
+    throw RuntimeError(path + ": cannot write the " + what + " (" + reason +
+                       ")");
+  }
+}
+
+void removeTree(const std::string &path) {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+void replaceDirectory(const std::string &from, const std::string &to) {
+  struct stat info;
+  if (::lstat(to.c_str(), &info) != 0) {
+    if (errno != ENOENT)
+      throw RuntimeError(to + ": cannot replace (" + systemReason() + ")");
+    renamePath(from, to);
+  } else if (!S_ISDIR(info.st_mode)) {
+    throw RuntimeError(to + ": exists and is not a directory");
+  } else if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(),
+                         RENAME_EXCHANGE) == 0) {
+    removeTree(from); // Now the old directory.
+  } else if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+    // No exchange on this file system: for a moment `to` is absent, but
+    // never partly written.
+    std::string aside = from + ".old";
+    renamePath(to, aside);
+    try {
+      renamePath(from, to);
+    } catch (...) {
+      ::rename(aside.c_str(), to.c_str());
+      throw;
+    }
+    removeTree(aside);
+  } else {
+    throw RuntimeError(to + ": cannot replace it with " + from + " (" +
+                       systemReason() + ")");
+  }
+  syncDirectory(parentOf(to));
+}
+
 uint32_t updateCrc32(uint32_t crc, const void *data, int64_t bytes) {
   const auto *at = static_cast<const Bytef *>(data);
   while (bytes > 0) {
@@ -193,6 +248,55 @@ DirectoryLock::DirectoryLock(const std::string &directory) {
 DirectoryLock::~DirectoryLock() {
   if (fd >= 0)
     ::close(fd);
+}
+
+std::string PathLock::lockFileOf(const std::string &path) {
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/')
+    trimmed.pop_back();
+  size_t slash = trimmed.find_last_of('/');
+  if (slash == std::string::npos)
+    return "." + trimmed + ".lock";
+  return trimmed.substr(0, slash + 1) + "." + trimmed.substr(slash + 1) +
+         ".lock";
+}
+
+PathLock::PathLock(const std::string &path) : lockFile(lockFileOf(path)) {
+  while (true) {
+    fd = ::open(lockFile.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      throw RuntimeError(lockFile + ": cannot open the lock file (" +
+                         systemReason() + ")");
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      std::string holder;
+      char text[32] = {};
+      if (::pread(fd, text, sizeof(text) - 1, 0) > 0)
+        holder = std::string(" (pid ") + std::to_string(std::atol(text)) + ")";
+      ::close(fd);
+      fd = -1;
+      throw RuntimeError(path + " is locked by another writer" + holder);
+    }
+    // The previous holder removes the file as it releases it: a lock taken
+    // on the removed file excludes nobody, so take the one under the name.
+    struct stat held, named;
+    if (::fstat(fd, &held) == 0 && ::stat(lockFile.c_str(), &named) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+      break;
+    ::close(fd);
+    fd = -1;
+  }
+  std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
+                                     static_cast<ssize_t>(pid.size())) {
+    // The pid is only for the message; the flock is what excludes.
+  }
+}
+
+PathLock::~PathLock() {
+  if (fd >= 0) {
+    ::unlink(lockFile.c_str()); // While still held: see the constructor.
+    ::close(fd);
+  }
 }
 
 } // namespace zerosbp::runtime

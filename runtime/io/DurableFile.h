@@ -46,8 +46,24 @@ private:
 /// directory, fsync, rename, fsync of the directory.
 void writeFileAtomically(const std::string &path, const std::string &contents);
 
+/// writeFileAtomically for a command's output (a report, a trace): the
+/// error is one line naming `path`, what it is and the system's reason,
+/// "<path>: cannot write the <what> (<reason>)".
+void writeOutputFile(const std::string &path, const std::string &contents,
+                     const std::string &what);
+
 /// rename(2) that throws naming both paths.
 void renamePath(const std::string &from, const std::string &to);
+
+/// Puts the directory `from` (complete and flushed) in place of `to`, which
+/// may exist: swapped in one step where the file system can
+/// (renameat2 RENAME_EXCHANGE), else the old one is renamed aside first.
+/// The old directory is then removed, and the parent flushed. Throws
+/// naming `to`; `from` is left for the caller to remove.
+void replaceDirectory(const std::string &from, const std::string &to);
+
+/// Removes a directory tree; errors are ignored (for clean-up paths).
+void removeTree(const std::string &path);
 
 /// Flushes a directory's entries (after a rename or a create in it).
 void syncDirectory(const std::string &path);
@@ -78,6 +94,25 @@ public:
   DirectoryLock &operator=(const DirectoryLock &) = delete;
 
 private:
+  int fd = -1;
+};
+
+/// An exclusive lock (flock) on writing `path`, a file or directory that
+/// is replaced as a whole, so it cannot hold its own lock: the lock file is
+/// the hidden sibling `.<name>.lock`, removed on release. A second writer
+/// gets "<path> is locked by another writer (pid P)".
+class PathLock {
+public:
+  explicit PathLock(const std::string &path);
+  ~PathLock();
+  PathLock(const PathLock &) = delete;
+  PathLock &operator=(const PathLock &) = delete;
+
+  /// `.<name>.lock` next to `path`.
+  static std::string lockFileOf(const std::string &path);
+
+private:
+  std::string lockFile;
   int fd = -1;
 };
 

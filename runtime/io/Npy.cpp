@@ -4,6 +4,7 @@
 #include "runtime/io/Npy.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/io/DurableFile.h"
 
 #include <cstring>
 #include <fstream>
@@ -185,20 +186,18 @@ void writeNpy(const std::string &path, const NpyArray &array) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream file(path, std::ios::binary);
-  if (!file)
-    throw RuntimeError(path + ": cannot create");
+  // A FileWriter removes a file it did not finish: a failed write (a full
+  // disk) leaves no short file behind.
+  FileWriter file(path);
   file.write(kMagic, 6);
   char version[2] = {1, 0};
   file.write(version, 2);
   unsigned char length[2] = {static_cast<unsigned char>(header.size() & 0xff),
                              static_cast<unsigned char>(header.size() >> 8)};
-  file.write(reinterpret_cast<const char *>(length), 2);
-  file.write(header.data(), header.size());
-  file.write(reinterpret_cast<const char *>(array.data.data()),
-             array.data.size());
-  if (!file)
-    throw RuntimeError(path + ": write failed");
+  file.write(length, 2);
+  file.write(header.data(), static_cast<int64_t>(header.size()));
+  file.write(array.data.data(), static_cast<int64_t>(array.data.size()));
+  file.finish();
 }
 
 double npyElement(const NpyArray &array, int64_t index) {

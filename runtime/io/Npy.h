@@ -29,7 +29,10 @@ struct NpyArray {
 NpyArray readNpy(const std::string &path);
 NpyArray parseNpy(const std::string &bytes, const std::string &source);
 /// Writes f32, f64, i64, i32 or i1 data; f16 is written as '<f2'. bf16 has
-/// no NumPy type: callers widen it to f32 first.
+/// no NumPy type: callers widen it to f32 first. The file is flushed to
+/// disk (fsync); on an error it is removed, and the RuntimeError names it
+/// and the system's reason ("<path>: cannot write (No space left on
+/// device)").
 void writeNpy(const std::string &path, const NpyArray &array);
 
 /// A shape as NumPy writes it: "(2, 3)", "(5,)", "()".

@@ -55,4 +55,8 @@ const PlanVariable *Plan::findVariable(const std::string &name) const {
   return nullptr;
 }
 
+bool Plan::scalesLossDynamically() const {
+  return findVariable("amp.loss_scale") != nullptr;
+}
+
 } // namespace zerosbp::runtime

@@ -154,13 +154,30 @@ struct Plan {
   /// ordered by their coordinate on `axis`.
   std::vector<int> groupOf(int rank, int axis) const;
   const PlanVariable *findVariable(const std::string &name) const;
+  /// The plan scales the loss dynamically (fp16): it has the variable
+  /// `amp.loss_scale`, and a step whose gradients overflow skips its
+  /// updates, so a non-finite loss there is expected.
+  bool scalesLossDynamically() const;
+};
+
+/// How a plan is read.
+struct PlanReadOptions {
+  /// Refuse a plan whose `checksum` is missing or differs from its text
+  /// (docs/plan-format.md#checksum). Off only where plans are written by
+  /// hand (unit tests) and in the fuzzer, which must get past it.
+  bool verifyChecksum = true;
 };
 
 /// Reads and checks a plan; throws RuntimeError ("<file>: <what>") on a file
 /// that cannot be read, is not JSON, is truncated, is not a ZeroSBP plan, has
-/// another version, or is inconsistent.
-Plan readPlan(const std::string &path);
-Plan parsePlan(const std::string &text, const std::string &source);
+/// another version, fails its checksum, or is inconsistent.
+Plan readPlan(const std::string &path, const PlanReadOptions &options = {});
+Plan parsePlan(const std::string &text, const std::string &source,
+               const PlanReadOptions &options = {});
+
+/// The CRC-32 (zlib's) of a plan's `text` with the 8 hex digits of its
+/// checksum, at `digits`, read as "00000000" (docs/plan-format.md#checksum).
+uint32_t planChecksum(const std::string &text, size_t digits);
 
 /// Throws unless a run on `ranks` ranks can execute the plan.
 void checkRankCount(const Plan &plan, int ranks);

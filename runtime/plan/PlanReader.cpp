@@ -7,12 +7,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Error.h"
+#include "runtime/core/Limits.h"
+#include "runtime/io/DurableFile.h"
 #include "runtime/plan/Plan.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <map>
+#include <queue>
 #include <set>
 #include <sstream>
 
@@ -135,17 +142,27 @@ AttrValue readAttr(const Reader &reader) {
   reader.fail("unsupported attribute value");
 }
 
+std::string hex8(uint32_t value) {
+  char text[9];
+  std::snprintf(text, sizeof(text), "%08x", value);
+  return text;
+}
+
 class PlanBuilder {
 public:
-  PlanBuilder(const Json &root, const std::string &source)
-      : root(root, "", source) {
+  PlanBuilder(const Json &root, const std::string &text,
+              const std::string &source, const PlanReadOptions &options)
+      : root(root, "", source), text(text), options(options) {
     plan.source = source;
   }
 
   Plan build() {
     checkHeader();
+    if (options.verifyChecksum)
+      checkChecksum();
     readTop();
     readBuffers();
+    checkBufferOverlap();
     readValues();
     readVariables();
     readInputs();
@@ -174,11 +191,32 @@ private:
                 std::to_string(kPlanVersion));
   }
 
+  // The checksum covers the text as written, so any edit, even one that
+  // leaves a consistent plan, is refused (docs/plan-format.md#checksum).
+  void checkChecksum() {
+    const std::string advice =
+        "; the plan was edited or corrupted (recompile it)";
+    if (!root.has("checksum"))
+      root.fail("checksum: missing; the plan was edited or corrupted, or "
+                "written by an older zero-compile (recompile it)");
+    Reader field = root.at("checksum");
+    std::string expected = field.json().is_string() ? field.string() : "";
+    if (expected.size() != 8 ||
+        expected.find_first_not_of("0123456789abcdef") != std::string::npos)
+      field.fail("expected 8 lowercase hex digits" + advice);
+    size_t quote = text.rfind('"' + expected + '"');
+    std::string actual = quote == std::string::npos
+                             ? std::string("no such digits")
+                             : hex8(planChecksum(text, quote + 1));
+    if (actual != expected)
+      field.fail("the content gives " + actual + ", not " + expected + advice);
+  }
+
   void readTop() {
     plan.function = root.at("function").string();
     if (root.has("stage"))
       plan.stage = static_cast<int>(root.at("stage").integer(0, 3));
-    plan.world = static_cast<int>(root.at("world").integer(1, 1 << 20));
+    plan.world = static_cast<int>(root.at("world").integer(1, kMaxRanks));
     Reader placement = root.at("placement");
     plan.device = placement.at("device").string();
     if (plan.device != "cpu" && plan.device != "cuda")
@@ -230,6 +268,59 @@ private:
                   " bytes)");
       plan.buffers.push_back(buffer);
     }
+  }
+
+  // Buffers that share arena bytes are never live at the same position
+  // (docs/plan-format.md#buffers). A sweep in order of first position keeps
+  // the live buffers by offset; they do not overlap so far, so a new one
+  // can only meet its neighbours there: O(n log n) for 10^5 buffers.
+  void checkBufferOverlap() {
+    const std::vector<PlanBuffer> &buffers = plan.buffers;
+    std::vector<int> order;
+    for (size_t id = 0; id < buffers.size(); ++id)
+      if (buffers[id].bytes > 0)
+        order.push_back(static_cast<int>(id));
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return buffers[a].liveFirst < buffers[b].liveFirst;
+    });
+    using Ending = std::pair<int64_t, int>; // (last position, buffer)
+    std::priority_queue<Ending, std::vector<Ending>, std::greater<Ending>>
+        ending;
+    std::map<int64_t, int> liveByOffset;
+    for (int id : order) {
+      const PlanBuffer &buffer = buffers[id];
+      while (!ending.empty() && ending.top().first < buffer.liveFirst) {
+        liveByOffset.erase(buffers[ending.top().second].offset);
+        ending.pop();
+      }
+      int64_t end = buffer.offset + buffer.bytes;
+      auto next = liveByOffset.lower_bound(buffer.offset);
+      if (next != liveByOffset.end() && next->first < end)
+        overlapError(id, next->second);
+      if (next != liveByOffset.begin()) {
+        int before = std::prev(next)->second;
+        if (buffers[before].offset + buffers[before].bytes > buffer.offset)
+          overlapError(id, before);
+      }
+      liveByOffset[buffer.offset] = id;
+      ending.push({buffer.liveLast, id});
+    }
+  }
+
+  [[noreturn]] void overlapError(int id, int other) {
+    const PlanBuffer &a = plan.buffers[id], &b = plan.buffers[other];
+    auto range = [](int64_t begin, int64_t end) {
+      return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+    };
+    Reader(root.json()["buffers"][id], "buffers[" + std::to_string(id) + "]",
+           plan.source)
+        .fail("shares arena bytes " +
+              range(std::max(a.offset, b.offset),
+                    std::min(a.offset + a.bytes, b.offset + b.bytes)) +
+              " with buffer " + std::to_string(other) +
+              " while both are live (positions " +
+              std::to_string(std::max(a.liveFirst, b.liveFirst)) + " to " +
+              std::to_string(std::min(a.liveLast, b.liveLast)) + ")");
   }
 
   void readValues() {
@@ -501,12 +592,25 @@ private:
   }
 
   Reader root;
+  const std::string &text;
+  PlanReadOptions options;
   Plan plan;
 };
 
 } // namespace
 
-Plan parsePlan(const std::string &text, const std::string &source) {
+uint32_t planChecksum(const std::string &text, size_t digits) {
+  static const char kZeros[] = "00000000";
+  digits = std::min(digits, text.size());
+  uint32_t crc = updateCrc32(0, text.data(), static_cast<int64_t>(digits));
+  crc = updateCrc32(crc, kZeros, 8);
+  size_t rest = std::min(text.size(), digits + 8);
+  return updateCrc32(crc, text.data() + rest,
+                     static_cast<int64_t>(text.size() - rest));
+}
+
+Plan parsePlan(const std::string &text, const std::string &source,
+               const PlanReadOptions &options) {
   Json root;
   try {
     root = Json::parse(text);
@@ -521,13 +625,13 @@ Plan parsePlan(const std::string &text, const std::string &source) {
         (start == std::string::npos ? what : what.substr(start + 2)) + ")");
   }
   try {
-    return PlanBuilder(root, source).build();
+    return PlanBuilder(root, text, source, options).build();
   } catch (const Json::exception &error) {
     throw RuntimeError(source + ": malformed plan (" + error.what() + ")");
   }
 }
 
-Plan readPlan(const std::string &path) {
+Plan readPlan(const std::string &path, const PlanReadOptions &options) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
     throw RuntimeError(path + ": cannot open the plan file");
@@ -535,7 +639,7 @@ Plan readPlan(const std::string &path) {
   text << file.rdbuf();
   if (file.bad())
     throw RuntimeError(path + ": cannot read the plan file");
-  return parsePlan(text.str(), path);
+  return parsePlan(text.str(), path, options);
 }
 
 void checkRankCount(const Plan &plan, int ranks) {

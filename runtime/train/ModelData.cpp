@@ -7,6 +7,7 @@
 #include "runtime/exec/Distribution.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace zerosbp::runtime {
@@ -22,6 +23,19 @@ std::vector<double> roundThrough(DType type, std::vector<double> values) {
   scratch.shape = {static_cast<int64_t>(values.size())};
   storeElements(scratch, values);
   return loadElements(scratch);
+}
+
+/// "<path>: element <i> (<where>) is nan; <what> must be finite": a NaN or
+/// Inf read from a file would train on silently (docs/runtime.md).
+[[noreturn]] void nonfiniteError(const std::string &path, int64_t element,
+                                 const std::string &where, double value,
+                                 const char *what) {
+  throw RuntimeError(path + ": element " + std::to_string(element) + where +
+                     " is " +
+                     (std::isnan(value) ? "nan"
+                      : value > 0       ? "inf"
+                                        : "-inf") +
+                     "; " + what + " must be finite");
 }
 
 uint64_t mix(uint64_t value) {
@@ -52,8 +66,11 @@ InitialModel::InitialModel(const Plan &plan,
     if (!isFloat(array.dtype))
       throw RuntimeError(path + ": expected floating-point values");
     std::vector<double> values(array.numel());
-    for (int64_t i = 0; i < array.numel(); ++i)
+    for (int64_t i = 0; i < array.numel(); ++i) {
       values[i] = npyElement(array, i);
+      if (!std::isfinite(values[i]))
+        nonfiniteError(path, i, "", values[i], "parameters");
+    }
     loaded[variable.name] = std::move(values);
   }
 }
@@ -139,6 +156,16 @@ InputFeed::InputFeed(const Plan &plan,
       throw RuntimeError(path + ": " +
                          (isFloat(input.dtype) ? "floating-point" : "integer") +
                          " data expected for input '" + input.name + "'");
+    // The rows this run reads; step s (1-based) reads row s - 1.
+    int64_t perRow = numElements(input.globalShape);
+    if (isFloat(array.dtype))
+      for (int64_t i = 0; i < steps * perRow; ++i) {
+        double value = npyElement(array, i);
+        if (!std::isfinite(value))
+          nonfiniteError(path, i,
+                         " (step " + std::to_string(i / perRow + 1) + ")",
+                         value, "inputs");
+      }
     arrays.push_back(std::move(array));
   }
 }

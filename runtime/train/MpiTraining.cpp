@@ -4,11 +4,13 @@
 
 #include "runtime/comm/MpiComm.h"
 #include "runtime/core/Error.h"
+#include "runtime/train/Interrupt.h"
+#include "runtime/train/MpirunSupervisor.h"
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -28,7 +30,9 @@ TrainResult MpiTraining::train(const Plan &plan, const TrainOptions &options,
   // Records for the report travel outside the communicator, so that they
   // are not counted as training traffic.
   auto gather = [&](const std::vector<double> &mine) {
-    return session->gatherRecords(mine);
+    return session->gatherRecords(
+        mine, std::chrono::milliseconds(
+                  static_cast<int64_t>(options.timeoutSeconds * 1000)));
   };
   try {
     return trainOneRank(plan, options, *comm, gather, progress);
@@ -94,24 +98,31 @@ int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
                                : std::string(argv[0]));
   for (int i = 1; i < argc; ++i)
     command.push_back(argv[i]);
-  std::vector<char *> pointers;
-  for (std::string &word : command)
-    pointers.push_back(word.data());
-  pointers.push_back(nullptr);
-  pid_t child = fork();
-  if (child < 0)
-    throw RuntimeError("cannot start mpirun");
-  if (child == 0) {
-    execvp("mpirun", pointers.data());
-    _exit(127);
+  // A signal is forwarded to mpirun, and no rank outlives it
+  // (docs/runtime.md#signals); the session directory goes in every case.
+  MpirunOutcome outcome;
+  try {
+    outcome = superviseMpirun(command, kMpirunGrace);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(session, ignored);
+    throw;
   }
-  int status = 0;
-  waitpid(child, &status, 0);
   std::error_code ignored;
   std::filesystem::remove_all(session, ignored);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-    throw RuntimeError("cannot run mpirun (install openmpi-bin)");
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (outcome.signal) {
+    std::cerr << "zero-run: interrupted by " << signalName(outcome.signal)
+              << std::endl;
+    if (outcome.killed)
+      std::cerr << "zero-run: killed " << outcome.killed
+                << " process(es) still running " << kMpirunGrace.count() / 1000
+                << " s after it" << std::endl;
+  } else if (outcome.mpirunSignal) {
+    std::cerr << "zero-run: mpirun was killed by "
+              << signalName(outcome.mpirunSignal) << "; stopped its ranks"
+              << std::endl;
+  }
+  return outcome.status;
 }
 
 } // namespace zerosbp::runtime

@@ -5,6 +5,7 @@
 
 #include "runtime/train/Trainer.h"
 
+#include <chrono>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -28,7 +29,9 @@ public:
                     std::ostream &progress);
 
   static bool launchedByMpirun();
-  /// Runs `mpirun -n ranks <this command>` and returns its exit status.
+  /// Runs `mpirun -n ranks <this command>` and returns its exit status; on
+  /// SIGINT or SIGTERM, stops every rank, prints "zero-run: interrupted by
+  /// SIGTERM" and returns 128 + the signal.
   static int relaunchUnderMpirun(int argc, char **argv, int ranks);
   /// `mpirun -n ranks` with the flags for one machine and `dir` (an empty,
   /// private directory) for its session files; the program comes after.
@@ -36,6 +39,9 @@ public:
                                                 const std::string &dir);
   /// The environment mpirun needs here (running as root is allowed).
   static void prepareMpirunEnvironment();
+  /// How long mpirun has to stop the ranks after a signal before what is
+  /// left is killed.
+  static constexpr std::chrono::milliseconds kMpirunGrace{5000};
 
 private:
   std::unique_ptr<MpiSession> session;

@@ -7,6 +7,7 @@
 #include "runtime/io/DurableFile.h"
 #include "runtime/io/Npy.h"
 #include "runtime/kernels/Kernel.h"
+#include "runtime/train/Interrupt.h"
 #include "runtime/train/ModelData.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <unistd.h>
 
 namespace zerosbp::runtime {
 
@@ -73,13 +75,96 @@ std::vector<SavedParameter> savedParameters(const Plan &plan) {
   return saved;
 }
 
-void saveModel(const Plan &plan, const std::string &dir,
-               const std::function<std::vector<double>(int)> &globalValue) {
+namespace {
+
+std::string withoutTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/')
+    path.pop_back();
+  return path;
+}
+
+/// `path`'s directory ("." for a bare name) and its last component.
+std::pair<std::string, std::string> splitPath(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+/// Every occurrence of `from` in `text` replaced by `to`.
+std::string replaceAll(std::string text, const std::string &from,
+                       const std::string &to) {
+  for (size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+} // namespace
+
+SaveTarget::SaveTarget(const std::string &path)
+    : dir(withoutTrailingSlashes(path)) {
+  auto [parent, name] = splitPath(dir);
   std::error_code error;
-  std::filesystem::create_directories(dir, error);
+  std::filesystem::create_directories(parent, error);
   if (error)
-    throw RuntimeError(dir + ": cannot create directory (" + error.message() +
-                       ")");
+    throw RuntimeError(parent + ": cannot create directory (" +
+                       error.message() + ")");
+  lock = std::make_unique<PathLock>(dir);
+  // Replacing the directory as a whole removes what else it holds: only a
+  // saved model (.npy files) is replaced.
+  if (std::filesystem::exists(dir, error)) {
+    if (!std::filesystem::is_directory(dir, error))
+      throw RuntimeError(dir + ": exists and is not a directory");
+    for (const auto &entry : std::filesystem::directory_iterator(dir, error)) {
+      std::string file = entry.path().filename().string();
+      if (!entry.is_regular_file(error) || file.size() < 5 ||
+          file.compare(file.size() - 4, 4, ".npy") != 0)
+        throw RuntimeError(dir + ": holds '" + file +
+                           "', which is not a saved parameter (.npy); "
+                           "not replacing it");
+    }
+  }
+  // What a killed save left (the lock says no save runs now).
+  std::string stale = "." + name + ".partial-";
+  std::vector<std::string> leftovers;
+  for (const auto &entry : std::filesystem::directory_iterator(parent, error))
+    if (entry.path().filename().string().rfind(stale, 0) == 0)
+      leftovers.push_back(entry.path().string());
+  for (const std::string &leftover : leftovers)
+    removeTree(leftover);
+}
+
+void SaveTarget::write(
+    const Plan &plan,
+    const std::function<std::vector<double>(int)> &globalValue) {
+  // Every file goes into a sibling directory that then replaces `dir` in
+  // one step (docs/runtime.md#files-are-whole-or-absent): a full disk, a
+  // kill or a failed write leaves the previous model as it was.
+  auto [parent, name] = splitPath(dir);
+  std::string partial = (parent == "." ? "" : parent + "/") + "." + name +
+                        ".partial-" +
+                        std::to_string(static_cast<long>(::getpid()));
+  removeTree(partial);
+  std::error_code error;
+  std::filesystem::create_directory(partial, error);
+  if (error)
+    throw RuntimeError(dir + ": cannot create " + partial + " next to it (" +
+                       error.message() + ")");
+  try {
+    writeFiles(plan, partial, globalValue);
+    syncDirectory(partial);
+    replaceDirectory(partial, dir);
+  } catch (const RuntimeError &failure) {
+    removeTree(partial);
+    // Name the files where the user will look for them.
+    throw RuntimeError(replaceAll(failure.what(), partial, dir));
+  }
+}
+
+void SaveTarget::writeFiles(
+    const Plan &plan, const std::string &into,
+    const std::function<std::vector<double>(int)> &globalValue) {
   for (const SavedParameter &saved : savedParameters(plan)) {
     const PlanVariable &param = plan.variables[saved.param];
     std::vector<double> global = globalValue(saved.source);
@@ -92,8 +177,13 @@ void saveModel(const Plan &plan, const std::string &dir,
       float value = static_cast<float>(global[e]);
       std::memcpy(array.data.data() + e * 4, &value, 4);
     }
-    writeNpy(dir + "/" + param.name + ".npy", array);
+    writeNpy(into + "/" + param.name + ".npy", array);
   }
+}
+
+void saveModel(const Plan &plan, const std::string &dir,
+               const std::function<std::vector<double>(int)> &globalValue) {
+  SaveTarget(dir).write(plan, globalValue);
 }
 
 namespace {
@@ -123,9 +213,19 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
   if (options.resumeDir && options.initDir)
     throw RuntimeError("--init and --resume both set the parameters; give "
                        "one");
+  // Overflowing gradients are routine there: the step is skipped.
+  if (options.checkGradients && plan.scalesLossDynamically())
+    throw RuntimeError("--check-gradients: the plan scales the loss "
+                       "dynamically (fp16), and steps whose gradients are "
+                       "not finite skip their updates");
+  session.setGradientChecks(options.checkGradients);
   // Only the reporting process writes the manifest, so it holds the lock;
   // a second run saving into the directory stops here, before training.
   std::unique_ptr<DirectoryLock> lock;
+  // Likewise --save: its directory is locked and checked before training.
+  std::unique_ptr<SaveTarget> saveTarget;
+  if (options.saveDir && reporter)
+    saveTarget = std::make_unique<SaveTarget>(*options.saveDir);
   if (options.checkpointDir && reporter) {
     std::error_code error;
     std::filesystem::create_directories(*options.checkpointDir, error);
@@ -165,6 +265,8 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
   InputFeed feed(plan, options.dataDir, result.firstStep + options.steps, seed);
   result.tokensPerStep = feed.tokensPerStep();
   for (int64_t step = 0; step < options.steps; ++step) {
+    // SIGINT or SIGTERM (zero-run in process): stop between steps.
+    throwIfInterrupted();
     if (options.tracePath && step + 1 == options.steps)
       session.setTracing(true);
     int64_t dataRow = result.firstStep + step;
@@ -179,24 +281,24 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
                   session.stepsRun() % options.checkpointEvery == 0)))
       saveCheckpoint(session, options, seed, reporter, progress, result);
   }
+  throwIfInterrupted();
   if (options.tracePath) {
     // Under MPI every process writes its own rank's timeline.
     std::string path = *options.tracePath;
     if (!reporter)
       path += ".rank" + std::to_string(session.rank());
-    std::ofstream file(path);
-    file << chromeTraceJson(session.lastStepTraces()) << "\n";
-    if (!file)
-      throw RuntimeError(path + ": cannot write the trace");
+    writeOutputFile(path, chromeTraceJson(session.lastStepTraces()) + "\n",
+                    "trace");
   }
   if (options.saveDir) {
     // Collective over a communicator: every rank gathers, one writes.
     std::map<int, std::vector<double>> values;
     for (const SavedParameter &saved : savedParameters(plan))
       values[saved.source] = session.globalValue(saved.source);
-    if (reporter)
-      saveModel(plan, *options.saveDir,
-                [&](int variable) { return values.at(variable); });
+    throwIfInterrupted();
+    if (saveTarget)
+      saveTarget->write(plan,
+                        [&](int variable) { return values.at(variable); });
   }
   return result;
 }
@@ -213,6 +315,10 @@ TrainResult trainInProcess(const Plan &plan, const TrainOptions &options,
   pickKernelThreads(options.threads, options.ranks);
   TrainingSession session(plan, options.timeoutSeconds,
                           runDevice(plan, options));
+  // A signal also stops the step in flight, at its ranks' next collective.
+  InterruptHook hook([&session](int signal) {
+    session.interrupt("interrupted by " + signalName(signal));
+  });
   return runSteps(session, options, /*reporter=*/true, progress);
 }
 

@@ -12,11 +12,13 @@
 #define ZEROSBP_RUNTIME_TRAIN_TRAINER_H
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/io/DurableFile.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/train/TrainingSession.h"
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -48,6 +50,8 @@ struct TrainOptions {
   bool seedGiven = false;
   double timeoutSeconds = 300;
   int threads = 0; // BLAS threads per rank; 0 picks.
+  /// Check every gradient an update reads, each step (--check-gradients).
+  bool checkGradients = false;
   bool progress = true;
 };
 
@@ -106,9 +110,30 @@ struct SavedParameter {
 };
 std::vector<SavedParameter> savedParameters(const Plan &plan);
 
-/// Writes the full parameters (PyTorch names, shapes, float32) to `dir`;
-/// `globalValue(variable)` returns a variable's global elements. A
-/// parameter with an fp32 master is saved from the master.
+/// The directory `--save` writes, locked from construction (PathLock: a
+/// second writer is refused) and checked to be absent or a saved model
+/// (only .npy files), so that both are refused before training.
+class SaveTarget {
+public:
+  explicit SaveTarget(const std::string &dir);
+
+  /// Writes the full parameters (PyTorch names, shapes, float32) into a
+  /// temporary sibling directory, flushes them and puts it in place of the
+  /// directory as a whole; on any error the previous directory stays as it
+  /// was. `globalValue(variable)` returns a variable's global elements. A
+  /// parameter with an fp32 master is saved from the master.
+  void write(const Plan &plan,
+             const std::function<std::vector<double>(int)> &globalValue);
+
+private:
+  void writeFiles(const Plan &plan, const std::string &into,
+                  const std::function<std::vector<double>(int)> &globalValue);
+
+  std::string dir;
+  std::unique_ptr<PathLock> lock;
+};
+
+/// SaveTarget(dir).write(plan, globalValue).
 void saveModel(const Plan &plan, const std::string &dir,
                const std::function<std::vector<double>(int)> &globalValue);
 

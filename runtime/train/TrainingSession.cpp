@@ -7,6 +7,7 @@
 #include "runtime/exec/Distribution.h"
 
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <thread>
 
@@ -61,6 +62,19 @@ void unflatten(const double *at, RankRecord &record) {
       static_cast<int64_t>(at[9 + kNumCollectiveKinds + kNumRoles]);
 }
 
+/// `loss`, unless it is NaN or Inf: the updates of that step read
+/// non-finite gradients, so training stops with the step. With dynamic loss
+/// scaling such a step is an overflow whose updates were skipped
+/// (docs/runtime.md#non-finite-numbers).
+double finiteLoss(const Plan &plan, double loss, int64_t stepNumber) {
+  if (std::isfinite(loss) || plan.scalesLossDynamically())
+    return loss;
+  throw RuntimeError("step " + std::to_string(stepNumber) + ": the loss is " +
+                     (std::isnan(loss) ? "nan"
+                      : loss > 0       ? "inf"
+                                       : "-inf"));
+}
+
 } // namespace
 
 TrainingSession::TrainingSession(const Plan &plan, double timeoutSeconds,
@@ -92,6 +106,11 @@ TrainingSession::~TrainingSession() = default;
 
 int TrainingSession::rank() const {
   return externalComm ? externalComm->rank() : 0;
+}
+
+void TrainingSession::interrupt(const std::string &reason) {
+  if (world)
+    world->interrupt(reason);
 }
 
 void TrainingSession::checkUsable() const {
@@ -178,7 +197,7 @@ double TrainingSession::step(
       record.bytesSent.push_back(sent[executor->rank()]);
       record.peaks = executor->memoryPeaks();
     }
-    return losses[0];
+    return finiteLoss(thePlan, losses[0], stepNumber);
   }
   Executor &executor = *executors[0];
   std::vector<double> mine =
@@ -186,7 +205,12 @@ double TrainingSession::step(
   std::vector<double> all = gather(mine);
   for (int r = 0; r < thePlan.world; ++r)
     unflatten(all.data() + r * mine.size(), rankRecords[r]);
-  return losses[0];
+  return finiteLoss(thePlan, losses[0], stepNumber);
+}
+
+void TrainingSession::setGradientChecks(bool on) {
+  for (auto &executor : executors)
+    executor->setGradientChecks(on);
 }
 
 void TrainingSession::setTracing(bool on) {

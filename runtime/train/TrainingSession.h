@@ -75,7 +75,8 @@ public:
   void setVariable(int index, const std::vector<double> &model);
 
   /// Runs one step. `globalInputs(index)` is the global value of input
-  /// `index`. Returns the loss, which every rank holds.
+  /// `index`. Returns the loss, which every rank holds; throws "step N: the
+  /// loss is nan" (or inf) unless the plan scales the loss dynamically.
   double step(const std::function<std::vector<double>(int)> &globalInputs);
 
   /// The global elements of variable `index` (the model tensor, padded at
@@ -97,6 +98,13 @@ public:
   CheckpointManifest loadCheckpoint(const std::string &path,
                                     LoadStats *stats = nullptr);
 
+  /// Checks, before every optimizer update, that the gradient it reads is
+  /// finite (see Executor::setGradientChecks).
+  void setGradientChecks(bool on);
+  /// In process: every rank's waiting or next collective throws
+  /// RuntimeError(reason), so the step in flight stops (a signal stops the
+  /// run this way, docs/runtime.md#signals). Over a communicator: nothing.
+  void interrupt(const std::string &reason);
   /// Records a timeline of the following steps on every local rank.
   void setTracing(bool on);
   /// The last traced step's timeline of each rank this process runs.

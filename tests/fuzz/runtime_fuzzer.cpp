@@ -2,18 +2,21 @@
 //
 // The first byte picks the reader and the rest is its input:
 //
-//   first byte even            plan reader (parsePlan)
+//   first byte % 4 == 0 (0)    plan reader (parsePlan), checksum skipped
+//   first byte % 4 == 2 ('2')  plan reader, checksum verified
 //   first byte % 4 == 1        .npy parser (parseNpy)
 //   first byte % 8 == 3 ('3')  safetensors header parser: 8 bytes of data
 //                              section size (little-endian, top bit
 //                              cleared), then the header's JSON text
 //   first byte % 8 == 7 ('7')  checkpoint manifest parser (parseManifest)
 //
-// (Seeds that begin with 0 or '2' are plans, with 1 .npy files.) Each reader
-// may reject its input with a RuntimeError; any other exception, a crash, a
-// sanitizer report or a broken invariant of what it accepted (abort) is a
-// bug. An accepted manifest must also survive its own printer: printed,
-// re-parsed and printed again, it gives the same text.
+// (Seeds that begin with 0 or '2' are plans, with 1 .npy files. A mutated
+// plan rarely keeps its checksum, so plans that begin with 0 skip it to
+// reach the checks behind it.) Each reader may reject its input with a
+// RuntimeError; any other exception, a crash, a sanitizer report or a broken
+// invariant of what it accepted (abort) is a bug. An accepted manifest must
+// also survive its own printer: printed, re-parsed and printed again, it
+// gives the same text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,13 +43,26 @@ void check(bool condition, const char *what) {
   }
 }
 
-void fuzzPlan(const std::string &text) {
-  Plan plan = parsePlan(text, "fuzz.zplan");
+void fuzzPlan(const std::string &text, bool verifyChecksum) {
+  PlanReadOptions options;
+  options.verifyChecksum = verifyChecksum;
+  Plan plan = parsePlan(text, "fuzz.zplan", options);
   // A plan that reads must be safe to walk: every id is in range.
   for (const Instruction &instruction : plan.instructions)
     for (int id : instruction.operands)
       check(id >= 0 && id < static_cast<int>(plan.values.size()),
             "plan operand out of range");
+  // The reader's sweep against brute force: buffers that share bytes are
+  // never live together.
+  const std::vector<PlanBuffer> &buffers = plan.buffers;
+  for (size_t a = 0; a < buffers.size() && buffers.size() <= 1000; ++a)
+    for (size_t b = a + 1; b < buffers.size(); ++b)
+      check(buffers[a].bytes == 0 || buffers[b].bytes == 0 ||
+                buffers[a].offset + buffers[a].bytes <= buffers[b].offset ||
+                buffers[b].offset + buffers[b].bytes <= buffers[a].offset ||
+                buffers[a].liveLast < buffers[b].liveFirst ||
+                buffers[b].liveLast < buffers[a].liveFirst,
+            "plan buffers share bytes while both are live");
 }
 
 void fuzzNpy(const std::string &text) {
@@ -127,7 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
   try {
     if (data[0] % 2 == 0)
-      fuzzPlan(text);
+      fuzzPlan(text, /*verifyChecksum=*/data[0] % 4 == 2);
     else if (data[0] % 4 == 1)
       fuzzNpy(text);
     else if (data[0] % 8 == 3)

@@ -3,6 +3,7 @@ pipeline that partitions every parameter, check() and its summary, and a
 safetensors reader that does not use the runtime's."""
 
 import json
+import os
 import struct
 import sys
 
@@ -58,3 +59,25 @@ def safetensors_dtypes(path):
         header = json.loads(file.read(size))
     return {name: e["dtype"] for name, e in header.items()
             if name != "__metadata__"}
+
+
+def rank_pids(marker):
+    """{rank: pid} of the processes whose command line holds `marker` (not
+    mpirun itself), from the rank OpenMPI puts in each one's environment."""
+    pids = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+            if marker not in cmdline or "mpirun" in cmdline.split("\0")[0]:
+                continue
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                environ = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        for variable in environ:
+            if variable.startswith("OMPI_COMM_WORLD_RANK="):
+                pids[int(variable.split("=")[1])] = int(entry)
+    return pids

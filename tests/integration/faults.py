@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from checks import rank_pids
+
 GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
         "--seq-length=16", "--vocab-size=64", "--batch-size=12"]
 LIMIT = 30  # Seconds a failure may take to stop every rank.
@@ -61,28 +63,6 @@ def data_with_bad_label(directory, world, rank, step):
     labels[step, rank * rows:(rank + 1) * rows, 5] = 999
     np.save(os.path.join(directory, "tokens.npy"), tokens)
     np.save(os.path.join(directory, "labels.npy"), labels)
-
-
-def rank_pids(marker):
-    """{rank: pid} of the zero-run processes whose command line holds
-    `marker`, from the rank OpenMPI puts in each one's environment."""
-    pids = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                cmdline = f.read().decode(errors="replace")
-            if marker not in cmdline or "mpirun" in cmdline.split("\0")[0]:
-                continue
-            with open("/proc/%s/environ" % entry, "rb") as f:
-                environ = f.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        for variable in environ:
-            if variable.startswith("OMPI_COMM_WORLD_RANK="):
-                pids[int(variable.split("=")[1])] = int(entry)
-    return pids
 
 
 def main():

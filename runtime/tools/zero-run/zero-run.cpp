@@ -6,17 +6,23 @@
 //            [--report-file FILE] [--trace FILE] [--seed S]
 //            [--timeout SECONDS] [--threads T] [--quiet]
 //            [--resume DIR] [--checkpoint-dir DIR [--checkpoint-every K]
-//            [--keep K]]
+//            [--keep K]] [--check-gradients]
 //
 // Prints one progress line per step. With `--backend mpi` every process of
 // `mpirun -n N` is one rank; started outside mpirun, zero-run launches
-// itself under mpirun. `--trace` writes the last step's timeline of the
-// compute and communication streams as Chrome trace-event JSON.
+// itself under mpirun. SIGINT or SIGTERM stops every rank and exits 130 or
+// 143; every file is written whole or not at all (docs/runtime.md#signals).
+// `--trace` writes the last step's timeline of the compute and communication
+// streams as Chrome trace-event JSON.
 //
 // `--checkpoint-dir` saves the whole training state (docs/checkpoint.md)
 // every K steps and at the end; `--resume` continues from a checkpoint
 // saved at any number of ranks and stage. `--steps` counts the steps of this
 // run.
+//
+// A NaN or Inf in --init or --data, or in the loss, stops the run; with
+// `--check-gradients`, so does one in a gradient an update reads
+// (docs/runtime.md#non-finite-numbers).
 //
 // `--device` overrides the plan's placement device. On `cuda` each rank
 // runs on its own GPU (rank r of a process on device r mod the devices it
@@ -25,11 +31,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Error.h"
+#include "runtime/core/Limits.h"
+#include "runtime/io/DurableFile.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/train/Interrupt.h"
 #include "runtime/train/MpiTraining.h"
 #include "runtime/train/Report.h"
 #include "runtime/train/Trainer.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -47,7 +57,7 @@ const char *const kUsage =
     "[--report=json] "
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
-    "[--checkpoint-every K] [--keep K]";
+    "[--checkpoint-every K] [--keep K] [--check-gradients]";
 
 [[noreturn]] void usageError(const std::string &message) {
   throw RuntimeError(message + "\n" + kUsage);
@@ -99,7 +109,7 @@ CommandLine parse(int argc, char **argv) {
       std::cout << kUsage << "\n";
       std::exit(0);
     } else if (arg == "--ranks" || arg == "-n") {
-      options.ranks = static_cast<int>(parseInteger(arg, next(), 1, 4096));
+      options.ranks = static_cast<int>(parseInteger(arg, next(), 1, kMaxRanks));
       line.ranksGiven = true;
     } else if (arg == "--backend") {
       options.backend = next();
@@ -149,6 +159,8 @@ CommandLine parse(int argc, char **argv) {
       options.threads = static_cast<int>(parseInteger(arg, next(), 1, 256));
     } else if (arg == "--quiet") {
       options.progress = false;
+    } else if (arg == "--check-gradients") {
+      options.checkGradients = true;
     } else if (arg.rfind("-", 0) == 0) {
       usageError("unknown option '" + arg + "'");
     } else if (options.planPath.empty()) {
@@ -179,6 +191,10 @@ int main(int argc, char **argv) {
         usageError("--backend mpi needs --ranks");
       return MpiTraining::relaunchUnderMpirun(argc, argv, options.ranks);
     }
+    // In process, SIGINT and SIGTERM stop the run between writes; an MPI
+    // rank is stopped by mpirun (docs/runtime.md#signals).
+    if (options.backend != "mpi")
+      catchInterrupts("zero-run", std::chrono::seconds(5));
     Plan plan = readPlan(options.planPath);
     if (!line.ranksGiven)
       options.ranks = plan.world;
@@ -196,19 +212,22 @@ int main(int argc, char **argv) {
     } else {
       result = trainInProcess(plan, options, progress);
     }
+    throwIfInterrupted();
     if (rank == 0) {
       std::string report = trainReportJson(plan, options, result);
-      if (line.reportFile) {
-        std::ofstream file(*line.reportFile);
-        file << report << "\n";
-        if (!file)
-          throw RuntimeError(*line.reportFile + ": cannot write the report");
-      }
+      if (line.reportFile)
+        writeOutputFile(*line.reportFile, report + "\n", "report");
       if (line.jsonToStdout)
         std::cout << report << std::endl;
     }
     return 0;
   } catch (const std::exception &error) {
+    // Whatever a signal made fail, the signal is the reason.
+    if (int signal = interruptSignal()) {
+      std::cerr << "zero-run: interrupted by " << signalName(signal)
+                << std::endl;
+      return 128 + signal;
+    }
     std::string message = error.what();
     std::cerr << "zero-run: " << message << std::endl;
     return 1;

@@ -61,6 +61,9 @@
 // CHECK: "op": "copy",
 // CHECK-NEXT: "variable": "b",
 // CHECK-NOT: "op":
+// The checksum is the last member (docs/plan-format.md#checksum).
+// CHECK: "checksum": "{{([0-9a-f]{8})}}"{{$}}
+// CHECK-NEXT: {{^}}}{{$}}
 #p = #sbp.placement<cpu, [0, 1, 2, 3]>
 module {
   shard.grid @cpus4(shape = 4) {zero.placement = #p}

@@ -1,8 +1,9 @@
 //===- plan_reader_test.cc - the runtime's plan reader --------------------===//
 //
 // A minimal hand-written plan (one all-reduce over two ranks) that reads,
-// and one mutation per check the reader makes, each against its message.
-// A plan zero-compile wrote for GPT-2 tiny must read as well.
+// and one mutation per check the reader makes, each against its message;
+// each is sealed with its checksum first, so that the check behind it is
+// reached. A plan zero-compile wrote for GPT-2 tiny must read as well.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 using namespace zerosbp::runtime;
@@ -44,8 +48,19 @@ const char *const kValidPlan = R"({
      "bucket": 0, "group_axis": 0, "group_size": 2, "reduce": "sum",
      "results": [2], "segments": [{"offset": 0, "numel": 4}],
      "operands": [1]},
-    {"op": "collective_wait", "bucket": 0}]
+    {"op": "collective_wait", "bucket": 0}],
+  "checksum": "00000000"
 })";
+
+/// `text` with its checksum filled in, as zero-compile writes it.
+std::string sealed(std::string text) {
+  size_t quote = text.rfind("\"00000000\"");
+  if (quote == std::string::npos)
+    return text;
+  char digits[9];
+  std::snprintf(digits, sizeof(digits), "%08x", planChecksum(text, quote + 1));
+  return text.replace(quote + 1, 8, digits);
+}
 
 std::string replaced(const std::string &from, const std::string &to) {
   std::string text = kValidPlan;
@@ -56,7 +71,7 @@ std::string replaced(const std::string &from, const std::string &to) {
 
 std::string errorOf(const std::string &text) {
   try {
-    parsePlan(text, "model.zplan");
+    parsePlan(sealed(text), "model.zplan");
   } catch (const RuntimeError &error) {
     return error.what();
   }
@@ -64,7 +79,7 @@ std::string errorOf(const std::string &text) {
 }
 
 TEST(PlanReader, ReadsAValidPlan) {
-  Plan plan = parsePlan(kValidPlan, "model.zplan");
+  Plan plan = parsePlan(sealed(kValidPlan), "model.zplan");
   EXPECT_EQ(plan.world, 2);
   EXPECT_EQ(plan.arenaBytes, 128);
   ASSERT_EQ(plan.instructions.size(), 3u);
@@ -142,7 +157,7 @@ TEST(PlanReader, NamesTheBadField) {
 }
 
 TEST(PlanReader, RejectsAnotherRankCount) {
-  Plan plan = parsePlan(kValidPlan, "model.zplan");
+  Plan plan = parsePlan(sealed(kValidPlan), "model.zplan");
   EXPECT_NO_THROW(checkRankCount(plan, 2));
   try {
     checkRankCount(plan, 4);
@@ -152,6 +167,125 @@ TEST(PlanReader, RejectsAnotherRankCount) {
                 HasSubstr("model.zplan: the plan was compiled for 2 ranks, "
                           "not 4 (recompile with --world=4)"));
   }
+}
+
+// zlib's CRC-32 of the text with the digits as 00000000: Python's
+// zlib.crc32(b'{"checksum": "00000000"}') is 0xe2474a7c.
+TEST(PlanReader, ChecksumIsTheCrcOfTheTextWithZeroDigits) {
+  std::string text = R"({"checksum": "12345678"})";
+  EXPECT_EQ(planChecksum(text, text.find("12345678")), 0xe2474a7cu);
+  EXPECT_EQ(planChecksum(R"({"checksum": "00000000"})", 14), 0xe2474a7cu);
+}
+
+TEST(PlanReader, RefusesAnEditedPlan) {
+  std::string plan = sealed(kValidPlan);
+  size_t digits = plan.rfind("\"checksum\": \"") + 13;
+  // One digit changed, the checksum not.
+  std::string edited = plan;
+  edited.replace(edited.find("\"factor\": 2.0"), 13, "\"factor\": 3.0");
+  char actual[9];
+  std::snprintf(actual, sizeof(actual), "%08x", planChecksum(edited, digits));
+  EXPECT_EQ(errorOf(edited), "model.zplan: checksum: the content gives " +
+                                 std::string(actual) + ", not " +
+                                 plan.substr(digits, 8) +
+                                 "; the plan was edited or corrupted "
+                                 "(recompile it)");
+  std::string unsealed = kValidPlan;
+  unsealed.replace(unsealed.find(",\n  \"checksum\""),
+                   std::string(",\n  \"checksum\": \"00000000\"").size(), "");
+  EXPECT_EQ(errorOf(unsealed),
+            "model.zplan: checksum: missing; the plan was edited or "
+            "corrupted, or written by an older zero-compile (recompile it)");
+  EXPECT_EQ(errorOf(replaced("\"checksum\": \"00000000\"",
+                             "\"checksum\": \"0000000G\"")),
+            "model.zplan: checksum: expected 8 lowercase hex digits; the "
+            "plan was edited or corrupted (recompile it)");
+  // Hand-written plans may skip it.
+  PlanReadOptions unchecked;
+  unchecked.verifyChecksum = false;
+  EXPECT_NO_THROW(parsePlan(unsealed, "model.zplan", unchecked));
+  EXPECT_NO_THROW(parsePlan(edited, "model.zplan", unchecked));
+}
+
+TEST(PlanReader, RefusesBuffersThatShareBytesWhileLive) {
+  // Buffer 1 moved into the second half of buffer 0; both live in [1, 3].
+  EXPECT_EQ(
+      errorOf(replaced("{\"offset\": 64, \"bytes\": 64, \"live\": [1, 3]",
+                       "{\"offset\": 32, \"bytes\": 64, \"live\": [1, 3]")),
+      "model.zplan: buffers[1]: shares arena bytes [32, 64) with buffer "
+      "0 while both are live (positions 1 to 3)");
+  // The same bytes at other times are fine.
+  std::string reused = replaced(
+      "\"live\": [0, 3], \"role\": \"param\"},\n              {\"offset\": 64",
+      "\"live\": [0, 0], \"role\": \"param\"},\n              {\"offset\": 0");
+  EXPECT_EQ(errorOf(reused), "(no error)");
+  EXPECT_EQ(
+      errorOf(replaced("\"live\": [0, 3], \"role\": \"param\"},\n              "
+                       "{\"offset\": 64",
+                       "\"live\": [0, 1], \"role\": \"param\"},\n              "
+                       "{\"offset\": 0")),
+      "model.zplan: buffers[1]: shares arena bytes [0, 64) with buffer 0 "
+      "while both are live (positions 1 to 1)");
+}
+
+/// kValidPlan with `extra` buffers after its two, each {offset, bytes,
+/// first, last}, in an arena of `arena` bytes.
+std::string planWithBuffers(const std::vector<std::array<int64_t, 4>> &extra,
+                            int64_t arena) {
+  std::string buffers;
+  for (const auto &[offset, bytes, first, last] : extra)
+    buffers += ",\n {\"offset\": " + std::to_string(offset) +
+               ", \"bytes\": " + std::to_string(bytes) + ", \"live\": [" +
+               std::to_string(first) + ", " + std::to_string(last) +
+               "], \"role\": \"activation\"}";
+  std::string text = replaced("\"role\": \"activation\"}],",
+                              "\"role\": \"activation\"}" + buffers + "],");
+  std::string from = "\"arena_bytes\": 128";
+  return text.replace(text.find(from), from.size(),
+                      "\"arena_bytes\": " + std::to_string(arena));
+}
+
+// The sweep against brute force, on random small layouts.
+TEST(PlanReader, OverlapCheckAgreesWithBruteForce) {
+  std::mt19937 random(17);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::array<int64_t, 4>> extra;
+    int count = 1 + static_cast<int>(random() % 12);
+    for (int i = 0; i < count; ++i) {
+      int64_t first = random() % 8;
+      extra.push_back({128 + static_cast<int64_t>(random() % 8) * 16,
+                       static_cast<int64_t>(random() % 4) * 16, first,
+                       first + static_cast<int64_t>(random() % 4)});
+    }
+    bool conflict = false;
+    for (size_t a = 0; a < extra.size(); ++a)
+      for (size_t b = a + 1; b < extra.size(); ++b) {
+        const auto &x = extra[a], &y = extra[b];
+        conflict |= x[1] > 0 && y[1] > 0 && x[0] < y[0] + y[1] &&
+                    y[0] < x[0] + x[1] && x[2] <= y[3] && y[2] <= x[3];
+      }
+    std::string error = errorOf(planWithBuffers(extra, 128 + 8 * 16 + 48));
+    EXPECT_EQ(error != "(no error)", conflict)
+        << "trial " << trial << ": " << error;
+    if (conflict)
+      EXPECT_THAT(error, HasSubstr("while both are live"));
+  }
+}
+
+// 10^5 buffers, 1000 at a time reusing the same bytes: a quadratic check
+// would compare 5 * 10^9 pairs.
+TEST(PlanReader, ChecksManyBuffersQuickly) {
+  std::vector<std::array<int64_t, 4>> extra;
+  for (int64_t i = 0; i < 100000; ++i)
+    extra.push_back(
+        {128 + (i % 1000) * 64, 64, (i / 1000) * 2, (i / 1000) * 2 + 1});
+  int64_t arena = 128 + 1000 * 64;
+  EXPECT_EQ(errorOf(planWithBuffers(extra, arena)), "(no error)");
+  // One more, live across two windows, on the bytes of buffer 2 + 999.
+  extra.push_back({128 + 999 * 64 + 32, 64, 1, 2});
+  EXPECT_EQ(errorOf(planWithBuffers(extra, arena + 64)),
+            "model.zplan: buffers[100002]: shares arena bytes [64096, 64128) "
+            "with buffer 1001 while both are live (positions 1 to 1)");
 }
 
 TEST(PlanReader, ReadsACompiledGpt2Plan) {

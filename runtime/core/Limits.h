@@ -1,0 +1,20 @@
+//===- Limits.h - bounds shared by the runtime and the API -----*- C++ -*-===//
+//
+// One definition for limits that several tools and the Python API check, so
+// that each refuses the same inputs with the same bound in its message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_CORE_LIMITS_H
+#define ZEROSBP_RUNTIME_CORE_LIMITS_H
+
+namespace zerosbp::runtime {
+
+/// The most ranks a run may have: `zero-run --ranks`, a plan's and a
+/// checkpoint manifest's world, and the Python API's placements, graphs and
+/// `zerosbp.launch -n` (as `_zerosbp.MAX_RANKS`) all stop here.
+constexpr int kMaxRanks = 4096;
+
+} // namespace zerosbp::runtime
+
+#endif // ZEROSBP_RUNTIME_CORE_LIMITS_H

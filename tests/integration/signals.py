@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""SIGINT and SIGTERM stop a run cleanly, and a stopped rank is named
+(docs/runtime.md#signals).
+
+* MPI (zero-run starting mpirun on itself), 3 ranks: SIGTERM or SIGINT to
+  zero-run exits 143 or 130 within seconds with one line, and after 10 s no
+  rank, no mpirun and no session directory is left; the same with a rank
+  stopped by SIGSTOP.
+* MPI: a rank stopped by SIGSTOP makes the others' collective time out with
+  a message that names it.
+* In process: SIGTERM or SIGINT mid-run exits 143 or 130 with one line and
+  leaves the --save directory as the previous run wrote it.
+
+Usage: signals.py ZERO_COMPILE ZERO_RUN
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from checks import GPT2, check, finish, rank_pids
+
+LIMIT = 10  # Seconds after the signal by which everything has stopped.
+
+
+def mpirun_pids(marker):
+    """pid -> command line of the mpirun processes running `marker`."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                words = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if words and words[0] == "mpirun" and marker in words:
+            found[int(entry)] = words
+    return found
+
+
+def session_directory(words):
+    """The private directory zero-run gave mpirun (orte_tmpdir_base)."""
+    for i, word in enumerate(words[:-1]):
+        if word == "orte_tmpdir_base":
+            return words[i + 1]
+    return None
+
+
+def start_mpi(zero_run, plan, *extra):
+    """Starts a long MPI run; returns the job, its ranks and mpirun's
+    session directory once all 3 ranks run (the job is None otherwise)."""
+    job = subprocess.Popen([zero_run, plan, "--ranks", "3", "--backend", "mpi",
+                            "--steps", "1000000", "--quiet"] + list(extra),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    started = time.time()
+    pids = {}
+    while time.time() - started < 30 and len(pids) < 3:
+        time.sleep(0.3)
+        pids = rank_pids(plan)
+    runs = mpirun_pids(plan)
+    session = session_directory(next(iter(runs.values()))) if runs else None
+    if len(pids) < 3:
+        job.kill()
+        job.communicate()
+        for pid in list(rank_pids(plan).values()) + list(runs):
+            os.kill(pid, signal.SIGKILL)
+        return None, pids, session
+    time.sleep(1.0)  # Well into training.
+    return job, pids, session
+
+
+def left_after(plan, since):
+    """Ranks and mpirun still there LIMIT seconds after `since`, polled."""
+    while True:
+        left = list(rank_pids(plan).values()) + list(mpirun_pids(plan))
+        if not left or time.time() - since >= LIMIT:
+            return left
+        time.sleep(0.2)
+
+
+def mpi_signal(zero_run, plan, number, stop_rank=False):
+    name = "MPI %s%s" % (signal.Signals(number).name,
+                         " with a stopped rank" if stop_rank else "")
+    job, pids, session = start_mpi(zero_run, plan, "--timeout", "120")
+    check(job is not None, "%s: the 3 ranks run (%s)" % (name, pids))
+    if job is None:
+        return
+    if stop_rank:
+        os.kill(pids[1], signal.SIGSTOP)
+        time.sleep(0.3)
+    os.kill(job.pid, number)
+    sent = time.time()
+    try:
+        _, stderr = job.communicate(timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        _, stderr = job.communicate()
+    seconds = time.time() - sent
+    lines = stderr.strip().splitlines()
+    check(job.returncode == 128 + number,
+          "%s: exit status %d" % (name, job.returncode))
+    check(seconds < LIMIT, "%s: stopped in %.1f s" % (name, seconds))
+    check(lines[:1] == ["zero-run: interrupted by %s" %
+                        signal.Signals(number).name],
+          "%s: first line (%s)" % (name, lines[:1]))
+    left = left_after(plan, sent)
+    check(not left, "%s: no rank or mpirun left after %d s (%s)" % (
+        name, LIMIT, left))
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    check(session is not None and not os.path.exists(session),
+          "%s: the session directory %s is removed" % (name, session))
+
+
+def stopped_rank_is_named(zero_run, plan):
+    name = "MPI SIGSTOP"
+    job, pids, _ = start_mpi(zero_run, plan, "--timeout", "2")
+    check(job is not None, "%s: the 3 ranks run (%s)" % (name, pids))
+    if job is None:
+        return
+    os.kill(pids[1], signal.SIGSTOP)
+    stopped = time.time()
+    try:
+        _, stderr = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        _, stderr = job.communicate()
+    lines = stderr.strip().splitlines()
+    # Ranks 0 and 2 both time out; either may print first. The collective
+    # is whichever rank 1 stopped before.
+    pattern = (r"zero-run: rank [02] failed: timed out after 2 s waiting for "
+               r"rank 1 in ((all_reduce|reduce_scatter|all_gather) on group "
+               r"\[0, 1, 2\]|the gather of step records)")
+    check(job.returncode == 1, "%s: exit status %d" % (name, job.returncode))
+    check(bool(lines) and re.fullmatch(pattern, lines[0]) is not None,
+          "%s: the first line names rank 1 (%s)" % (name, lines[:1]))
+    left = left_after(plan, stopped + 5)
+    check(not left, "%s: no rank left (%s)" % (name, left))
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    if job.returncode != 1:
+        print(stderr[-3000:])
+
+
+def snapshot(directory):
+    return {name: open(os.path.join(directory, name), "rb").read()
+            for name in sorted(os.listdir(directory))}
+
+
+def in_process_signal(zero_run, plan, work, number):
+    name = "in process %s" % signal.Signals(number).name
+    base = os.path.join(work, "inprocess-%d" % number)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    saved = os.path.join(base, "params")
+    subprocess.run([zero_run, plan, "--steps", "1", "--quiet", "--save",
+                    saved], check=True)
+    before = snapshot(saved)
+    job = subprocess.Popen([zero_run, plan, "--steps", "1000000", "--quiet",
+                            "--save", saved, "--report-file",
+                            os.path.join(base, "report.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    time.sleep(2.0)
+    os.kill(job.pid, number)
+    sent = time.time()
+    try:
+        _, stderr = job.communicate(timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        _, stderr = job.communicate()
+    seconds = time.time() - sent
+    check(job.returncode == 128 + number,
+          "%s: exit status %d" % (name, job.returncode))
+    check(seconds < LIMIT, "%s: stopped in %.1f s" % (name, seconds))
+    check(stderr == "zero-run: interrupted by %s\n" %
+          signal.Signals(number).name, "%s: one line (%r)" % (name, stderr))
+    check(sorted(os.listdir(base)) == ["params"],
+          "%s: no report, lock or partial directory (%s)" % (
+              name, sorted(os.listdir(base))))
+    check(snapshot(saved) == before,
+          "%s: --save holds the previous run's files" % name)
+
+
+def main():
+    zero_compile, zero_run = sys.argv[1], sys.argv[2]
+    work = os.environ.get("TEST_TMPDIR", "/tmp/signals")
+    os.makedirs(work, exist_ok=True)
+    plans = {}
+    for world in [2, 3]:
+        plans[world] = os.path.join(work, "gpt2_n%d.zplan" % world)
+        subprocess.run([zero_compile] + GPT2 + [
+            "--world=%d" % world, "--stage=3",
+            "--pipeline=stage3-param-persistence-threshold=0",
+            "--report=none", "-o", plans[world]], check=True)
+
+    mpi_signal(zero_run, plans[3], signal.SIGTERM)
+    mpi_signal(zero_run, plans[3], signal.SIGINT)
+    mpi_signal(zero_run, plans[3], signal.SIGTERM, stop_rank=True)
+    stopped_rank_is_named(zero_run, plans[3])
+    in_process_signal(zero_run, plans[2], work, signal.SIGTERM)
+    in_process_signal(zero_run, plans[2], work, signal.SIGINT)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
