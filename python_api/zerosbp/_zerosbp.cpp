@@ -11,6 +11,7 @@
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/comm/MpiComm.h"
 #include "runtime/core/Error.h"
+#include "runtime/core/Limits.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/exec/StepTrace.h"
 #include "runtime/io/DurableFile.h"
@@ -18,6 +19,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/train/ModelData.h"
 #include "runtime/train/MpiTraining.h"
+#include "runtime/train/MpirunSupervisor.h"
 #include "runtime/train/TrainingSession.h"
 
 #include <pybind11/numpy.h>
@@ -90,8 +92,10 @@ public:
           std::make_unique<TrainingSession>(plan, timeoutSeconds, plan.device);
     } else if (backend == "mpi") {
       MpiSession *mpiSession = startMpi().session.get();
-      gather = [mpiSession](const std::vector<double> &mine) {
-        return mpiSession->gatherRecords(mine);
+      gather = [mpiSession, timeoutSeconds](const std::vector<double> &mine) {
+        return mpiSession->gatherRecords(
+            mine, std::chrono::milliseconds(
+                      static_cast<int64_t>(timeoutSeconds * 1000)));
       };
       session = std::make_unique<TrainingSession>(plan, *mpi.comm, gather,
                                                   timeoutSeconds, plan.device);
@@ -382,8 +386,19 @@ PYBIND11_MODULE(_zerosbp, m) {
     }
   });
 
+  // One bound on ranks for zero-run, the readers and Python (placements,
+  // zerosbp.launch -n, and graphs here, whatever world MPI gives them).
+  m.attr("MAX_RANKS") = kMaxRanks;
+
   py::class_<python::GraphCapture>(m, "GraphCapture")
-      .def(py::init<const std::string &, int64_t, const std::string &>(),
+      .def(py::init([](const std::string &name, int64_t world,
+                       const std::string &device) {
+             if (world < 1 || world > kMaxRanks)
+               throw RuntimeError("world: expected a number of ranks in [1, " +
+                                  std::to_string(kMaxRanks) + "], got " +
+                                  std::to_string(world));
+             return std::make_unique<python::GraphCapture>(name, world, device);
+           }),
            py::arg("name"), py::arg("world"), py::arg("device") = "cpu")
       .def_property_readonly("world", &python::GraphCapture::world)
       .def("input", &python::GraphCapture::input, py::arg("name"),
@@ -468,4 +483,21 @@ PYBIND11_MODULE(_zerosbp, m) {
     MpiTraining::prepareMpirunEnvironment();
     return MpiTraining::mpirunCommand(ranks, dir);
   });
+  // zerosbp.launch: mpirun with signals forwarded and no rank left behind
+  // (docs/runtime.md#signals). Returns (status, signal, killed,
+  // mpirun_signal).
+  m.def(
+      "run_mpirun",
+      [](const std::vector<std::string> &command, double graceSeconds) {
+        MpirunOutcome outcome;
+        {
+          py::gil_scoped_release release;
+          outcome = superviseMpirun(
+              command, std::chrono::milliseconds(
+                           static_cast<int64_t>(graceSeconds * 1000)));
+        }
+        return py::make_tuple(outcome.status, outcome.signal, outcome.killed,
+                              outcome.mpirunSignal);
+      },
+      py::arg("command"), py::arg("grace") = 5.0);
 }

@@ -1,11 +1,12 @@
 """``python3 -m zerosbp.launch -n 4 train.py [args]``: runs the script as
 one process per rank over MPI (mpirun with this machine's flags); each
-graph then runs this process's rank."""
+graph then runs this process's rank. SIGINT or SIGTERM stops every rank and
+exits 130 or 143."""
 
 import argparse
 import os
 import shutil
-import subprocess
+import signal as signal_module
 import sys
 import tempfile
 
@@ -23,8 +24,9 @@ def main(argv=None):
     parser.add_argument("args", nargs=argparse.REMAINDER,
                         help="arguments for the script")
     options = parser.parse_args(argv)
-    if options.nproc < 1:
-        parser.error("-n must be at least 1")
+    if not 1 <= options.nproc <= _zerosbp.MAX_RANKS:
+        parser.error(f"-n: expected an integer in [1, {_zerosbp.MAX_RANKS}], "
+                     f"got '{options.nproc}'")
     if not os.path.isfile(options.script):
         parser.error(f"no such script: {options.script}")
     if shutil.which("mpirun") is None:
@@ -35,9 +37,33 @@ def main(argv=None):
     try:
         command = _zerosbp.mpirun_command(options.nproc, session)
         command += [sys.executable, options.script] + options.args
-        return subprocess.call(command)
+        # SIGINT and SIGTERM go to mpirun, which stops the ranks; whatever
+        # still runs 5 s later is killed (docs/runtime.md#signals).
+        status, signal, killed, mpirun_signal = _zerosbp.run_mpirun(
+            command, _GRACE_SECONDS)
     finally:
         shutil.rmtree(session, ignore_errors=True)
+    if signal:
+        print(f"zerosbp.launch: interrupted by {_signal_name(signal)}",
+              file=sys.stderr)
+        if killed:
+            print(f"zerosbp.launch: killed {killed} process(es) still "
+                  f"running {_GRACE_SECONDS:g} s after it", file=sys.stderr)
+    elif mpirun_signal:
+        print(f"zerosbp.launch: mpirun was killed by "
+              f"{_signal_name(mpirun_signal)}; stopped its ranks",
+              file=sys.stderr)
+    return status
+
+
+_GRACE_SECONDS = 5.0
+
+
+def _signal_name(number):
+    try:
+        return signal_module.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 if __name__ == "__main__":

@@ -82,6 +82,10 @@ class Module:
             for name, param in self.named_parameters(remove_duplicate=False))
 
     def load_state_dict(self, state_dict, strict=True):
+        """Sets the parameters named in `state_dict`, all or nothing: every
+        key, shape and value is checked before any parameter is set, and if
+        a compiled graph refuses a value midway, the parameters set before
+        it get their earlier values back. Returns (missing, unexpected)."""
         params = dict(self.named_parameters(remove_duplicate=False))
         missing = [name for name in params if name not in state_dict]
         unexpected = [name for name in state_dict if name not in params]
@@ -91,14 +95,34 @@ class Module:
                 (f"missing keys {missing}" if missing else "") +
                 ("; " if missing and unexpected else "") +
                 (f"unexpected keys {unexpected}" if unexpected else ""))
+        updates = []
         for name, value in state_dict.items():
-            if name in params:
-                value = np.asarray(value)
-                if value.shape != params[name].shape:
-                    raise ValueError(
-                        f"load_state_dict: '{name}' has shape "
-                        f"{params[name].shape}, the file has {value.shape}")
-                params[name].copy_(value)
+            if name not in params:
+                continue
+            try:
+                value = np.asarray(value, dtype=np.float32)
+            except (TypeError, ValueError) as error:
+                raise ValueError(
+                    f"load_state_dict: '{name}' is not a float array "
+                    f"({error})") from None
+            if value.shape != params[name].shape:
+                raise ValueError(
+                    f"load_state_dict: '{name}' has shape "
+                    f"{params[name].shape}, the file has {value.shape}")
+            updates.append((params[name], value))
+        earlier = {}  # id -> (parameter, value before this call)
+        try:
+            for param, value in updates:
+                if id(param) not in earlier:
+                    earlier[id(param)] = (param, param.data)
+                param.copy_(value)
+        except BaseException:
+            for param, value in reversed(list(earlier.values())):
+                try:
+                    param.copy_(value)
+                except Exception:  # The first error says why; raise it.
+                    pass
+            raise
         return missing, unexpected
 
     def num_parameters(self):

@@ -34,9 +34,10 @@ class Parameter:
             raise ValueError(
                 f"cannot set a parameter of shape {self._data.shape} from "
                 f"shape {value.shape}")
-        self._data = value.copy()
+        value = value.copy()
         if self._graph is not None and self._graph._session is not None:
-            self._graph._set_parameter(self._name, self._data)
+            self._graph._set_parameter(self._name, value)
+        self._data = value  # Only once the graph took it.
         return self
 
     def numpy(self):
