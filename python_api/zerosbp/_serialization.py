@@ -400,9 +400,15 @@ def load(path):
     """Loads what save wrote: name -> numpy array. A malformed file raises
     zerosbp.Error naming it."""
     path = os.fspath(path)
-    if path.endswith(".safetensors"):
-        return _load_safetensors(path)
-    if not os.path.isdir(path):
-        raise _bad(path, "no such directory of .npy files")
-    return {entry[:-4]: _load_npy(os.path.join(path, entry))
-            for entry in sorted(os.listdir(path)) if entry.endswith(".npy")}
+    try:
+        if path.endswith(".safetensors"):
+            return _load_safetensors(path)
+        if not os.path.isdir(path):
+            raise _bad(path, "no such directory of .npy files")
+        return {entry[:-4]: _load_npy(os.path.join(path, entry))
+                for entry in sorted(os.listdir(path))
+                if entry.endswith(".npy")}
+    except OSError as error:
+        # A missing or unreadable file: one line naming it, like the rest.
+        raise _bad(error.filename or path,
+                   f"cannot read ({error.strerror or error})") from None

@@ -10,7 +10,8 @@
 
 namespace zerosbp::runtime {
 
-/// The most ranks a run may have: `zero-run --ranks`, a plan's and a
+/// The most ranks a run may have: `zero-compile --world`, `zero-run
+/// --ranks`, a plan's and a
 /// checkpoint manifest's world, and the Python API's placements, graphs and
 /// `zerosbp.launch -n` (as `_zerosbp.MAX_RANKS`) all stop here.
 constexpr int kMaxRanks = 4096;

@@ -297,3 +297,11 @@ def test_the_api_has_zero_runs_limit_on_ranks(tmp_path):
     assert done.stderr.splitlines()[-1] == (
         "python3 -m zerosbp.launch: error: -n: expected an integer in "
         "[1, 4096], got '4097'")
+
+
+def test_a_missing_file_is_a_zerosbp_error(tmp_path):
+    missing = tmp_path / "absent.safetensors"
+    with pytest.raises(zs.Error) as caught:
+        zs.load(missing)
+    assert str(caught.value) == (f"{missing}: cannot read (No such file or "
+                                 "directory)")

@@ -18,6 +18,7 @@
 #include "examples/gpt2/Gpt2.h"
 #include "passes/Passes.h"
 #include "passes/memory/PlanAttrs.h"
+#include "runtime/core/Limits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -474,8 +475,10 @@ int main(int argc, char **argv) {
                               "per-rank memory and traffic\n");
   if (report != "json" && report != "text" && report != "none")
     return fail("--report must be json, text or none, got '" + report + "'");
-  if (world < 1)
-    return fail("--world must be positive");
+  if (world < 1 || world > zerosbp::runtime::kMaxRanks)
+    return fail("--world: expected a number of ranks in [1, " +
+                std::to_string(zerosbp::runtime::kMaxRanks) + "], got " +
+                std::to_string(world));
   if (llvm::Error error = checkGivenFlags())
     return fail(llvm::toString(std::move(error)));
 
