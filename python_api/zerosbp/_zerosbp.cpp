@@ -229,11 +229,7 @@ public:
     std::string error;
     if (session->rank() == 0) {
       try {
-        std::error_code code;
-        std::filesystem::create_directories(directory, code);
-        if (code)
-          throw RuntimeError(directory + ": cannot create directory (" +
-                             code.message() + ")");
+        createDirectories(directory);
         lock = std::make_unique<DirectoryLock>(directory);
       } catch (const std::exception &failure) {
         error = failure.what();

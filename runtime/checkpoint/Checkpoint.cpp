@@ -4,6 +4,7 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
 
 #include <algorithm>
@@ -80,13 +81,6 @@ completeCheckpoints(const std::string &directory) {
   return found;
 }
 
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + (shape.size() == 1 ? ",)" : ")");
-}
-
 std::vector<int64_t> extents(const std::vector<DimRange> &ranges) {
   std::vector<int64_t> shape;
   for (const DimRange &range : ranges)
@@ -119,11 +113,8 @@ std::string partialCheckpointPath(const std::string &directory, int64_t step) {
 }
 
 std::string beginCheckpoint(const std::string &directory, int64_t step) {
+  createDirectories(directory);
   std::error_code error;
-  fs::create_directories(directory, error);
-  if (error)
-    throw RuntimeError(directory + ": cannot create directory (" +
-                       error.message() + ")");
   // Left by a save that was killed; the lock says no one is writing them.
   for (const fs::directory_entry &entry :
        fs::directory_iterator(directory, error))
@@ -275,9 +266,9 @@ void checkCompatible(const OpenedCheckpoint &checkpoint, const Plan &plan) {
                          "model, optimizer or precision?)");
     if (tensor->layout.modelShape != variable.modelShape())
       throw RuntimeError(where + "shape " +
-                         shapeText(tensor->layout.modelShape) +
+                         npyShapeText(tensor->layout.modelShape) +
                          " in the checkpoint but " +
-                         shapeText(variable.modelShape()) + " in the plan");
+                         npyShapeText(variable.modelShape()) + " in the plan");
     if (tensor->dtype != variable.dtype)
       throw RuntimeError(where + "dtype " + dtypeName(tensor->dtype) +
                          " in the checkpoint but " + dtypeName(variable.dtype) +
@@ -342,9 +333,9 @@ void verifyCheckpointFile(const OpenedCheckpoint &checkpoint, int fileRank) {
       if (entry->dtype != tensor.dtype || entry->shape != extents(piece.ranges))
         throw RuntimeError(path + ": tensor '" + tensor.name + "' is " +
                            safetensorsDTypeName(entry->dtype) + " " +
-                           shapeText(entry->shape) + ", the manifest says " +
+                           npyShapeText(entry->shape) + ", the manifest says " +
                            safetensorsDTypeName(tensor.dtype) + " " +
-                           shapeText(extents(piece.ranges)));
+                           npyShapeText(extents(piece.ranges)));
     }
 }
 

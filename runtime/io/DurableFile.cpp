@@ -90,6 +90,14 @@ void syncDirectory(const std::string &path) {
     throw RuntimeError(path + ": cannot flush directory (" + reason + ")");
 }
 
+void createDirectories(const std::string &path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error)
+    throw RuntimeError(path + ": cannot create directory (" + error.message() +
+                       ")");
+}
+
 void renamePath(const std::string &from, const std::string &to) {
   if (::rename(from.c_str(), to.c_str()) != 0)
     throw RuntimeError(to + ": cannot rename " + from + " to it (" +
@@ -223,26 +231,40 @@ FileDigest digestFile(const std::string &path) {
   return digest;
 }
 
-DirectoryLock::DirectoryLock(const std::string &directory) {
-  std::string path = directory + "/lock";
-  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+namespace {
+
+/// Opens `lockFile` and takes its flock without waiting, or throws
+/// "<what> is locked by another writer (pid P)" with the pid the holder
+/// wrote into it.
+int lockExclusively(const std::string &lockFile, const std::string &what) {
+  int fd = ::open(lockFile.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw RuntimeError(path + ": cannot open the lock file (" + systemReason() +
-                       ")");
+    throw RuntimeError(lockFile + ": cannot open the lock file (" +
+                       systemReason() + ")");
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     std::string holder;
     char text[32] = {};
     if (::pread(fd, text, sizeof(text) - 1, 0) > 0)
       holder = std::string(" (pid ") + std::to_string(std::atol(text)) + ")";
     ::close(fd);
-    fd = -1;
-    throw RuntimeError(directory + " is locked by another writer" + holder);
+    throw RuntimeError(what + " is locked by another writer" + holder);
   }
+  return fd;
+}
+
+/// Records this process as the holder, for the message a second writer
+/// gets; the flock is what excludes, so a failed write changes nothing.
+void writeHolderPid(int fd) {
   std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
-                                     static_cast<ssize_t>(pid.size())) {
-    // The pid is only for the message; the flock is what excludes.
-  }
+  if (::ftruncate(fd, 0) == 0)
+    (void)::pwrite(fd, pid.data(), pid.size(), 0);
+}
+
+} // namespace
+
+DirectoryLock::DirectoryLock(const std::string &directory)
+    : fd(lockExclusively(directory + "/lock", directory)) {
+  writeHolderPid(fd);
 }
 
 DirectoryLock::~DirectoryLock() {
@@ -263,19 +285,7 @@ std::string PathLock::lockFileOf(const std::string &path) {
 
 PathLock::PathLock(const std::string &path) : lockFile(lockFileOf(path)) {
   while (true) {
-    fd = ::open(lockFile.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-      throw RuntimeError(lockFile + ": cannot open the lock file (" +
-                         systemReason() + ")");
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      std::string holder;
-      char text[32] = {};
-      if (::pread(fd, text, sizeof(text) - 1, 0) > 0)
-        holder = std::string(" (pid ") + std::to_string(std::atol(text)) + ")";
-      ::close(fd);
-      fd = -1;
-      throw RuntimeError(path + " is locked by another writer" + holder);
-    }
+    fd = lockExclusively(lockFile, path);
     // The previous holder removes the file as it releases it: a lock taken
     // on the removed file excludes nobody, so take the one under the name.
     struct stat held, named;
@@ -285,11 +295,7 @@ PathLock::PathLock(const std::string &path) : lockFile(lockFileOf(path)) {
     ::close(fd);
     fd = -1;
   }
-  std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
-                                     static_cast<ssize_t>(pid.size())) {
-    // The pid is only for the message; the flock is what excludes.
-  }
+  writeHolderPid(fd);
 }
 
 PathLock::~PathLock() {

@@ -52,6 +52,9 @@ void writeFileAtomically(const std::string &path, const std::string &contents);
 void writeOutputFile(const std::string &path, const std::string &contents,
                      const std::string &what);
 
+/// Creates `path` and its missing parents; throws naming the path.
+void createDirectories(const std::string &path);
+
 /// rename(2) that throws naming both paths.
 void renamePath(const std::string &from, const std::string &to);
 

@@ -105,12 +105,9 @@ std::string replaceAll(std::string text, const std::string &from,
 SaveTarget::SaveTarget(const std::string &path)
     : dir(withoutTrailingSlashes(path)) {
   auto [parent, name] = splitPath(dir);
-  std::error_code error;
-  std::filesystem::create_directories(parent, error);
-  if (error)
-    throw RuntimeError(parent + ": cannot create directory (" +
-                       error.message() + ")");
+  createDirectories(parent);
   lock = std::make_unique<PathLock>(dir);
+  std::error_code error;
   // Replacing the directory as a whole removes what else it holds: only a
   // saved model (.npy files) is replaced.
   if (std::filesystem::exists(dir, error)) {
@@ -227,11 +224,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
   if (options.saveDir && reporter)
     saveTarget = std::make_unique<SaveTarget>(*options.saveDir);
   if (options.checkpointDir && reporter) {
-    std::error_code error;
-    std::filesystem::create_directories(*options.checkpointDir, error);
-    if (error)
-      throw RuntimeError(*options.checkpointDir +
-                         ": cannot create directory (" + error.message() + ")");
+    createDirectories(*options.checkpointDir);
     lock = std::make_unique<DirectoryLock>(*options.checkpointDir);
   }
   TrainResult result;

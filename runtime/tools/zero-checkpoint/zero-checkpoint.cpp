@@ -21,6 +21,7 @@
 #include "runtime/core/Tensor.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/io/DurableFile.h"
+#include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
 
 #include <cstdio>
@@ -36,13 +37,6 @@ namespace {
 
 const char *const kUsage = "usage: zero-checkpoint inspect DIR\n"
                            "       zero-checkpoint to-fp32 DIR OUT.safetensors";
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + (shape.size() == 1 ? ",)" : ")");
-}
 
 std::string joined(const std::vector<std::string> &parts) {
   std::string text;
@@ -76,7 +70,8 @@ int inspect(const std::string &path) {
   std::printf("format      zerosbp-checkpoint version %d\n", manifest.version);
   std::printf("step        %lld\n", static_cast<long long>(manifest.step));
   std::printf("world       %d ranks %s on %s\n", manifest.world,
-              shapeText(manifest.hierarchy).c_str(), manifest.device.c_str());
+              npyShapeText(manifest.hierarchy).c_str(),
+              manifest.device.c_str());
   std::printf("stage       %s\n",
               manifest.stage ? std::to_string(*manifest.stage).c_str() : "-");
   std::printf("function    %s\n", manifest.function.c_str());
@@ -107,7 +102,7 @@ int inspect(const std::string &path) {
       ranks += (ranks.empty() ? "" : ",") + std::to_string(piece.rank);
     std::printf("%-40s %-9s %-5s %-16s %-10s %s\n", tensor.name.c_str(),
                 roleName(tensor.role), dtypeName(tensor.dtype),
-                shapeText(tensor.layout.modelShape).c_str(),
+                npyShapeText(tensor.layout.modelShape).c_str(),
                 joined(tensor.sbp).c_str(), ranks.c_str());
     if (tensor.role == Role::Param)
       parameters += numElements(tensor.layout.modelShape);
