@@ -105,7 +105,8 @@ std::string timeoutMessage(std::chrono::milliseconds timeout,
 /// slot over a duplicate of the world, and peers answer while they poll
 /// their own waits. A peer that does not answer within a second (stopped,
 /// killed, or busy outside this communicator) or has begun fewer collectives
-/// has not arrived.
+/// has not arrived; when some do not answer, only they are named, since the
+/// ones behind are waiting for them.
 class RollCall {
 public:
   explicit RollCall(MPI_Comm world) {
@@ -129,8 +130,8 @@ public:
   /// `now` is set.
   void answer(bool now = false);
 
-  /// The `members` other than `me` that have not begun as many collectives
-  /// of `slot` as this rank.
+  /// The `members` other than `me` that do not answer; when all answer,
+  /// those that have not begun as many collectives of `slot` as this rank.
   std::vector<int> absent(const std::vector<int> &members, int me, int slot);
 
 private:
@@ -210,7 +211,7 @@ std::vector<int> RollCall::absent(const std::vector<int> &members, int me,
     if (left > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  std::vector<int> result;
+  std::vector<int> silent, behind;
   for (size_t i = 0; i < n; ++i) {
     if (!answered[i] && receives[i] != MPI_REQUEST_NULL) {
       // A reply may come between the last test and the cancel.
@@ -221,10 +222,14 @@ std::vector<int> RollCall::absent(const std::vector<int> &members, int me,
       MPI_Test_cancelled(&status, &cancelled);
       answered[i] = !cancelled;
     }
-    if (!answered[i] || replies[i][0] != slot || replies[i][1] < mine)
-      result.push_back(peers[i]);
+    if (!answered[i])
+      silent.push_back(peers[i]);
+    else if (replies[i][0] != slot || replies[i][1] < mine)
+      behind.push_back(peers[i]);
   }
-  return result;
+  // A peer that answers but is behind is itself waiting, in an earlier
+  // collective, for one that does not answer: that one is the cause.
+  return silent.empty() ? behind : silent;
 }
 
 namespace {

@@ -17,8 +17,9 @@
 // written: the caller should abort(). To name those ranks, the rank that
 // timed out asks every peer, over a communicator of its own, how many
 // collectives of the group it has begun; peers answer while they wait in
-// theirs. A peer that does not answer (stopped with SIGSTOP, killed, or
-// busy elsewhere) or has begun fewer is named (docs/runtime.md#communicators).
+// theirs. The peers that do not answer (stopped with SIGSTOP, killed, or
+// busy elsewhere) are named; when all answer, those that have begun fewer
+// (docs/runtime.md#communicators).
 //
 // abort() prints "zero-run: rank R failed: <reason>" to stderr and calls
 // MPI_Abort, which makes mpirun end every rank; it may be called from any
