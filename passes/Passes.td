@@ -17,6 +17,20 @@ def ZeroAutodiff : Pass<"zero-autodiff", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroInference : Pass<"zero-inference", "::mlir::func::FuncOp"> {
+  let summary = "Makes a captured forward graph an inference graph";
+  let description = [{
+    Runs first on a graph compiled for prediction or evaluation (a build
+    that returns outputs without calling backward): dropout becomes the
+    identity, and ops that belong to training (`nn.gradient`, `nn.assign`,
+    optimizer updates) are refused. The function is marked
+    `zero.inference`, so that zero-export-plan writes an inference plan
+    (`"mode": "eval"`, docs/plan-format.md) that the runtime runs without
+    gradients or updates. Every result is handed back whole to the host.
+  }];
+  let dependentDialects = ["::mlir::nn::NNDialect"];
+}
+
 def ZeroAccumulate : Pass<"zero-accumulate", "::mlir::func::FuncOp"> {
   let summary = "Gradient accumulation: k micro-batches inside one step";
   let description = [{

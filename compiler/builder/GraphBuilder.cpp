@@ -224,6 +224,30 @@ Value GraphBuilder::tanh(Value input) {
   return createInferredValue(createInferred<nn::TanhOp>({input}, {}));
 }
 
+Value GraphBuilder::step() {
+  if (!usable({}))
+    return {};
+  Block &body = func.getBody().front();
+  auto steps = body.getOps<nn::StepOp>();
+  if (!steps.empty())
+    return (*steps.begin()).getResult();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&body);
+  return nn::StepOp::create(builder, loc(),
+                            RankedTensorType::get({}, builder.getI64Type()));
+}
+
+Value GraphBuilder::dropout(Value input, double p, uint64_t seed,
+                            int64_t stream) {
+  Value count = step();
+  return createInferredValue(createInferred<nn::DropoutOp>(
+      {input, count},
+      {builder.getNamedAttr("p", builder.getF64FloatAttr(p)),
+       builder.getNamedAttr("seed", builder.getI64IntegerAttr(
+                                        static_cast<int64_t>(seed))),
+       builder.getNamedAttr("stream", builder.getI64IntegerAttr(stream))}));
+}
+
 Value GraphBuilder::scale(Value input, double factor) {
   return createInferredValue(createInferred<nn::ScaleOp>(
       {input},

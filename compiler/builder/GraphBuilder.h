@@ -59,6 +59,9 @@ public:
   void freeze(mlir::Value variable);
   mlir::Value fill(double value, llvm::ArrayRef<int64_t> shape,
                    mlir::Type elementType);
+  /// The graph's step count (`nn.step`), created first in the graph on first
+  /// use; the optimizer's updates read the same one.
+  mlir::Value step();
 
   //===--------------------------------------------------------------------===//
   // Ops
@@ -77,6 +80,11 @@ public:
   mlir::Value gelu(mlir::Value input);
   mlir::Value tanh(mlir::Value input);
   mlir::Value scale(mlir::Value input, double factor);
+  /// Zeroes elements with probability `p` by a mask keyed by `seed` (all 64
+  /// bits), `stream` (one per dropout of the graph) and the step
+  /// (docs/compiler.md, "Dropout").
+  mlir::Value dropout(mlir::Value input, double p, uint64_t seed,
+                      int64_t stream);
   mlir::Value cast(mlir::Value input, mlir::Type elementType);
   mlir::Value layerNorm(mlir::Value input, mlir::Value gamma, mlir::Value beta,
                         double epsilon = 1e-5);

@@ -160,7 +160,7 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
   // The steps name passes textually; make sure they are known.
   static std::once_flag registered;
   std::call_once(registered, [] { registerZeroPasses(); });
-  auto steps = globalPipelineSteps(config);
+  auto steps = globalPipelineSteps(config, options.kind);
   if (!steps)
     return steps.takeError();
   func::FuncOp func;
@@ -172,8 +172,10 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
     }
   if (!func)
     return driverError("the model has no graph function");
-  if (llvm::Error error = checkTrainBatchSize(func, config))
-    return std::move(error);
+  // An inference graph's batch is its own, not the training step's.
+  if (options.kind == GraphKind::Training)
+    if (llvm::Error error = checkTrainBatchSize(func, config))
+      return std::move(error);
   if (llvm::Error error = checkSizes(func))
     return std::move(error);
 

@@ -12,6 +12,7 @@
 #define ZEROSBP_COMPILER_DRIVER_COMPILEDRIVER_H
 
 #include "compiler/config/ZeroConfig.h"
+#include "compiler/pipeline/Pipeline.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -22,6 +23,8 @@
 namespace zerosbp {
 
 struct CompileOptions {
+  /// A training step, or an inference graph (docs/compiler.md).
+  GraphKind kind = GraphKind::Training;
   /// Where zero-export-plan writes the plan; empty skips the export.
   std::string planFile;
   /// Called after each pass (and once with "capture" before the first)

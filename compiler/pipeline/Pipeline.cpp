@@ -28,7 +28,7 @@ static std::string exact(double value) {
 }
 
 llvm::Expected<std::vector<PipelineStep>>
-zerosbp::globalPipelineSteps(const ZeroConfig &config) {
+zerosbp::globalPipelineSteps(const ZeroConfig &config, GraphKind kind) {
   if (llvm::Error error = config.verify())
     return std::move(error);
   const PrecisionConfig &precision = config.precision;
@@ -45,6 +45,24 @@ zerosbp::globalPipelineSteps(const ZeroConfig &config) {
   int64_t persistence =
       config.stage >= 3 ? config.zero.stage3ParamPersistenceThreshold : 0;
   std::vector<PipelineStep> steps;
+  if (kind == GraphKind::Inference) {
+    // The forward alone, at the training graph's precision and layout, so
+    // that its parameters are the training graph's (docs/compiler.md).
+    steps.push_back({"zero-inference", ""});
+    if (precision.precision != Precision::FP32)
+      steps.push_back(
+          {"zero-amp", llvm::formatv("precision={0} loss-scale=1",
+                                     stringifyPrecision(precision.precision)
+                                         .lower())});
+    steps.push_back(
+        {"zero-sbp-propagation", llvm::formatv("world={0}", config.world)});
+    steps.push_back(
+        {"zero-stage", llvm::formatv("stage={0} shard-min-size={1} "
+                                     "persistence-threshold={2}",
+                                     config.stage, config.shardMinSize,
+                                     persistence)});
+    return steps;
+  }
   // The graph's batch is the whole step's: micro-batch x accumulation x
   // world, as DeepSpeed's train_batch_size.
   if (config.gradientAccumulationSteps > 1)

@@ -24,8 +24,13 @@ struct PipelineStep {
 
 /// The steps `config` asks for, or an error naming the config key that the
 /// compiler cannot honour yet (shard_restore_level 0).
+/// What a graph is compiled for: a training step (the loss, its backward
+/// and the updates) or inference (the forward's outputs only).
+enum class GraphKind { Training, Inference };
+
 llvm::Expected<std::vector<PipelineStep>>
-globalPipelineSteps(const ZeroConfig &config);
+globalPipelineSteps(const ZeroConfig &config,
+                    GraphKind kind = GraphKind::Training);
 
 /// Adds the global-view pipeline for `config` to `pm`, a pass manager on
 /// `builtin.module`.

@@ -88,8 +88,12 @@ public:
     x = b.layerNormLayer("ln_f", x);
     Value logits = b.matmul(x, wte, /*transposeLhs=*/false,
                             /*transposeRhs=*/true);
+    logitsOut = b.reshape(logits, {c.batch, c.seqLen, c.vocab});
     return b.crossEntropy(logits, b.reshape(labels, {rows()}));
   }
+
+  /// The logits (batch, seq, vocab) of the last emit().
+  Value logitsOut;
 
 private:
   int64_t rows() const { return c.batch * c.seqLen; }
@@ -136,4 +140,16 @@ Value zerosbp::examples::buildGpt2(GraphBuilder &builder,
     return {};
   }
   return Gpt2Emitter(builder, config).emit();
+}
+
+std::pair<Value, Value>
+zerosbp::examples::buildGpt2Inference(GraphBuilder &builder,
+                                      const Gpt2Config &config) {
+  if (config.heads < 1 || config.embed % config.heads != 0) {
+    builder.reshape(Value(), {});
+    return {};
+  }
+  Gpt2Emitter emitter(builder, config);
+  Value loss = emitter.emit();
+  return {emitter.logitsOut, loss};
 }

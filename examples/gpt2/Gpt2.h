@@ -6,6 +6,7 @@
 #include "compiler/builder/GraphBuilder.h"
 
 #include <optional>
+#include <utility>
 
 namespace zerosbp::examples {
 
@@ -48,6 +49,11 @@ struct Gpt2Config {
 /// `h.<i>.attn.c_proj`, `h.<i>.ln_2`, `h.<i>.mlp.c_fc`, `h.<i>.mlp.c_proj`,
 /// `ln_f`) with torch.nn.Linear layouts.
 mlir::Value buildGpt2(GraphBuilder &builder, const Gpt2Config &config);
+
+/// The same graph for inference: its logits (batch, seq, vocab) and its
+/// loss, both returned.
+std::pair<mlir::Value, mlir::Value>
+buildGpt2Inference(GraphBuilder &builder, const Gpt2Config &config);
 
 } // namespace zerosbp::examples
 

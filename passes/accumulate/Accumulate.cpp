@@ -176,9 +176,14 @@ void ZeroAccumulatePass::runOnOperation() {
     for (nn::InputOp input : inputs)
       mapping.map(input.getResult(),
                   microBatch(builder, input.getResult(), ranks, index));
-    for (Operation *op : perMicroBatch)
-      if (failed(cloneForMicroBatch(builder, *op, mapping)))
+    for (Operation *op : perMicroBatch) {
+      FailureOr<Operation *> copy = cloneForMicroBatch(builder, *op, mapping);
+      if (failed(copy))
         return signalPassFailure();
+      // Each micro-batch draws its own dropout mask (docs/compiler.md).
+      if (auto dropout = dyn_cast<nn::DropoutOp>(*copy))
+        dropout.setMicroBatchAttr(builder.getI64IntegerAttr(index));
+    }
     Value loss = mapping.lookupOrDefault(ret.getOperand(0));
     total = total ? nn::AddOp::create(builder, ret.getLoc(), loss.getType(),
                                       total, loss)

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/inference/InferenceAttrs.h"
 #include "passes/common/LocalUtils.h"
 #include "passes/common/SbpUtils.h"
 #include "passes/memory/PlanAttrs.h"
@@ -350,6 +351,9 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     json.attribute("format", "zerosbp-plan");
     json.attribute("version", kPlanVersion);
     json.attribute("function", func.getName());
+    // Inference plans say so; a training plan has no `mode`, as before.
+    if (func->hasAttr(kInferenceAttr))
+      json.attribute("mode", "eval");
     if (auto stage = func->getAttrOfType<IntegerAttr>("zero.stage"))
       json.attribute("stage", stage.getInt());
     json.attribute("world", placement.getNumRanks());

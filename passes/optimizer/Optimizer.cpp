@@ -98,9 +98,16 @@ void ZeroOptimizerPass::runOnOperation() {
   OpBuilder builder(func.getContext());
   Value step;
   if (kind != OptimizerKind::sgd) {
-    builder.setInsertionPointToStart(&func.getBody().front());
-    step = nn::StepOp::create(builder, func.getLoc(),
-                              RankedTensorType::get({}, builder.getI64Type()));
+    // One step count per graph: dropout may already read it.
+    auto existing = func.getBody().front().getOps<nn::StepOp>();
+    if (!existing.empty()) {
+      step = (*existing.begin()).getResult();
+    } else {
+      builder.setInsertionPointToStart(&func.getBody().front());
+      step = nn::StepOp::create(
+          builder, func.getLoc(),
+          RankedTensorType::get({}, builder.getI64Type()));
+    }
   }
 
   for (nn::GradientOp gradient : gradients) {

@@ -555,6 +555,17 @@ LogicalResult Partitioner::rewriteOp(Operation &op) {
       .Case([&](nn::ReduceMeanOp mean) {
         mean.setCountAttr(builder.getI64IntegerAttr(productOf(
             globalTypes.lookup(mean.getInput()).getShape(), mean.getAxes())));
+      })
+      .Case([&](nn::DropoutOp dropout) {
+        // The mask follows global indices; the runtime finds this rank's
+        // offsets from the split dims (docs/compiler.md, "Dropout").
+        RankedTensorType global = globalTypes.lookup(dropout.getResult());
+        SmallVector<int64_t> splitDims;
+        for (SbpAttr sbp : getGlobalEncoding(global).getSbp())
+          splitDims.push_back(sbp.isSplit() ? sbp.getAxis() : -1);
+        dropout.setGlobalShapeAttr(
+            builder.getDenseI64ArrayAttr(global.getShape()));
+        dropout.setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDims));
       });
 
   // The local op must still be well formed.

@@ -301,6 +301,19 @@ int GraphCapture::apply(const std::string &op, const std::vector<int> &operands,
   } else if (op == "scale") {
     need(1);
     result = b.scale(in[0], attrs.scalar);
+  } else if (op == "dropout") {
+    // ints = [low 32 bits of the seed, high 32 bits, stream]: a seed up to
+    // 2^64 - 1 does not fit one int64.
+    need(1);
+    if (attrs.ints.size() != 3)
+      fail("dropout takes ints = [seed_lo, seed_hi, stream]");
+    auto half = [](int64_t word) {
+      if (word < 0 || word > 0xffffffffLL)
+        fail("dropout: seed halves must lie in [0, 2^32)");
+      return static_cast<uint64_t>(word);
+    };
+    uint64_t seed = half(attrs.ints[0]) | half(attrs.ints[1]) << 32;
+    result = b.dropout(in[0], attrs.scalar, seed, attrs.ints[2]);
   } else if (op == "cast") {
     need(1);
     result = b.cast(in[0], impl->elementType(attrs.dtype));
@@ -360,19 +373,41 @@ CompiledGraph GraphCapture::compile(int loss, const ConfigSpec &spec,
                                     const std::string &planFile, bool keepIr) {
   if (impl->finished)
     fail("the graph is already compiled");
-  ZeroConfig config = buildConfig(spec, impl->world);
   Value lossValue = impl->value(loss);
   if (!GraphBuilder::shapeOf(lossValue).empty())
     fail("the loss must be a scalar, got a tensor of type " +
          typeName(lossValue.getType()));
+  return compileGraph({loss}, spec, planFile, keepIr, /*inference=*/false);
+}
+
+CompiledGraph GraphCapture::compileInference(const std::vector<int> &outputs,
+                                             const ConfigSpec &spec,
+                                             const std::string &planFile,
+                                             bool keepIr) {
+  if (impl->finished)
+    fail("the graph is already compiled");
+  if (outputs.empty())
+    fail("an inference graph returns at least one output");
+  return compileGraph(outputs, spec, planFile, keepIr, /*inference=*/true);
+}
+
+CompiledGraph GraphCapture::compileGraph(const std::vector<int> &results,
+                                         const ConfigSpec &spec,
+                                         const std::string &planFile,
+                                         bool keepIr, bool inference) {
+  ZeroConfig config = buildConfig(spec, impl->world);
+  SmallVector<Value> values;
+  for (int handle : results)
+    values.push_back(impl->value(handle));
   impl->finished = true;
-  auto module = impl->builder.finish({lossValue});
+  auto module = impl->builder.finish(values);
   if (failed(module))
     fail(impl->builder.error());
 
   CompiledGraph compiled;
   compiled.config = config.str();
   CompileOptions options;
+  options.kind = inference ? GraphKind::Inference : GraphKind::Training;
   options.planFile = planFile;
   auto print = [&](llvm::StringRef pass, ModuleOp op) {
     std::string text;
@@ -386,7 +421,7 @@ CompiledGraph GraphCapture::compile(int loss, const ConfigSpec &spec,
     compiled.summary = summarize(func);
   };
   options.onGlobalView = describe;
-  auto report = compileGraph(**module, config, options);
+  auto report = zerosbp::compileGraph(**module, config, options);
   if (!report)
     fail(llvm::toString(report.takeError()));
   llvm::raw_string_ostream os(compiled.reportJson);

@@ -110,8 +110,19 @@ public:
   /// pass is returned. The capture cannot be used afterwards.
   CompiledGraph compile(int loss, const ConfigSpec &spec,
                         const std::string &planFile, bool keepIr);
+  /// Finishes the graph with `outputs` as its results and compiles it for
+  /// inference (no backward, no optimizer, dropout off; the parameters laid
+  /// out as a training graph of `spec` lays them out), like compile().
+  CompiledGraph compileInference(const std::vector<int> &outputs,
+                                 const ConfigSpec &spec,
+                                 const std::string &planFile, bool keepIr);
 
 private:
+  CompiledGraph compileGraph(const std::vector<int> &results,
+                             const ConfigSpec &spec,
+                             const std::string &planFile, bool keepIr,
+                             bool inference);
+
   struct Impl;
   std::unique_ptr<Impl> impl;
 };

@@ -38,7 +38,7 @@ if _zerosbp.launched_by_mpirun():
     import atexit as _atexit
     _atexit.register(_zerosbp.mpi_finalize)
 
-from ._random import manual_seed  # noqa: E402
+from ._random import initial_seed, manual_seed  # noqa: E402
 from ._placement import placement  # noqa: E402
 from ._distributed import rank, world_size  # noqa: E402
 from ._tensor import Tensor  # noqa: E402
@@ -52,6 +52,7 @@ bfloat16 = "bf16"
 __all__ = [
     "Error",
     "Tensor",
+    "initial_seed",
     "load",
     "manual_seed",
     "nn",

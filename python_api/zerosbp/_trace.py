@@ -13,6 +13,14 @@ class Trace:
         self.parameter_values = {}  # id(Parameter) -> handle
         self.used_parameters = {}  # name -> Parameter
         self.loss = None
+        self.dropouts = 0  # Dropout ops traced so far: the next one's stream.
+
+    def dropout_stream(self):
+        """A stream number for the next dropout op: its index in the trace,
+        so that the graph's dropout ops draw different masks."""
+        stream = self.dropouts
+        self.dropouts += 1
+        return stream
 
     def parameter(self, param):
         key = id(param)

@@ -118,6 +118,13 @@ public:
   }
 
   double step(const std::vector<DoubleArray> &inputs) {
+    std::vector<std::vector<double>> values = checkedInputs(inputs);
+    py::gil_scoped_release release;
+    return session->step([&](int index) { return values[index]; });
+  }
+
+  std::vector<std::vector<double>>
+  checkedInputs(const std::vector<DoubleArray> &inputs) {
     if (inputs.size() != plan.inputs.size())
       throw RuntimeError("the graph takes " +
                          std::to_string(plan.inputs.size()) + " inputs, got " +
@@ -131,8 +138,28 @@ public:
                            std::to_string(inputs[i].size()));
       values.push_back(toVector(inputs[i]));
     }
-    py::gil_scoped_release release;
-    return session->step([&](int index) { return values[index]; });
+    return values;
+  }
+
+  /// Runs an inference plan on one batch; returns its outputs as float32
+  /// arrays of their global shapes.
+  py::list evaluate(const std::vector<DoubleArray> &inputs) {
+    std::vector<std::vector<double>> values = checkedInputs(inputs);
+    std::vector<std::vector<double>> outputs;
+    {
+      py::gil_scoped_release release;
+      outputs = session->evaluate([&](int index) { return values[index]; });
+    }
+    py::list arrays;
+    for (size_t k = 0; k < outputs.size(); ++k)
+      arrays.append(
+          toArray(outputs[k], plan.values[plan.outputs[k]].shape));
+    return arrays;
+  }
+
+  /// Runs this inference plan on `owner`'s parameters from now on.
+  void shareParametersWith(PySession &owner) {
+    session->shareVariablesWith(*owner.session);
   }
 
   /// The trained value of a parameter (from its fp32 master if any).
@@ -276,6 +303,9 @@ public:
   int world() const { return plan.world; }
   int rank() const { return session->rank(); }
   int64_t arenaBytes() const { return plan.arenaBytes; }
+  int64_t arenaBytesHeld() const { return session->arenaBytesHeld(); }
+  int64_t evaluationsRun() const { return session->evaluationsRun(); }
+  bool inference() const { return plan.inference; }
 
 private:
   const SavedParameter &savedParameter(const std::string &name) {
@@ -365,6 +395,15 @@ python::ConfigSpec configSpec(const py::dict &dict) {
   return spec;
 }
 
+py::dict compiledDict(const python::CompiledGraph &compiled) {
+  py::dict result;
+  result["pass_ir"] = compiled.passIr;
+  result["report"] = compiled.reportJson;
+  result["summary"] = compiled.summary;
+  result["config"] = compiled.config;
+  return result;
+}
+
 } // namespace
 
 PYBIND11_MODULE(_zerosbp, m) {
@@ -422,14 +461,25 @@ PYBIND11_MODULE(_zerosbp, m) {
               py::gil_scoped_release release;
               compiled = self.compile(loss, spec, planFile, keepIr);
             }
-            py::dict result;
-            result["pass_ir"] = compiled.passIr;
-            result["report"] = compiled.reportJson;
-            result["summary"] = compiled.summary;
-            result["config"] = compiled.config;
-            return result;
+            return compiledDict(compiled);
           },
           py::arg("loss"), py::arg("config"), py::arg("plan_file"),
+          py::arg("keep_ir") = true)
+      .def(
+          "compile_inference",
+          [](python::GraphCapture &self, const std::vector<int> &outputs,
+             const py::dict &config, const std::string &planFile,
+             bool keepIr) {
+            python::ConfigSpec spec = configSpec(config);
+            python::CompiledGraph compiled;
+            {
+              py::gil_scoped_release release;
+              compiled =
+                  self.compileInference(outputs, spec, planFile, keepIr);
+            }
+            return compiledDict(compiled);
+          },
+          py::arg("outputs"), py::arg("config"), py::arg("plan_file"),
           py::arg("keep_ir") = true);
 
   py::class_<PySession>(m, "Session")
@@ -438,6 +488,9 @@ PYBIND11_MODULE(_zerosbp, m) {
            py::arg("timeout") = 300.0, py::arg("threads") = 0)
       .def("initialize", &PySession::initialize)
       .def("step", &PySession::step)
+      .def("evaluate", &PySession::evaluate)
+      .def("share_parameters_with", &PySession::shareParametersWith,
+           py::arg("owner"), py::keep_alive<1, 2>())
       .def("parameter", &PySession::parameter)
       .def("set_parameter", &PySession::setParameter)
       .def("parameters", &PySession::parameters)
@@ -451,7 +504,10 @@ PYBIND11_MODULE(_zerosbp, m) {
       .def_property_readonly("steps_run", &PySession::stepsRun)
       .def_property_readonly("world", &PySession::world)
       .def_property_readonly("rank", &PySession::rank)
-      .def_property_readonly("arena_bytes", &PySession::arenaBytes);
+      .def_property_readonly("arena_bytes", &PySession::arenaBytes)
+      .def_property_readonly("arena_bytes_held", &PySession::arenaBytesHeld)
+      .def_property_readonly("evaluations_run", &PySession::evaluationsRun)
+      .def_property_readonly("inference", &PySession::inference);
 
   m.def(
       "check_config",

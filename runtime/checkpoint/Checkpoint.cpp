@@ -254,7 +254,9 @@ void checkCompatible(const OpenedCheckpoint &checkpoint, const Plan &plan) {
   std::string source = checkpoint.manifestPath() + ": ";
   std::string saved = optimizerType(manifest.configJson);
   std::string wanted = optimizerType(plan.configJson);
-  if (!saved.empty() && !wanted.empty() && saved != wanted)
+  // An inference plan takes the parameters of a training checkpoint and
+  // leaves its optimizer state (docs/checkpoint.md#inference-plans).
+  if (!plan.inference && !saved.empty() && !wanted.empty() && saved != wanted)
     throw RuntimeError(source + "config: optimizer.type is '" + saved +
                        "' in the checkpoint but '" + wanted + "' in the plan");
   for (const PlanVariable &variable : plan.variables) {
@@ -278,6 +280,8 @@ void checkCompatible(const OpenedCheckpoint &checkpoint, const Plan &plan) {
                          " in the checkpoint but " + roleName(variable.role) +
                          " in the plan");
   }
+  if (plan.inference)
+    return;
   for (const CheckpointTensor &tensor : manifest.tensors)
     if (!plan.findVariable(tensor.name))
       throw RuntimeError(source + "tensor '" + tensor.name +

@@ -87,7 +87,8 @@ OpenedCheckpoint openCheckpoint(const std::string &path);
 
 /// Throws unless the checkpoint holds exactly the plan's variables, with
 /// the same model shapes, dtypes and roles, and an optimizer of the same
-/// type; its world size and stage may differ.
+/// type; its world size and stage may differ. An inference plan needs its
+/// parameters only: the checkpoint's other tensors are left.
 void checkCompatible(const OpenedCheckpoint &checkpoint, const Plan &plan);
 
 /// The ranks whose files rank `rank` of `plan` reads.

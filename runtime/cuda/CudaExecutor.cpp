@@ -11,6 +11,7 @@
 #include "runtime/exec/Collectives.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/exec/PreparedProgram.h"
+#include "runtime/exec/RankAttrs.h"
 
 #include <cuda_runtime_api.h>
 
@@ -73,6 +74,9 @@ public:
   void writeInput(int index, const std::vector<double> &values) override;
   double runStep(int64_t stepNumber) override;
   std::vector<double> variableShard(int index) const override;
+  std::vector<double> outputValue(int index) const override;
+  void *variableStorage(int index) override;
+  void shareVariables(const std::vector<void *> &storage) override;
   void readVariableBytes(int index, int64_t offset, void *out,
                          int64_t bytes) const override;
   void writeVariableBytes(int index, int64_t offset, const void *data,
@@ -108,6 +112,7 @@ private:
   int deviceIndex;
   std::chrono::milliseconds timeout;
   unsigned char *arena = nullptr;
+  std::vector<unsigned char *> addresses; // Of each buffer.
   cudaStream_t computeStream = nullptr;
   cudaStream_t commStream = nullptr;
   std::unique_ptr<CudaContext> ctx;
@@ -116,6 +121,7 @@ private:
   std::unique_ptr<StreamMemory> computeMemory;
   std::vector<PreparedInstruction> prepared;
   std::vector<CudaKernelFn> kernels; // By instruction; null for non-kernels.
+  std::vector<AttrMap> attrs;        // By instruction, as this rank sees them.
   std::vector<CommGroup *> groupsByAxis;
   // Pinned host bytes the step number is copied from.
   int64_t *hostStep = nullptr;
@@ -226,12 +232,15 @@ void CudaExecutor::release() {
 }
 
 TensorRef CudaExecutor::tensor(int id) const {
-  return arenaTensor(thePlan, arena, id);
+  return arenaTensor(thePlan, addresses, id);
 }
 
 void CudaExecutor::prepare() {
-  prepared = prepareInstructions(thePlan, arena);
+  if (addresses.empty())
+    addresses = bufferAddresses(thePlan, arena);
+  prepared = prepareInstructions(thePlan, addresses);
   kernels.assign(thePlan.instructions.size(), nullptr);
+  attrs = rankAttrs(thePlan, myRank);
   waitIndexOf.assign(thePlan.instructions.size(), -1);
   int waits = 0;
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
@@ -269,6 +278,36 @@ void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
 
 void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
   storeValues(tensor(thePlan.inputs[index].value), values);
+}
+
+std::vector<double> CudaExecutor::outputValue(int index) const {
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  return loadValues(tensor(thePlan.outputs[index]));
+}
+
+void *CudaExecutor::variableStorage(int index) {
+  return tensor(thePlan.variables[index].value).data;
+}
+
+void CudaExecutor::shareVariables(const std::vector<void *> &storage) {
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  int64_t prefix = variablePrefixBytes(thePlan);
+  size_t bytes =
+      (static_cast<size_t>(thePlan.arenaBytes - prefix) + 255) / 256 * 256;
+  unsigned char *memory = nullptr;
+  cudaError_t status =
+      cudaMalloc(reinterpret_cast<void **>(&memory), bytes ? bytes : 256);
+  if (status != cudaSuccess)
+    throw RuntimeError("rank " + std::to_string(myRank) +
+                       ": cannot allocate the arena of " +
+                       std::to_string(bytes) +
+                       " bytes: " + cudaGetErrorString(status));
+  checkCuda("arena", cudaMemset(memory, 0, bytes ? bytes : 256));
+  checkCuda("arena", cudaFree(arena));
+  arena = memory;
+  addresses = bufferAddresses(thePlan, arena, prefix, storage);
+  prepare();
+  tracker.shareVariables(prefix);
 }
 
 std::vector<double> CudaExecutor::variableShard(int index) const {
@@ -314,7 +353,7 @@ void CudaExecutor::enqueue(size_t index) {
   PreparedInstruction &entry = prepared[index];
   switch (instruction.kind) {
   case InstructionKind::Kernel:
-    kernels[index](instruction.attrs, entry.operands, entry.results, *ctx);
+    kernels[index](attrs[index], entry.operands, entry.results, *ctx);
     break;
   case InstructionKind::AllSlice:
     runAllSlice(instruction, thePlan, myRank, entry.operands[0],

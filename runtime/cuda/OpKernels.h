@@ -43,6 +43,9 @@ KernelSignature reluGradKernel;
 KernelSignature geluGradKernel;
 KernelSignature tanhGradKernel;
 
+// Dropout.cu
+KernelSignature dropoutKernel;
+
 // Normalization.cu
 KernelSignature layerNormKernel;
 KernelSignature layerNormGradKernel;

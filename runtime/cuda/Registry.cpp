@@ -27,6 +27,7 @@ constexpr Entry kKernels[] = {
     {"nn.cross_entropy", gpu::crossEntropyKernel},
     {"nn.cross_entropy_grad", gpu::crossEntropyGradKernel},
     {"nn.div", gpu::divKernel},
+    {"nn.dropout", gpu::dropoutKernel},
     {"nn.embedding", gpu::embeddingKernel},
     {"nn.embedding_grad", gpu::embeddingGradKernel},
     {"nn.fill", gpu::fillKernel},

@@ -54,6 +54,19 @@ public:
   virtual double runStep(int64_t stepNumber) = 0;
   /// This rank's elements of variable `index`.
   virtual std::vector<double> variableShard(int index) const = 0;
+  /// Output `index` of the last step, whole (every rank holds the
+  /// outputs: the compiler gathers them).
+  virtual std::vector<double> outputValue(int index) const = 0;
+
+  /// Where this rank's shard of variable `index` lives: host memory for the
+  /// CPU executor, device memory for CUDA.
+  virtual void *variableStorage(int index) = 0;
+  /// From now on the variables are `storage[v]`, another executor's (the
+  /// same rank's, on the same device) with the same dtype and shard, and
+  /// this executor's arena holds the rest only: an inference plan run on a
+  /// training plan's parameters (docs/runtime.md#shared-parameters). The
+  /// other executor must outlive this one.
+  virtual void shareVariables(const std::vector<void *> &storage) = 0;
 
   /// Bytes [offset, offset + bytes) of this rank's shard of variable
   /// `index`, as stored (its dtype, row-major): checkpoints move state

@@ -8,7 +8,7 @@ namespace zerosbp::runtime {
 
 MemoryTracker::MemoryTracker(const Plan &plan)
     : plan(plan), live(plan.buffers.size(), 0),
-      persistent(plan.buffers.size(), 0) {
+      persistent(plan.buffers.size(), 0), external(plan.buffers.size(), 0) {
   for (const PlanVariable &variable : plan.variables)
     persistent[plan.values[variable.value].buffer] = 1;
   for (const PlanInput &input : plan.inputs)
@@ -28,14 +28,24 @@ void MemoryTracker::beginStep() {
   sample();
 }
 
+void MemoryTracker::shareVariables(int64_t arenaOrigin) {
+  for (const PlanVariable &variable : plan.variables) {
+    int buffer = plan.values[variable.value].buffer;
+    persistent[buffer] = 0;
+    external[buffer] = 1;
+  }
+  origin = arenaOrigin;
+}
+
 void MemoryTracker::markLive(int buffer) {
-  if (live[buffer])
+  if (live[buffer] || external[buffer])
     return;
   live[buffer] = 1;
   const PlanBuffer &entry = plan.buffers[buffer];
   current[static_cast<int>(entry.role)] += entry.bytes;
   currentTotal += entry.bytes;
-  currentHighWater = std::max(currentHighWater, entry.offset + entry.bytes);
+  currentHighWater =
+      std::max(currentHighWater, entry.offset + entry.bytes - origin);
 }
 
 void MemoryTracker::markDead(int buffer) {

@@ -39,6 +39,10 @@ public:
   void beginStep();
   void markLive(int buffer);
   void markDead(int buffer);
+  /// The variables' buffers belong to another executor (an inference plan
+  /// run on a training plan's parameters) and are not counted; the arena
+  /// starts at `origin` (docs/runtime.md#shared-parameters).
+  void shareVariables(int64_t origin);
   /// Folds the current live bytes into the peaks.
   void sample();
 
@@ -48,6 +52,8 @@ private:
   const Plan &plan;
   std::vector<char> live;
   std::vector<char> persistent;
+  std::vector<char> external;
+  int64_t origin = 0;
   int64_t current[kNumRoles] = {};
   int64_t currentTotal = 0;
   int64_t currentHighWater = 0;

@@ -4,6 +4,7 @@
 
 #include "runtime/core/Error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -51,17 +52,63 @@ const char *phaseName(Phase phase) {
   return "forward";
 }
 
-TensorRef arenaTensor(const Plan &plan, unsigned char *arena, int id) {
+std::vector<unsigned char *>
+bufferAddresses(const Plan &plan, unsigned char *arena, int64_t origin,
+                const std::vector<void *> &variableStorage) {
+  std::vector<unsigned char *> addresses(plan.buffers.size());
+  for (size_t b = 0; b < plan.buffers.size(); ++b)
+    addresses[b] = arena + (plan.buffers[b].offset - origin);
+  if (variableStorage.empty())
+    return addresses;
+  if (variableStorage.size() != plan.variables.size())
+    throw RuntimeError(plan.source + ": " +
+                       std::to_string(variableStorage.size()) +
+                       " shared variables for " +
+                       std::to_string(plan.variables.size()));
+  for (size_t v = 0; v < plan.variables.size(); ++v) {
+    const PlanValue &value = plan.values[plan.variables[v].value];
+    // A variable's value starts its buffer (the reader checks the offset).
+    addresses[value.buffer] =
+        static_cast<unsigned char *>(variableStorage[v]) - value.offset;
+  }
+  return addresses;
+}
+
+int64_t variablePrefixBytes(const Plan &plan) {
+  std::vector<char> isVariable(plan.buffers.size(), 0);
+  int64_t prefix = 0;
+  for (const PlanVariable &variable : plan.variables) {
+    int buffer = plan.values[variable.value].buffer;
+    isVariable[buffer] = 1;
+    prefix = std::max(prefix,
+                      plan.buffers[buffer].offset + plan.buffers[buffer].bytes);
+  }
+  // Offsets are aligned to 64 bytes: the rest of the arena starts there.
+  prefix = (prefix + 63) / 64 * 64;
+  for (size_t b = 0; b < plan.buffers.size(); ++b)
+    if (!isVariable[b] && plan.buffers[b].bytes > 0 &&
+        plan.buffers[b].offset < prefix)
+      throw RuntimeError(plan.source + ": buffers[" + std::to_string(b) +
+                         "] lies among the variables (offset " +
+                         std::to_string(plan.buffers[b].offset) + " < " +
+                         std::to_string(prefix) +
+                         "), so they cannot be shared");
+  return std::min(prefix, plan.arenaBytes);
+}
+
+TensorRef arenaTensor(const Plan &plan,
+                      const std::vector<unsigned char *> &addresses, int id) {
   const PlanValue &value = plan.values[id];
   TensorRef ref;
-  ref.data = arena + plan.buffers[value.buffer].offset + value.offset;
+  ref.data = addresses[value.buffer] + value.offset;
   ref.dtype = value.dtype;
   ref.shape = value.shape;
   return ref;
 }
 
-std::vector<PreparedInstruction> prepareInstructions(const Plan &plan,
-                                                     unsigned char *arena) {
+std::vector<PreparedInstruction>
+prepareInstructions(const Plan &plan,
+                    const std::vector<unsigned char *> &addresses) {
   std::vector<PreparedInstruction> prepared(plan.instructions.size());
   Phase phase = Phase::Forward;
   std::vector<int> variableOfBuffer(plan.buffers.size(), -1);
@@ -84,16 +131,16 @@ std::vector<PreparedInstruction> prepareInstructions(const Plan &plan,
     }
     entry.phase = phase;
     for (int id : instruction.operands)
-      entry.operands.push_back(arenaTensor(plan, arena, id));
+      entry.operands.push_back(arenaTensor(plan, addresses, id));
     for (int id : instruction.results) {
-      entry.results.push_back(arenaTensor(plan, arena, id));
+      entry.results.push_back(arenaTensor(plan, addresses, id));
       entry.writtenBuffers.push_back(plan.values[id].buffer);
     }
     if (instruction.kind == InstructionKind::Copy)
       entry.writtenBuffers.push_back(
           plan.values[plan.variables[instruction.variableIndex].value].buffer);
     if (instruction.staging) {
-      entry.staging = arena + plan.buffers[*instruction.staging].offset;
+      entry.staging = addresses[*instruction.staging];
       entry.writtenBuffers.push_back(*instruction.staging);
     }
     for (int id : instruction.results)

@@ -38,13 +38,27 @@ struct PreparedInstruction {
   std::string updatedParameter;
 };
 
-/// Value `id` of `plan` in the arena that starts at `arena` (host or device
-/// memory: nothing is read).
-TensorRef arenaTensor(const Plan &plan, unsigned char *arena, int id);
+/// Where each buffer of `plan` lives (host or device memory: nothing is
+/// read): at `arena + offset - origin`, except the buffer of variable `v`,
+/// which is at `variableStorage[v]` when that list is given (an inference
+/// plan on a training plan's parameters, docs/runtime.md#shared-parameters).
+std::vector<unsigned char *>
+bufferAddresses(const Plan &plan, unsigned char *arena, int64_t origin = 0,
+                const std::vector<void *> &variableStorage = {});
 
-/// Every instruction of `plan` resolved against `arena`.
-std::vector<PreparedInstruction> prepareInstructions(const Plan &plan,
-                                                     unsigned char *arena);
+/// The bytes at the start of the arena that only variables use (the memory
+/// planner puts them first); every other buffer lies at or past it. Throws
+/// if the plan places another buffer among the variables.
+int64_t variablePrefixBytes(const Plan &plan);
+
+/// Value `id` of `plan`, its buffer at `addresses[buffer]`.
+TensorRef arenaTensor(const Plan &plan,
+                      const std::vector<unsigned char *> &addresses, int id);
+
+/// Every instruction of `plan` resolved against the buffers' `addresses`.
+std::vector<PreparedInstruction>
+prepareInstructions(const Plan &plan,
+                    const std::vector<unsigned char *> &addresses);
 
 /// Throws "step N: the gradient of '<parameter>' is not finite (element i
 /// of n on this rank is nan)" at the first NaN or Inf of `gradient`, the

@@ -5,6 +5,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/exec/Collectives.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/exec/RankAttrs.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -25,16 +26,12 @@ double millisSince(Clock::time_point begin) {
 
 RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
     : thePlan(plan), myRank(rank), comm(comm), tracker(plan) {
-  // One allocation for the whole rank, aligned like the planner's offsets.
-  size_t bytes = (static_cast<size_t>(plan.arenaBytes) + 63) / 64 * 64;
-  arena =
-      static_cast<unsigned char *>(std::aligned_alloc(64, bytes ? bytes : 64));
-  if (!arena)
-    throw RuntimeError("rank " + std::to_string(rank) + ": cannot allocate " +
-                       std::to_string(plan.arenaBytes) + " arena bytes");
-  std::memset(arena, 0, bytes);
+  // One allocation for the whole rank.
+  allocateArena(plan.arenaBytes);
   groupsByAxis = createAxisGroups(plan, rank, comm);
-  prepared = prepareInstructions(plan, arena);
+  attrs = rankAttrs(plan, rank);
+  addresses = bufferAddresses(plan, arena);
+  prepared = prepareInstructions(plan, addresses);
   kernels.assign(plan.instructions.size(), nullptr);
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const Instruction &instruction = plan.instructions[i];
@@ -48,13 +45,42 @@ RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
   stream = std::make_unique<CommStream>(plan.numBuckets);
 }
 
+void RankExecutor::allocateArena(int64_t arenaBytes) {
+  size_t bytes = (static_cast<size_t>(arenaBytes) + 63) / 64 * 64;
+  auto *memory =
+      static_cast<unsigned char *>(std::aligned_alloc(64, bytes ? bytes : 64));
+  if (!memory)
+    throw RuntimeError("rank " + std::to_string(myRank) +
+                       ": cannot allocate " + std::to_string(arenaBytes) +
+                       " arena bytes");
+  std::memset(memory, 0, bytes);
+  std::free(arena);
+  arena = memory;
+}
+
+void RankExecutor::shareVariables(const std::vector<void *> &storage) {
+  int64_t prefix = variablePrefixBytes(thePlan);
+  allocateArena(thePlan.arenaBytes - prefix);
+  addresses = bufferAddresses(thePlan, arena, prefix, storage);
+  prepared = prepareInstructions(thePlan, addresses);
+  tracker.shareVariables(prefix);
+}
+
+void *RankExecutor::variableStorage(int index) {
+  return tensor(thePlan.variables[index].value).data;
+}
+
+std::vector<double> RankExecutor::outputValue(int index) const {
+  return loadElements(tensor(thePlan.outputs[index]));
+}
+
 RankExecutor::~RankExecutor() {
   stream.reset();
   std::free(arena);
 }
 
 TensorRef RankExecutor::tensor(int id) const {
-  return arenaTensor(thePlan, arena, id);
+  return arenaTensor(thePlan, addresses, id);
 }
 
 void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
@@ -88,7 +114,7 @@ void RankExecutor::execute(size_t index) {
   PreparedInstruction &entry = prepared[index];
   switch (instruction.kind) {
   case InstructionKind::Kernel:
-    kernels[index](instruction.attrs, entry.operands, entry.results);
+    kernels[index](attrs[index], entry.operands, entry.results);
     break;
   case InstructionKind::AllSlice:
     runAllSlice(instruction, thePlan, myRank, entry.operands[0],

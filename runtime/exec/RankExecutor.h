@@ -44,6 +44,9 @@ public:
   void writeInput(int index, const std::vector<double> &localValues) override;
   double runStep(int64_t stepNumber) override;
   std::vector<double> variableShard(int index) const override;
+  std::vector<double> outputValue(int index) const override;
+  void *variableStorage(int index) override;
+  void shareVariables(const std::vector<void *> &storage) override;
   void readVariableBytes(int index, int64_t offset, void *out,
                          int64_t bytes) const override;
   void writeVariableBytes(int index, int64_t offset, const void *data,
@@ -61,13 +64,18 @@ protected:
 
 private:
   void execute(size_t index);
+  /// Allocates `bytes` of zeroed arena, aligned like the planner's offsets.
+  void allocateArena(int64_t bytes);
+
 
   const Plan &thePlan;
   int myRank;
   Communicator &comm;
   unsigned char *arena = nullptr;
+  std::vector<unsigned char *> addresses; // Of each buffer.
   std::vector<PreparedInstruction> prepared;
   std::vector<KernelFn> kernels; // By instruction; null for non-kernels.
+  std::vector<AttrMap> attrs;    // By instruction, as this rank sees them.
   std::vector<CommGroup *> groupsByAxis;
   MemoryTracker tracker;
   std::unique_ptr<CommStream> stream;

@@ -131,6 +131,9 @@ struct PlanMemory {
 struct Plan {
   std::string source; // The file it was read from, for messages.
   std::string function;
+  /// An inference plan (`"mode": "eval"`): the forward's outputs, no
+  /// gradients or updates (docs/plan-format.md).
+  bool inference = false;
   std::optional<int> stage;
   int world = 1;
   std::string device = "cpu";

@@ -214,6 +214,13 @@ private:
 
   void readTop() {
     plan.function = root.at("function").string();
+    if (root.has("mode")) {
+      std::string mode = root.at("mode").string();
+      if (mode != "train" && mode != "eval")
+        root.at("mode").fail("unknown mode '" + mode +
+                             "' (expected train or eval)");
+      plan.inference = mode == "eval";
+    }
     if (root.has("stage"))
       plan.stage = static_cast<int>(root.at("stage").integer(0, 3));
     plan.world = static_cast<int>(root.at("world").integer(1, kMaxRanks));

@@ -38,6 +38,7 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   report["world"] = plan.world;
   report["backend"] = options.backend;
   report["device"] = runDevice(plan, options);
+  report["mode"] = result.evaluation ? "eval" : "train";
   report["steps"] = options.steps;
   report["start_step"] = result.firstStep;
   report["losses"] = result.losses;

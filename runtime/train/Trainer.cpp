@@ -47,7 +47,8 @@ std::string progressLine(const TrainResult &result, int64_t step,
   char head[160];
   std::snprintf(
       head, sizeof(head),
-      "step %*lld/%lld  loss %.6f  %.0f tokens/s  %.1f ms  peak MiB/rank",
+      "%s %*lld/%lld  loss %.6f  %.0f tokens/s  %.1f ms  peak MiB/rank",
+      result.evaluation ? "batch" : "step",
       static_cast<int>(std::to_string(result.firstStep + steps).size()),
       static_cast<long long>(result.firstStep + step + 1),
       static_cast<long long>(result.firstStep + steps), result.losses[step],
@@ -135,6 +136,21 @@ SaveTarget::SaveTarget(const std::string &path)
 void SaveTarget::write(
     const Plan &plan,
     const std::function<std::vector<double>(int)> &globalValue) {
+  writeDirectory([&](const std::string &into) {
+    writeFiles(plan, into, globalValue);
+  });
+}
+
+void SaveTarget::writeArrays(
+    const std::vector<std::pair<std::string, NpyArray>> &arrays) {
+  writeDirectory([&](const std::string &into) {
+    for (const auto &[name, array] : arrays)
+      writeNpy(into + "/" + name + ".npy", array);
+  });
+}
+
+void SaveTarget::writeDirectory(
+    const std::function<void(const std::string &into)> &writeFilesInto) {
   // Every file goes into a sibling directory that then replaces `dir` in
   // one step (docs/runtime.md#files-are-whole-or-absent): a full disk, a
   // kill or a failed write leaves the previous model as it was.
@@ -149,7 +165,7 @@ void SaveTarget::write(
     throw RuntimeError(dir + ": cannot create " + partial + " next to it (" +
                        error.message() + ")");
   try {
-    writeFiles(plan, partial, globalValue);
+    writeFilesInto(partial);
     syncDirectory(partial);
     replaceDirectory(partial, dir);
   } catch (const RuntimeError &failure) {
@@ -201,6 +217,83 @@ void saveCheckpoint(TrainingSession &session, const TrainOptions &options,
              << static_cast<int64_t>(ms) << " ms" << std::endl;
 }
 
+/// --eval goes with an inference plan, and a training plan without it;
+/// what trains (checkpoints, --save, gradient checks) does not evaluate.
+void checkEvaluationFlags(const Plan &plan, const TrainOptions &options) {
+  if (plan.inference && !options.eval)
+    throw RuntimeError(options.planPath +
+                       " is an inference plan (zero-compile --eval): run it "
+                       "with --eval");
+  if (!plan.inference && options.eval)
+    throw RuntimeError("--eval: " + options.planPath +
+                       " is a training plan; compile an inference plan with "
+                       "zero-compile --eval");
+  if (!options.eval && options.outputsDir)
+    throw RuntimeError("--outputs needs --eval");
+  if (!options.eval)
+    return;
+  const char *trainingOnly = options.checkpointDir   ? "--checkpoint-dir"
+                             : options.saveDir       ? "--save"
+                             : options.checkGradients ? "--check-gradients"
+                                                      : nullptr;
+  if (trainingOnly)
+    throw RuntimeError(std::string(trainingOnly) +
+                       " trains; --eval runs the forward only");
+}
+
+/// The first 0-D output of an inference plan (its loss, if it has one).
+std::optional<int> scalarOutput(const Plan &plan) {
+  for (size_t k = 0; k < plan.outputs.size(); ++k)
+    if (plan.values[plan.outputs[k]].shape.empty())
+      return static_cast<int>(k);
+  return std::nullopt;
+}
+
+/// --eval: batch b reads data row b; every output of every batch is kept
+/// for --outputs, stacked along a new first axis.
+void evaluateBatches(TrainingSession &session, const TrainOptions &options,
+                     uint64_t seed, SaveTarget *outputs, bool reporter,
+                     std::ostream &progress, TrainResult &result) {
+  const Plan &plan = session.plan();
+  InputFeed feed(plan, options.dataDir, options.steps, seed);
+  result.tokensPerStep = feed.tokensPerStep();
+  result.evaluation = true;
+  // Batches count from 1 whatever step the parameters were saved at.
+  result.firstStep = 0;
+  std::optional<int> scalar = scalarOutput(plan);
+  std::vector<NpyArray> stacked(plan.outputs.size());
+  for (size_t k = 0; k < stacked.size(); ++k) {
+    const std::vector<int64_t> &shape = plan.values[plan.outputs[k]].shape;
+    stacked[k].dtype = DType::F32;
+    stacked[k].shape = {options.steps};
+    stacked[k].shape.insert(stacked[k].shape.end(), shape.begin(),
+                            shape.end());
+  }
+  for (int64_t batch = 0; batch < options.steps; ++batch) {
+    throwIfInterrupted();
+    std::vector<std::vector<double>> values = session.evaluate(
+        [&](int input) { return feed.globalInput(input, batch); });
+    result.losses.push_back(scalar ? values[*scalar][0] : 0.0);
+    result.ranks = session.records();
+    if (options.outputsDir)
+      for (size_t k = 0; k < values.size(); ++k)
+        for (double value : values[k]) {
+          float narrowed = static_cast<float>(value);
+          const auto *bytes = reinterpret_cast<const unsigned char *>(&narrowed);
+          stacked[k].data.insert(stacked[k].data.end(), bytes, bytes + 4);
+        }
+    if (reporter && options.progress)
+      progress << progressLine(result, batch, options.steps) << std::endl;
+  }
+  throwIfInterrupted();
+  if (outputs) {
+    std::vector<std::pair<std::string, NpyArray>> files;
+    for (size_t k = 0; k < stacked.size(); ++k)
+      files.emplace_back("output" + std::to_string(k), std::move(stacked[k]));
+    outputs->writeArrays(files);
+  }
+}
+
 /// The step loop both backends share: initial values (or a checkpoint's),
 /// one step per input row, a progress line per step, checkpoints, the
 /// saved model.
@@ -215,6 +308,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
     throw RuntimeError("--check-gradients: the plan scales the loss "
                        "dynamically (fp16), and steps whose gradients are "
                        "not finite skip their updates");
+  checkEvaluationFlags(plan, options);
   session.setGradientChecks(options.checkGradients);
   // Only the reporting process writes the manifest, so it holds the lock;
   // a second run saving into the directory stops here, before training.
@@ -223,6 +317,8 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
   std::unique_ptr<SaveTarget> saveTarget;
   if (options.saveDir && reporter)
     saveTarget = std::make_unique<SaveTarget>(*options.saveDir);
+  if (options.outputsDir && reporter)
+    saveTarget = std::make_unique<SaveTarget>(*options.outputsDir);
   if (options.checkpointDir && reporter) {
     createDirectories(*options.checkpointDir);
     lock = std::make_unique<DirectoryLock>(*options.checkpointDir);
@@ -253,6 +349,11 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
     InitialModel model(plan, options.initDir, seed);
     session.initialize(
         [&](const PlanVariable &variable) { return model.valuesOf(variable); });
+  }
+  if (options.eval) {
+    evaluateBatches(session, options, seed, saveTarget.get(), reporter,
+                    progress, result);
+    return result;
   }
   // Step s of the whole training (resumed steps included) reads data row s.
   InputFeed feed(plan, options.dataDir, result.firstStep + options.steps, seed);

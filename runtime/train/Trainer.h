@@ -13,6 +13,7 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/io/DurableFile.h"
+#include "runtime/io/Npy.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/train/TrainingSession.h"
 
@@ -53,6 +54,10 @@ struct TrainOptions {
   /// Check every gradient an update reads, each step (--check-gradients).
   bool checkGradients = false;
   bool progress = true;
+  /// Run an inference plan on `steps` batches (--eval) instead of training;
+  /// `outputsDir` receives every output, stacked over the batches.
+  bool eval = false;
+  std::optional<std::string> outputsDir;
 };
 
 /// A checkpoint the run saved.
@@ -69,6 +74,8 @@ struct TrainResult {
   /// Time to load the resumed checkpoint and the largest buffer held.
   double loadMilliseconds = 0;
   LoadStats load;
+  /// An inference run: `losses` holds each batch's first 0-D output.
+  bool evaluation = false;
   std::vector<double> losses;
   std::vector<RankRecord> ranks;
   int64_t tokensPerStep = 0;
@@ -124,8 +131,12 @@ public:
   /// parameter with an fp32 master is saved from the master.
   void write(const Plan &plan,
              const std::function<std::vector<double>(int)> &globalValue);
+  /// Writes `arrays` as NAME.npy files the same way.
+  void writeArrays(const std::vector<std::pair<std::string, NpyArray>> &arrays);
 
 private:
+  void writeDirectory(
+      const std::function<void(const std::string &into)> &writeFilesInto);
   void writeFiles(const Plan &plan, const std::string &into,
                   const std::function<std::vector<double>(int)> &globalValue);
 

@@ -5,6 +5,8 @@
 #include "runtime/comm/InProcessComm.h"
 #include "runtime/core/Error.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/exec/PreparedProgram.h"
+#include "runtime/io/Npy.h"
 
 #include <chrono>
 #include <cmath>
@@ -73,6 +75,26 @@ double finiteLoss(const Plan &plan, double loss, int64_t stepNumber) {
                      (std::isnan(loss) ? "nan"
                       : loss > 0       ? "inf"
                                        : "-inf"));
+}
+
+/// The parameter of `owner` that inference variable `variable` runs on:
+/// same name, role, dtype and shards on every rank.
+int sharedVariableIndex(const PlanVariable &variable, const Plan &owner) {
+  const PlanVariable *match = owner.findVariable(variable.name);
+  std::string what = "parameter '" + variable.name + "'";
+  if (!match || match->role != Role::Param)
+    throw RuntimeError(what + " is not a parameter of the training graph");
+  if (match->dtype != variable.dtype || match->shards != variable.shards ||
+      match->globalShape != variable.globalShape ||
+      match->modelShape() != variable.modelShape())
+    throw RuntimeError(what + " is laid out as " +
+                       std::string(dtypeName(variable.dtype)) + " " +
+                       npyShapeText(variable.localShape) +
+                       " per rank here and as " + dtypeName(match->dtype) +
+                       " " + npyShapeText(match->localShape) +
+                       " in the training graph; compile both with the same "
+                       "ZeRO stage, precision and world");
+  return static_cast<int>(match - owner.variables.data());
 }
 
 } // namespace
@@ -173,10 +195,66 @@ void TrainingSession::setVariable(int index, const std::vector<double> &model) {
 
 double TrainingSession::step(
     const std::function<std::vector<double>(int)> &globalInputs) {
+  if (thePlan.inference)
+    throw RuntimeError(thePlan.source +
+                       ": an inference plan does not train; evaluate it");
+  int64_t stepNumber = steps + 1;
+  double loss = runProgram(globalInputs, stepNumber);
+  ++steps;
+  return finiteLoss(thePlan, loss, stepNumber);
+}
+
+std::vector<std::vector<double>> TrainingSession::evaluate(
+    const std::function<std::vector<double>(int)> &globalInputs) {
+  if (!thePlan.inference)
+    throw RuntimeError(thePlan.source +
+                       ": a training plan updates its parameters; compile an "
+                       "inference plan to evaluate");
+  runProgram(globalInputs, steps);
+  ++evaluations;
+  std::vector<std::vector<double>> outputs;
+  for (size_t k = 0; k < thePlan.outputs.size(); ++k)
+    outputs.push_back(executors[0]->outputValue(static_cast<int>(k)));
+  return outputs;
+}
+
+void TrainingSession::shareVariablesWith(TrainingSession &owner) {
+  checkUsable();
+  const Plan &other = owner.plan();
+  if (!thePlan.inference)
+    throw RuntimeError(thePlan.source +
+                       ": only an inference plan runs on another plan's "
+                       "parameters");
+  if (other.world != thePlan.world || other.device != thePlan.device ||
+      owner.executors.size() != executors.size() ||
+      owner.rank() != rank())
+    throw RuntimeError(thePlan.source + ": runs on " +
+                       std::to_string(thePlan.world) + " " + thePlan.device +
+                       " ranks, the parameters' plan on " +
+                       std::to_string(other.world) + " " + other.device);
+  std::vector<int> source;
+  for (const PlanVariable &variable : thePlan.variables)
+    source.push_back(sharedVariableIndex(variable, other));
+  for (size_t local = 0; local < executors.size(); ++local) {
+    std::vector<void *> storage;
+    for (int index : source)
+      storage.push_back(owner.executors[local]->variableStorage(index));
+    executors[local]->shareVariables(storage);
+  }
+  sharesVariables = true;
+}
+
+int64_t TrainingSession::arenaBytesHeld() const {
+  return sharesVariables ? thePlan.arenaBytes - variablePrefixBytes(thePlan)
+                         : thePlan.arenaBytes;
+}
+
+double TrainingSession::runProgram(
+    const std::function<std::vector<double>(int)> &globalInputs,
+    int64_t stepNumber) {
   std::vector<std::vector<double>> inputs;
   for (size_t i = 0; i < thePlan.inputs.size(); ++i)
     inputs.push_back(globalInputs(static_cast<int>(i)));
-  int64_t stepNumber = steps + 1;
   std::vector<double> losses(executors.size(), 0.0);
   std::vector<KindBytes> sent(executors.size());
   onLocalRanks([&](Executor &executor) {
@@ -189,7 +267,6 @@ double TrainingSession::step(
     losses[local] = executor.runStep(stepNumber);
     sent[local] = bytesDelta(executor.commStats(), before);
   });
-  ++steps;
   if (!externalComm) {
     for (auto &executor : executors) {
       RankRecord &record = rankRecords[executor->rank()];
@@ -197,7 +274,7 @@ double TrainingSession::step(
       record.bytesSent.push_back(sent[executor->rank()]);
       record.peaks = executor->memoryPeaks();
     }
-    return finiteLoss(thePlan, losses[0], stepNumber);
+    return losses[0];
   }
   Executor &executor = *executors[0];
   std::vector<double> mine =
@@ -205,7 +282,7 @@ double TrainingSession::step(
   std::vector<double> all = gather(mine);
   for (int r = 0; r < thePlan.world; ++r)
     unflatten(all.data() + r * mine.size(), rankRecords[r]);
-  return finiteLoss(thePlan, losses[0], stepNumber);
+  return losses[0];
 }
 
 void TrainingSession::setGradientChecks(bool on) {

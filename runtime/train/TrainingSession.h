@@ -79,6 +79,20 @@ public:
   /// loss is nan" (or inf) unless the plan scales the loss dynamically.
   double step(const std::function<std::vector<double>(int)> &globalInputs);
 
+  /// Runs an inference plan once on `globalInputs` and returns its outputs,
+  /// whole (docs/runtime.md#inference-plans). The step count is unchanged.
+  std::vector<std::vector<double>>
+  evaluate(const std::function<std::vector<double>(int)> &globalInputs);
+  /// Runs this inference plan on `owner`'s parameters from now on: each
+  /// variable is the owner's parameter of the same name, which must have
+  /// the same dtype and shards, and the arena shrinks to the rest. `owner`
+  /// runs the same ranks and must outlive this session.
+  void shareVariablesWith(TrainingSession &owner);
+  /// The arena bytes each rank holds: less the variables when shared.
+  int64_t arenaBytesHeld() const;
+  /// Inference runs so far.
+  int64_t evaluationsRun() const { return evaluations; }
+
   /// The global elements of variable `index` (the model tensor, padded at
   /// the end for a ZeRO partition). Over a communicator, collective.
   std::vector<double> globalValue(int index);
@@ -122,6 +136,10 @@ private:
   /// throws aborts its communicator, and the first failure is rethrown.
   void onRankThreads(const std::function<void(int)> &body);
   void checkUsable() const;
+  /// Writes the inputs and runs the program once on every local rank;
+  /// records it and returns outputs[0][0] of the first local rank.
+  double runProgram(const std::function<std::vector<double>(int)> &inputs,
+                    int64_t stepNumber);
   /// Runs `body(executor)` on every local rank, in parallel in process;
   /// returns the first failure's message ("" if none) without aborting
   /// the communicators, so the ranks can agree on the outcome.
@@ -137,6 +155,8 @@ private:
   std::vector<std::unique_ptr<Executor>> executors;
   std::vector<RankRecord> rankRecords;
   int64_t steps = 0;
+  int64_t evaluations = 0;
+  bool sharesVariables = false;
   std::string failure;
 };
 

@@ -108,6 +108,25 @@ TEST(CudaKernelChecks, ElementwiseAndMatmul) {
   }
 }
 
+TEST(CudaKernelChecks, Dropout) {
+  HostTensor a = randomTensor(DType::F32, {2, 3}, 1);
+  HostTensor c(DType::F32, {2, 5});
+  HostTensor step = makeTensor(DType::I64, {}, {1});
+  HostTensor floatStep = makeTensor(DType::F32, {}, {1});
+  AttrMap good = makeAttrs(
+      {{"p", 0.5}, {"seed", int64_t(1)}, {"stream", int64_t(0)}});
+  expectRejected("nn.dropout", good, {&a, &step}, {&c});
+  expectRejected("nn.dropout", good, {&a, &floatStep}, {&a});
+  expectRejected("nn.dropout", good, {&a}, {&a});
+  AttrMap p = good;
+  p.set("p", 1.0);
+  expectRejected("nn.dropout", p, {&a, &step}, {&a});
+  AttrMap outside = good;
+  outside.set("global_shape", std::vector<int64_t>{2, 3});
+  outside.set("shard_offsets", std::vector<int64_t>{1, 0});
+  expectRejected("nn.dropout", outside, {&a, &step}, {&a});
+}
+
 TEST(CudaKernelChecks, RowsEmbeddingAndLoss) {
   HostTensor x = randomTensor(DType::F32, {2, 3}, 1);
   HostTensor y(DType::F32, {2, 3});

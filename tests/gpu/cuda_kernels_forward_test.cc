@@ -74,6 +74,28 @@ TEST_F(CudaKernelsForward, BiasAddAndScale) {
   expectMatchesCpu("nn.scale", factor, {&x}, {{DType::F32, {4, 33, 65}, 0}});
 }
 
+TEST_F(CudaKernelsForward, DropoutMasksLikeTheCpuBitForBit) {
+  HostTensor step = makeTensor(DType::I64, {}, {7});
+  AttrMap attrs = makeAttrs({{"p", 0.3},
+                             {"seed", int64_t(-2)},
+                             {"stream", int64_t(5)},
+                             {"micro_batch", int64_t(2)}});
+  for (DType type : {DType::F32, DType::BF16, DType::F16}) {
+    HostTensor x = randomTensor(type, {37, 129}, 1);
+    expectMatchesCpu("nn.dropout", attrs, {&x, &step}, {{type, {37, 129}}},
+                     exactBits(), dtypeName(type));
+    expectMatchesCpu("nn.dropout", attrs, {&x, &step}, {{type, {37, 129}, 0}},
+                     exactBits(), "in place");
+  }
+  // A column block of a larger global tensor.
+  AttrMap shard = attrs;
+  shard.set("global_shape", std::vector<int64_t>{4, 37, 300});
+  shard.set("shard_offsets", std::vector<int64_t>{2, 0, 129});
+  HostTensor block = randomTensor(DType::F32, {2, 37, 129}, 2);
+  expectMatchesCpu("nn.dropout", shard, {&block, &step},
+                   {{DType::F32, {2, 37, 129}}}, exactBits(), "shard");
+}
+
 TEST_F(CudaKernelsForward, CastRoundsLikeTheCpuBitForBit) {
   // Values that exercise every branch of the f16 and bf16 rounding: ties,
   // subnormals, overflow to infinity, NaN, signed zeros.

@@ -128,10 +128,12 @@ def test_backward_not_called():
         G()(*BATCH)
 
 
-def test_dropout_needs_p_zero():
+def test_dropout_p_range():
     assert nn.Dropout(0.0).p == 0
-    with pytest.raises(NotImplementedError, match="p=0.1"):
-        nn.Dropout(0.1)
+    assert nn.Dropout(0.1).p == 0.1
+    for p in (-0.1, 1.0, 1.5):
+        with pytest.raises(ValueError, match=r"\[0, 1\)"):
+            nn.Dropout(p)
 
 
 def test_bad_placement_and_amp():

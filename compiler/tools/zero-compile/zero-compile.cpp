@@ -103,6 +103,11 @@ static cl::opt<bool>
 static cl::opt<int64_t> modelParallelSize(
     "model-parallel-size", cl::init(1), cl::cat(category),
     cl::desc("Megatron's tensor-parallel degree: 1 only (data parallel)"));
+static cl::opt<bool> evalGraph(
+    "eval", cl::init(false), cl::cat(category),
+    cl::desc("compile for inference: the forward only, returning the "
+             "graph's results (GPT-2: logits and loss), parameters laid out "
+             "as training at the same stage lays them out"));
 static cl::opt<bool> checkpointActivations(
     "checkpoint-activations", cl::init(false), cl::cat(category),
     cl::desc("Megatron's activation checkpointing: refused (not supported)"));
@@ -343,7 +348,14 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
   zerosbp::GraphBuilder builder(
       context, "gpt2",
       zerosbp::GraphBuilder::cpuPlacement(context, zero.world));
-  auto module = builder.finish({zerosbp::examples::buildGpt2(builder, config)});
+  SmallVector<Value> results;
+  if (evalGraph) {
+    auto [logits, loss] = zerosbp::examples::buildGpt2Inference(builder, config);
+    results = {logits, loss};
+  } else {
+    results = {zerosbp::examples::buildGpt2(builder, config)};
+  }
+  auto module = builder.finish(results);
   if (failed(module))
     fail(builder.error());
   return module;
@@ -525,6 +537,8 @@ int main(int argc, char **argv) {
 
   zerosbp::CompileOptions options;
   options.planFile = planTemporary;
+  if (evalGraph)
+    options.kind = zerosbp::GraphKind::Inference;
   auto compiled = zerosbp::compileGraph(**module, *config, options);
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));

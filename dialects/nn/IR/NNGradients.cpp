@@ -263,6 +263,24 @@ LogicalResult ScaleOp::buildGradients(OpBuilder &builder,
   return success();
 }
 
+/// y = mask x / (1 - p): dx = mask dy / (1 - p), the same op on dy. The
+/// mask is recomputed from the same seed, step, stream and micro-batch
+/// (docs/compiler.md, "Dropout"); the step gets no gradient.
+LogicalResult DropoutOp::buildGradients(OpBuilder &builder,
+                                        ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return noGradients(*this, operandGrads);
+  GradientBuilder grads(builder, *this);
+  auto dx = grads.create<DropoutOp>(dy, getStep(), getPAttr(), getSeedAttr(),
+                                    getStreamAttr(), getMicroBatchAttr(),
+                                    /*global_shape=*/nullptr,
+                                    /*split_dims=*/nullptr);
+  operandGrads.append({dx, Value()});
+  return success();
+}
+
 /// y = cast(x): dx = dy cast back to x's element type.
 LogicalResult CastOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {

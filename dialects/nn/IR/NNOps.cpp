@@ -426,6 +426,49 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// The counter of docs/compiler.md "Dropout" holds the element index in 48
+/// bits, the micro-batch in 16 and the stream in 32.
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "dropout");
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  double p = adaptor.getP().convertToDouble();
+  if (!(p >= 0 && p < 1))
+    return infer.error("p must lie in [0, 1), got " + formatNumber(p));
+  auto stream = static_cast<int64_t>(adaptor.getStream());
+  if (stream < 0 || stream > 0xffffffffLL)
+    return infer.error("stream must lie in [0, 2^32), got " + Twine(stream));
+  if (std::optional<uint64_t> micro = adaptor.getMicroBatch())
+    if (static_cast<int64_t>(*micro) < 0 || *micro > 0xffff)
+      return infer.error("micro_batch must lie in [0, 2^16), got " +
+                         Twine(static_cast<int64_t>(*micro)));
+  ArrayRef<int64_t> global = x.getShape();
+  if (std::optional<ArrayRef<int64_t>> shape = adaptor.getGlobalShape()) {
+    if (static_cast<int64_t>(shape->size()) != x.getRank())
+      return infer.error("global_shape " + Inference::shapeStr(*shape) +
+                         " does not have the input's rank");
+    global = *shape;
+  }
+  int64_t numel = 1;
+  for (int64_t dim : global) {
+    std::optional<int64_t> product =
+        dim < 0 ? std::nullopt : llvm::checkedMul(numel, dim);
+    if (!product || *product >= (int64_t(1) << 48))
+      return infer.error("the global shape " + Inference::shapeStr(global) +
+                         " must hold fewer than 2^48 elements");
+    numel = *product;
+  }
+  if (std::optional<ArrayRef<int64_t>> dims = adaptor.getSplitDims())
+    for (int64_t dim : *dims)
+      if (dim < -1 || dim >= x.getRank())
+        return infer.error("split_dims entry " + Twine(dim) +
+                           " is neither -1 nor a dim of the input");
+  types.push_back(plain(x.getShape(), x.getElementType()));
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   RankedTensorType input = getInput().getType();
   RankedTensorType result = getResult().getType();

@@ -215,6 +215,30 @@ def NN_ScaleOp : NN_InferredOp<"scale", [NN_Differentiable]> {
   let results = (outs NN_FloatTensor:$result);
 }
 
+def NN_DropoutOp : NN_InferredOp<"dropout", [NN_Differentiable]> {
+  let summary = "zeroes elements with probability p, scales the rest by 1/(1-p)";
+  let description = [{
+    The mask is a counter-based random function (Philox4x32-10) of `seed`,
+    the step count `step` (the value of `nn.step`), `stream`, `micro_batch`
+    and each element's linear index in the op's global shape
+    (docs/compiler.md, "Dropout"), so it is the same at every ZeRO stage and
+    world size and nothing is stored for the backward: the gradient is this
+    op, with the same attributes, on the result gradient.
+
+    `stream` tells the dropout ops of a graph apart. `micro_batch` (default
+    0) is set by zero-accumulate on each micro-batch's copy. zero-partition
+    sets `global_shape` and `split_dims` (per hierarchy axis, the dim an
+    `S(d)` splits, -1 for B and P) so the runtime finds the global index of
+    each local element.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_StepTensor:$step, F64Attr:$p,
+                       I64Attr:$seed, I64Attr:$stream,
+                       OptionalAttr<I64Attr>:$micro_batch,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_dims);
+  let results = (outs NN_FloatTensor:$result);
+}
+
 def NN_CastOp : NN_Op<"cast", [Pure, NN_Differentiable]> {
   let summary = "converts between f32, f16 and bf16 (round to nearest even)";
   let arguments = (ins NN_FloatTensor:$input);

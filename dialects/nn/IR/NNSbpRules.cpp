@@ -206,6 +206,17 @@ void ScaleOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   sig.add({sig.p()}, {sig.p()});
 }
 
+/// The mask is a function of the global index, so every split keeps it and
+/// a partial sum is masked the same on every rank (the mask is linear).
+/// The step is replicated.
+void DropoutOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  for (int64_t i = 0; i < rankOf(getInput()); ++i)
+    sig.add({sig.s(i), sig.b()}, {sig.s(i)});
+  sig.add({sig.b(), sig.b()}, {sig.b()});
+  sig.add({sig.p(), sig.b()}, {sig.p()});
+}
+
 void CastOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   Signatures sig(*this, out);
   unarySplits(sig, rankOf(getInput()));

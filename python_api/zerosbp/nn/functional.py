@@ -1,5 +1,6 @@
 """torch.nn.functional's names for the graph's ops."""
 
+from .. import _random, _trace
 from .._tensor import Tensor, matmul
 from .parameter import Parameter
 
@@ -70,12 +71,26 @@ def cross_entropy(logits, labels, reduction="mean"):
     return Tensor._apply("cross_entropy", [logits, labels])
 
 
+def _check_dropout_p(p):
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout probability has to lie in [0, 1), got {p}")
+
+
 def dropout(x, p=0.5, training=True):
-    if p != 0 and training:
-        raise NotImplementedError(
-            f"dropout with p={p}: the graph has no random numbers yet; use "
-            "p=0")
-    return x
+    """Zeroes each element with probability p and scales the rest by
+    1/(1-p), as torch's dropout. The mask is a function of the seed last
+    given to zs.manual_seed, the step, the op's place in the trace and the
+    element's index in the global tensor, so it is the same at every ZeRO
+    stage and rank count (docs/compiler.md, "Dropout"). With p = 0 or
+    training=False it is the identity and adds no op."""
+    _check_dropout_p(p)
+    if p == 0 or not training:
+        return x
+    trace = _trace.current()
+    seed = _random.initial_seed()
+    return Tensor._apply("dropout", [x], scalar=float(p),
+                         ints=[seed & 0xFFFFFFFF, seed >> 32,
+                               trace.dropout_stream()])
 
 
 __all__ = ["linear", "relu", "gelu", "tanh", "softmax", "layer_norm",

@@ -5,6 +5,13 @@ dialect, runs the pass pipeline (the IR after every pass is kept), writes
 the plan, starts the ranks (threads of this process, or this process's rank
 under ``python3 -m zerosbp.launch``) and loads the parameters. Every call
 then runs one training step and returns the loss.
+
+A ``build`` that returns outputs without calling ``loss.backward()`` makes
+an inference graph: no gradients, no optimizer, dropout off. When its
+parameters belong to a compiled training graph, it runs on that graph's
+storage on the ranks, laid out as that graph lays them out (split at stage
+3, gathered layer by layer), so every call sees the current parameters and
+no second copy of the model exists.
 """
 
 import inspect
@@ -44,6 +51,11 @@ class Graph:
         self._parameters = {}  # name -> Parameter
         self._values = {}  # name -> (step, value) read back from the ranks
         self._pending_checkpoint = None  # Loaded right after compiling.
+        self._spec_compiled = None  # The config spec the plan was built for.
+        self._inference = False  # build() returned outputs, no backward.
+        self._single_output = True
+        self._owner = None  # The training graph whose parameters it runs on.
+        self._versions = {}  # name -> Parameter._version, when it owns none.
 
     def __setattr__(self, name, value):
         if isinstance(value, Module):
@@ -55,7 +67,8 @@ class Graph:
         raise NotImplementedError(
             f"{type(self).__name__}.build is not defined: subclass nn.Graph "
             "and define build(self, *inputs) returning the loss after "
-            "calling loss.backward()")
+            "calling loss.backward() (training), or returning outputs "
+            "(inference)")
 
     def add_optimizer(self, optimizer):
         if self._compiled is not None:
@@ -102,9 +115,25 @@ class Graph:
                     f"the graph is placed on {self._placement.world} ranks "
                     f"but was launched on {size} processes")
 
-    def _compile(self, arrays):
-        if type(self).build is Graph.build:
-            self.build()
+    def _training_owner(self):
+        """The compiled training graph that holds this graph's parameters
+        (those its modules hold), or None."""
+        owners = {}
+        for module in self._modules.values():
+            for param in module.parameters():
+                graph = param._graph
+                if graph is not None and graph is not self and \
+                        graph._session is not None and not graph._inference:
+                    owners[id(graph)] = graph
+        if len(owners) > 1:
+            names = sorted(type(g).__name__ for g in owners.values())
+            raise ValueError(
+                f"{type(self).__name__}: its parameters are held by several "
+                f"training graphs ({', '.join(names)}); an inference graph "
+                "runs on the parameters of one")
+        return next(iter(owners.values()), None)
+
+    def _check_training_optimizer(self):
         if not self._optimizers and not self.config._deepspeed_has_optimizer():
             raise RuntimeError(
                 "the graph has no optimizer: call self.add_optimizer(...) in "
@@ -113,6 +142,28 @@ class Graph:
             raise ValueError(
                 "an optimizer is given both by add_optimizer and by the "
                 "DeepSpeed config; give one")
+
+    def _inference_spec(self, owner):
+        """An inference graph on a training graph's parameters is compiled
+        with that graph's config, so that the layouts agree."""
+        if owner is None:
+            return dict(self.config._spec)
+        own = self.config._spec
+        if own and own != {k: v for k, v in owner._spec_compiled.items()
+                           if k in own}:
+            raise ValueError(
+                f"{type(self).__name__} runs on the parameters of "
+                f"{type(owner).__name__} and takes its config; do not "
+                "configure it (its config: "
+                f"{_zerosbp.check_config(own, self.world)})")
+        return dict(owner._spec_compiled)
+
+    def _compile(self, arrays):
+        if type(self).build is Graph.build:
+            self.build()
+        owner = self._training_owner()
+        if owner is not None and self._placement is None:
+            self._placement = owner._placement
         self._check_world()
         names = list(inspect.signature(self.build).parameters)
         if len(names) != len(arrays) and not any(
@@ -126,7 +177,12 @@ class Graph:
         device = self._placement.type if self._placement else "cpu"
         capture = _zerosbp.GraphCapture(type(self).__name__, self.world,
                                         device)
-        trace = _trace.Trace(capture, self._parameter_names())
+        param_names = self._parameter_names()
+        if owner is not None:
+            # The training graph's names, which its plan's variables carry.
+            param_names.update(
+                {id(p): n for n, p in owner._parameters.items()})
+        trace = _trace.Trace(capture, param_names)
         signature = []
         _trace.set_current(trace)
         try:
@@ -137,31 +193,54 @@ class Graph:
                 inputs.append(Tensor(capture.input(name, list(array.shape),
                                                    dtype)))
             result = self.build(*inputs)
-            if trace.loss is None:
-                raise RuntimeError(
-                    "build() did not call loss.backward(): a graph trains "
-                    "on the loss it differentiates (inference graphs are "
-                    "not supported yet)")
-            if result is not None and result is not trace.loss:
-                raise RuntimeError("build() must return the loss it called "
-                                   "backward() on")
-            self._freeze_untrained(trace)
-            spec = dict(self.config._spec)
-            if self._optimizers:
-                spec.update(self._optimizers[0]._spec())
-            self._workdir = tempfile.mkdtemp(prefix="zerosbp-graph-")
+            inference = trace.loss is None
+            self._workdir = self._workdir or tempfile.mkdtemp(
+                prefix="zerosbp-graph-")
             plan_file = os.path.join(self._workdir, "model.zplan")
-            compiled = capture.compile(trace.loss._handle, spec, plan_file,
-                                       True)
+            if inference:
+                outputs = self._inference_outputs(result)
+                if self._optimizers:
+                    raise RuntimeError(
+                        "build() did not call loss.backward() but the graph "
+                        "has an optimizer: a training graph returns the loss "
+                        "it called backward() on, an inference graph has no "
+                        "optimizer")
+                self._check_shared(trace, owner)
+                spec = self._inference_spec(owner)
+                compiled = capture.compile_inference(
+                    [t._handle for t in outputs], spec, plan_file, True)
+            else:
+                if result is not None and result is not trace.loss:
+                    raise RuntimeError("build() must return the loss it "
+                                       "called backward() on")
+                self._check_training_optimizer()
+                self._freeze_untrained(trace)
+                spec = dict(self.config._spec)
+                if self._optimizers:
+                    spec.update(self._optimizers[0]._spec())
+                compiled = capture.compile(trace.loss._handle, spec,
+                                           plan_file, True)
         finally:
             _trace.set_current(None)
 
         self._signature = signature
         self._compiled = compiled
+        self._spec_compiled = spec
+        self._inference = inference
         self._report = json.loads(compiled["report"])
         backend = "mpi" if _distributed.launched() else "inprocess"
         self._session = _zerosbp.Session(plan_file, backend)
         self._parameters = dict(trace.used_parameters)
+        if inference:
+            self._owner = owner
+            if owner is not None:
+                self._session.share_parameters_with(owner._session)
+            else:
+                self._session.initialize(
+                    {name: p._data for name, p in self._parameters.items()})
+                self._versions = {name: p._version
+                                  for name, p in self._parameters.items()}
+            return
         self._session.initialize(
             {name: p._data for name, p in self._parameters.items()})
         for name, param in self._parameters.items():
@@ -172,6 +251,55 @@ class Graph:
             path = self._pending_checkpoint["path"]
             self._pending_checkpoint = None
             self._session.load_checkpoint(path)
+
+    def _inference_outputs(self, result):
+        """build()'s outputs as a list of graph tensors; remembers whether
+        it returned one tensor or a tuple."""
+        self._single_output = isinstance(result, Tensor)
+        outputs = [result] if self._single_output else result
+        if not isinstance(outputs, (list, tuple)) or not outputs or \
+                not all(isinstance(t, Tensor) for t in outputs):
+            raise RuntimeError(
+                "build() returned neither a loss it called backward() on "
+                "(training) nor graph tensors (inference: a tensor or a "
+                f"tuple of tensors), but {type(result).__name__}")
+        return list(outputs)
+
+    def _check_shared(self, trace, owner):
+        """An inference graph runs on one training graph's parameters or on
+        its own: not on a mix."""
+        if owner is None:
+            return
+        held = {id(p) for p in owner._parameters.values()}
+        for name, param in trace.used_parameters.items():
+            if id(param) not in held:
+                raise ValueError(
+                    f"parameter '{name}' is used by {type(self).__name__}."
+                    f"build() but not by {type(owner).__name__}, whose "
+                    "parameters the other ones are: an inference graph "
+                    "runs on one training graph's parameters or on its own")
+
+    def _follow_parameters(self, arrays):
+        """An inference graph that holds its own parameters follows them:
+        values set since are copied in, and once a training graph holds them
+        it is compiled again to run on that graph's storage."""
+        if self._owner is not None:
+            return
+        if any(p._graph is not None and p._graph._session is not None and
+               not p._graph._inference for p in self._parameters.values()):
+            self._reset()
+            self._compile(arrays)
+            return
+        for name, param in self._parameters.items():
+            if param._version != self._versions.get(name):
+                self._session.set_parameter(name, param._data)
+                self._versions[name] = param._version
+
+    def _reset(self):
+        self._compiled = None
+        self._session = None
+        self._owner = None
+        self._versions = {}
 
     def _freeze_untrained(self, trace):
         """Parameters the optimizer was not given keep their values."""
@@ -199,13 +327,25 @@ class Graph:
                     "shape")
 
     def __call__(self, *args):
+        """A training graph runs one step and returns the loss; an inference
+        graph returns its outputs (numpy arrays of the global batch)."""
         arrays = [np.asarray(a) for a in args]
         if self._compiled is None:
             self._compile(arrays)
         else:
             self._check_inputs(arrays)
+        if self._inference:
+            self._follow_parameters(arrays)
+            outputs = self._session.evaluate(arrays)
+            return outputs[0] if self._single_output else tuple(outputs)
         loss = self._session.step(arrays)
         return np.array(loss, dtype=np.float32)
+
+    @property
+    def inference(self):
+        """True for a graph whose build() returns outputs without calling
+        backward (known once compiled)."""
+        return self._inference
 
     def trace_step(self, *args, path=None):
         """Runs one training step recording what each rank's compute and
@@ -219,7 +359,11 @@ class Graph:
             self._check_inputs(arrays)
         self._session.set_tracing(True)
         try:
-            self._session.step(arrays)
+            if self._inference:
+                self._follow_parameters(arrays)
+                self._session.evaluate(arrays)
+            else:
+                self._session.step(arrays)
         finally:
             self._session.set_tracing(False)
         text = self._session.trace_json()
@@ -250,6 +394,7 @@ class Graph:
         returns it) for a data loader that draws from it. Returns the
         checkpoint's path. Under MPI, collective."""
         self._require_compiled("save_checkpoint")
+        self._require_training("save_checkpoint")
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValueError(f"keep must be 0 (keep all) or a positive "
                              f"int, got {keep!r}")
@@ -288,6 +433,12 @@ class Graph:
         return 0
 
     # -- inspection --------------------------------------------------------------
+    def _require_training(self, what):
+        if self._inference:
+            raise RuntimeError(
+                f"{what}: {type(self).__name__} is an inference graph and "
+                "holds no training state; call it on the training graph")
+
     def _require_compiled(self, what):
         if self._compiled is None:
             raise RuntimeError(f"{what}: the graph is compiled on its first "

@@ -99,16 +99,19 @@ class Embedding(Module):
 
 
 class Dropout(Module):
-    """Dropout; only p = 0 until the graph has random numbers."""
+    """torch.nn.Dropout: active in train() mode (the default), the identity
+    after eval(); see functional.dropout for the mask."""
 
     def __init__(self, p=0.5):
         super().__init__()
-        if p != 0:
-            F.dropout(None, p)
+        F._check_dropout_p(p)
         self.p = p
 
     def forward(self, x):
-        return x
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
 
 
 class Sequential(Module):

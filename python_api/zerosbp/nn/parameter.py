@@ -16,6 +16,7 @@ class Parameter:
         self.requires_grad = requires_grad
         self._graph = None  # The compiled graph that holds the value.
         self._name = None   # Its name there.
+        self._version = 0   # Counts the values set while unbound.
 
     @property
     def data(self):
@@ -38,6 +39,7 @@ class Parameter:
         if self._graph is not None and self._graph._session is not None:
             self._graph._set_parameter(self._name, value)
         self._data = value  # Only once the graph took it.
+        self._version += 1
         return self
 
     def numpy(self):

@@ -32,6 +32,9 @@ KernelSignature biasAddKernel;
 KernelSignature scaleKernel;
 KernelSignature castKernel;
 
+// Dropout.cpp
+KernelSignature dropoutKernel;
+
 // Activations.cpp
 KernelSignature reluKernel;
 KernelSignature geluKernel;

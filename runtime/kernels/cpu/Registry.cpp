@@ -29,6 +29,7 @@ constexpr Entry kKernels[] = {
     {"nn.cross_entropy", cpu::crossEntropyKernel},
     {"nn.cross_entropy_grad", cpu::crossEntropyGradKernel},
     {"nn.div", cpu::divKernel},
+    {"nn.dropout", cpu::dropoutKernel},
     {"nn.embedding", cpu::embeddingKernel},
     {"nn.embedding_grad", cpu::embeddingGradKernel},
     {"nn.fill", cpu::fillKernel},

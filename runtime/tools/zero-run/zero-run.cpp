@@ -7,6 +7,8 @@
 //            [--timeout SECONDS] [--threads T] [--quiet]
 //            [--resume DIR] [--checkpoint-dir DIR [--checkpoint-every K]
 //            [--keep K]] [--check-gradients]
+//   zero-run eval.zplan --eval --ranks N --steps K [--init DIR | --resume
+//            DIR] [--data DIR] [--outputs DIR]
 //
 // Prints one progress line per step. With `--backend mpi` every process of
 // `mpirun -n N` is one rank; started outside mpirun, zero-run launches
@@ -19,6 +21,12 @@
 // every K steps and at the end; `--resume` continues from a checkpoint
 // saved at any number of ranks and stage. `--steps` counts the steps of this
 // run.
+//
+// `--eval` runs an inference plan (zero-compile --eval) on K batches: the
+// parameters come from --init, from a training checkpoint (--resume: its
+// parameters only) or the plan's initializers; batch b reads data row b;
+// each batch's first 0-D output is printed as its loss, and `--outputs DIR`
+// writes every output stacked over the batches (DIR/output<k>.npy).
 //
 // A NaN or Inf in --init or --data, or in the loss, stops the run; with
 // `--check-gradients`, so does one in a gradient an update reads
@@ -57,7 +65,10 @@ const char *const kUsage =
     "[--report=json] "
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
-    "[--checkpoint-every K] [--keep K] [--check-gradients]";
+    "[--checkpoint-every K] [--keep K] [--check-gradients]\n"
+    "       zero-run eval.zplan --eval --ranks N --steps K [--init DIR | "
+    "--resume DIR] [--data DIR] [--outputs DIR] [--backend ...] "
+    "[--report=json] [--report-file FILE]";
 
 [[noreturn]] void usageError(const std::string &message) {
   throw RuntimeError(message + "\n" + kUsage);
@@ -124,6 +135,10 @@ CommandLine parse(int argc, char **argv) {
     } else if (arg == "--steps") {
       options.steps = parseInteger(arg, next(), 1, 1000000000);
       line.stepsGiven = true;
+    } else if (arg == "--eval") {
+      options.eval = true;
+    } else if (arg == "--outputs") {
+      options.outputsDir = next();
     } else if (arg == "--data") {
       options.dataDir = next();
     } else if (arg == "--init") {

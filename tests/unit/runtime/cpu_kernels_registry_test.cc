@@ -45,6 +45,7 @@ const char *const kPlanOps[] = {
     "nn.tanh",
     "nn.scale",
     "nn.cast",
+    "nn.dropout",
     "nn.layer_norm",
     "nn.softmax",
     "nn.embedding",
