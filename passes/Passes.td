@@ -41,7 +41,9 @@ def ZeroAccumulate : Pass<"zero-accumulate", "::mlir::func::FuncOp"> {
     losses. Autodiff then sums each parameter's gradient over the
     micro-batches and the optimizer runs once. Each micro-batch's backward
     depends on its own forward only, so a scheduler can run them one after
-    the other and hold one micro-batch's activations at a time.
+    the other and hold one micro-batch's activations at a time. Each copy
+    of an `nn.dropout` gets its micro-batch index as `micro_batch`, so
+    micro-batches draw different masks (docs/compiler.md, "Dropout").
   }];
   let options = [
     Option<"steps", "steps", "int64_t", "1", "micro-batches per step">,
@@ -210,7 +212,9 @@ def ZeroPartition : Pass<"zero-partition", "::mlir::ModuleOp"> {
     `nn.cross_entropy`, `nn.cross_entropy_grad` and `nn.reduce_mean` get the
     global element count they divide by in `count`; `nn.slice` sizes along
     split dims become local. `nn.variable` and `nn.input` keep their global
-    type in `zero.global_type` for checkpoints and the plan.
+    type in `zero.global_type` for checkpoints and the plan. `nn.dropout`
+    gets `global_shape` and `split_dims`, from which the runtime finds each
+    rank's offsets in the global tensor.
 
     With `rank=-1` the result is one SPMD program for every rank: all splits
     must be even, and rank-dependent values use `shard.process_linear_index`

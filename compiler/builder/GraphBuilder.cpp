@@ -243,8 +243,8 @@ Value GraphBuilder::dropout(Value input, double p, uint64_t seed,
   return createInferredValue(createInferred<nn::DropoutOp>(
       {input, count},
       {builder.getNamedAttr("p", builder.getF64FloatAttr(p)),
-       builder.getNamedAttr("seed", builder.getI64IntegerAttr(
-                                        static_cast<int64_t>(seed))),
+       builder.getNamedAttr(
+           "seed", builder.getI64IntegerAttr(static_cast<int64_t>(seed))),
        builder.getNamedAttr("stream", builder.getI64IntegerAttr(stream))}));
 }
 

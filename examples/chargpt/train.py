@@ -14,8 +14,7 @@
    step directory, or a directory with `latest`) and trains --steps more
    steps on the data an uninterrupted run would have read next; --ranks,
    --stage and --batch may differ from the run that saved it, the model
-   flags and --seed may not. A resumed run skips the NumPy check of the
-   first loss (it is not the initial model's) and the stage comparison.
+   flags and --seed may not. A resumed run skips the stage comparison.
 2. Compiles and runs the same model at ZeRO stages 0-3 and prints them side
    by side: model-state memory per rank (measured, and the ZeRO paper's
    formula), peak memory, bytes sent per step (measured, and the formula),
@@ -24,11 +23,10 @@
    per rank by role for stages 0-3 (memory_by_role.svg), the timeline of one
    step's compute and communication streams (timeline.svg and its Chrome
    trace timeline.json), losses.csv, stages.json and samples.txt.
-4. Prints a few lines sampled from the trained model.
-
-The samples come from the trained weights run forward in NumPy (float64):
-compiled graphs are training steps. The same NumPy forward pass checks the
-compiled graph's first loss.
+4. Evaluates the held-out loss every --eval-every steps and samples text
+   through inference graphs (a build() without backward) that run on the
+   training graph's parameters on the ranks: no copy of the model, and they
+   see every step's update. It prints what memory they add.
 """
 
 import argparse
@@ -44,7 +42,7 @@ import zerosbp as zs
 from zerosbp import nn
 from zerosbp.plots import memory_by_role_svg, timeline_svg
 
-from model import Gpt2, numpy_loss, sample
+from model import Gpt2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "data", "proverbs_ecclesiastes.txt")
@@ -64,6 +62,8 @@ def parse_args():
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--lr", type=float, default=4e-3)
+    parser.add_argument("--eval-every", type=int, default=100,
+                        help="steps between held-out evaluations")
     parser.add_argument("--compare-steps", type=int, default=6,
                         help="steps per stage in the stage comparison")
     parser.add_argument("--corpus", default=CORPUS)
@@ -85,6 +85,8 @@ def parse_args():
     if args.batch % args.ranks:
         parser.error(f"--batch {args.batch} must be a multiple of --ranks "
                      f"{args.ranks} (each rank takes an equal share)")
+    if args.eval_every < 1:
+        parser.error("--eval-every must be positive")
     if args.checkpoint_every < 0 or args.keep < 0:
         parser.error("--checkpoint-every and --keep must not be negative")
     if args.compare_steps < 2:
@@ -161,6 +163,74 @@ def make_graph(args, vocab, stage):
     return model, graph
 
 
+def make_eval_graphs(model, vocab):
+    """Inference graphs on `model`: the mean loss of a batch, and the
+    logits for sampling. Compiled on their first call, after the training
+    graph, they run on its parameters as it lays them out."""
+
+    class HeldOutLoss(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.loss_fn = nn.CrossEntropyLoss()
+
+        def build(self, tokens, labels):
+            logits = self.model(tokens)
+            return self.loss_fn(logits.reshape(-1, vocab), labels.reshape(-1))
+
+    class Predict(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, tokens):
+            return self.model(tokens)
+
+    return HeldOutLoss(), Predict()
+
+
+def sample(predict, prompts, seq, length, rng, rows, temperature=0.8):
+    """Continues each of `prompts` (id lists) by `length` characters, all at
+    once through the inference graph `predict` (batch `rows`, sequence
+    `seq`): each row holds the last `seq` characters of its text, and the
+    next one is drawn from the softmax of the logits at its last position
+    (the attention is causal, so the padding after it does not matter)."""
+    texts = [list(p) for p in prompts]
+    for _ in range(length):
+        tokens = np.zeros((rows, seq), dtype=np.int64)
+        ends = []
+        for row, ids in enumerate(texts):
+            context = ids[-seq:]
+            tokens[row, :len(context)] = context
+            ends.append(len(context) - 1)
+        logits = predict(tokens)
+        for row, ids in enumerate(texts):
+            scaled = logits[row, ends[row]].astype(np.float64) / temperature
+            probs = np.exp(scaled - scaled.max())
+            ids.append(int(rng.choice(len(probs), p=probs / probs.sum())))
+    return texts
+
+
+def eval_memory_line(held_out, graph):
+    """What the inference graph adds per rank next to the training graph:
+    measured, with the plan's figure (docs/runtime.md#shared-parameters)."""
+    measured = held_out.memory_report()["measured"][0]
+    planned = held_out.memory_report()["planned"]["peak_bytes_by_role"]
+    by_role = measured["by_role"]
+    parts = ", ".join(f"{name} {by_role[role] / MIB:.2f}" for role, name in
+                      (("activation", "activations"),
+                       ("comm_buffer", "gathered parameters"),
+                       ("input", "inputs")))
+    planned_total = sum(planned[r] for r in ("activation", "comm_buffer",
+                                             "input"))
+    train_peak = max(peak_mib(graph))
+    return (f"chargpt: the held-out graph runs on the training graph's "
+            f"parameters (not a copy) and adds {measured['total'] / MIB:.2f} "
+            f"MiB/rank ({parts}; planned {planned_total / MIB:.2f}) to "
+            f"training's {train_peak:.2f}; its own parameter bytes: "
+            f"{by_role['param']}")
+
+
 def peak_mib(graph):
     return [rank["total"] / MIB for rank in graph.memory_report()["measured"]]
 
@@ -207,9 +277,20 @@ def train(args, corpus, out):
         # reads what an uninterrupted one would.
         corpus.batch(rng, corpus.train, args.batch, args.seq)
     held_out_rng = np.random.default_rng(args.seed + 1)
-    held_out = corpus.batch(held_out_rng, corpus.held_out, 16, args.seq)
-    initial = model.state_dict()
-    heads = args.heads
+    # A multiple of the ranks, as every batch the ranks split.
+    held_out_rows = max(args.ranks, 16 // args.ranks * args.ranks)
+    held_out = corpus.batch(held_out_rng, corpus.held_out, held_out_rows,
+                            args.seq)
+    held_out_graph, predict = make_eval_graphs(model, vocab)
+    begin = time.perf_counter()
+    graph.compile(*corpus.batch(np.random.default_rng(0), corpus.train,
+                                args.batch, args.seq))
+    print(f"chargpt: compiled the training graph in "
+          f"{time.perf_counter() - begin:.2f} s")
+    before = float(held_out_graph(*held_out))
+    evaluations = [(start, before)]
+    print(f"chargpt: held-out loss {before:.4f} at step {start} (inference "
+          f"graph; a uniform guess scores {np.log(vocab):.4f})")
 
     losses = []
     width = len(str(total))
@@ -220,25 +301,20 @@ def train(args, corpus, out):
         seconds = time.perf_counter() - begin
         losses.append(loss)
         done = step + 1
-        if step == start and args.resume:
-            print(f"chargpt: compiled and loaded in {seconds:.2f} s; first "
-                  f"loss {loss:.6f}")
-        elif step == 0:
-            # An independent check: the same batch through NumPy in float64.
-            reference = numpy_loss(initial, heads, tokens, labels)
-            error = abs(loss - reference) / reference
-            print(f"chargpt: compiled in {seconds:.2f} s; first loss "
-                  f"{loss:.6f}, NumPy float64 forward {reference:.6f} "
-                  f"(relative difference {error:.1e})")
-            if error > 1e-4:
-                sys.exit("chargpt: the compiled graph's loss disagrees with "
-                         "the NumPy forward pass")
-        else:
-            peaks = " ".join(f"{m:.2f}" for m in peak_mib(graph))
-            print(f"step {done:>{width}}/{total}  loss {loss:.4f}  "
-                  f"{tokens_per_step / seconds:7.0f} tokens/s  "
-                  f"{seconds * 1000:6.1f} ms  peak MiB/rank {peaks}",
+        peaks = " ".join(f"{m:.2f}" for m in peak_mib(graph))
+        print(f"step {done:>{width}}/{total}  loss {loss:.4f}  "
+              f"{tokens_per_step / seconds:7.0f} tokens/s  "
+              f"{seconds * 1000:6.1f} ms  peak MiB/rank {peaks}",
+              flush=True)
+        if done % args.eval_every == 0 or done == total:
+            begin = time.perf_counter()
+            held = float(held_out_graph(*held_out))
+            evaluations.append((done, held))
+            print(f"chargpt: held-out loss {held:.4f} at step {done} "
+                  f"({(time.perf_counter() - begin) * 1000:.0f} ms)",
                   flush=True)
+            if len(evaluations) == 2:
+                print(eval_memory_line(held_out_graph, graph))
         if done == total or (args.checkpoint_every and
                              done % args.checkpoint_every == 0):
             begin = time.perf_counter()
@@ -248,10 +324,7 @@ def train(args, corpus, out):
                   f"{(time.perf_counter() - begin) * 1000:.0f} ms",
                   flush=True)
 
-    trained = model.state_dict()
-    # A resumed run's starting point is the checkpoint, not `initial`.
-    before = None if args.resume else numpy_loss(initial, heads, *held_out)
-    after = numpy_loss(trained, heads, *held_out)
+    after = evaluations[-1][1]
     with open(os.path.join(out, "losses.csv"), "w", newline="") as file:
         writer = csv.writer(file)
         writer.writerow(["step", "loss"])
@@ -268,16 +341,15 @@ def train(args, corpus, out):
                                 "communication streams"))
     first = float(np.mean(losses[:10]))
     last = float(np.mean(losses[-10:]))
-    held = (f"{after:.3f}" if before is None else
-            f"{before:.3f} -> {after:.3f}")
     print(f"chargpt: training loss {first:.3f} -> {last:.3f} (mean of the "
-          f"first and last 10 steps); held-out loss {held}")
+          f"first and last 10 steps); held-out loss {before:.3f} -> "
+          f"{after:.3f}")
     print(f"chargpt: checkpoints in {checkpoints} (resume with --resume "
           f"{checkpoints} --steps N)")
-    return trained, params, {"first": first, "last": last,
-                             "held_out_before": before,
-                             "held_out_after": after,
-                             "first_step": start, "steps": total}
+    summary = {"first": first, "last": last, "held_out_before": before,
+               "held_out_after": after, "held_out": evaluations,
+               "first_step": start, "steps": total}
+    return predict, params, summary
 
 
 def compare_stages(args, corpus, params):
@@ -347,7 +419,7 @@ def main():
     os.makedirs(out, exist_ok=True)
 
     try:
-        trained, params, summary = train(args, corpus, out)
+        predict, params, summary = train(args, corpus, out)
     except zs.Error as error:
         sys.exit(f"chargpt: {error}")
     rows = []
@@ -365,11 +437,11 @@ def main():
                    "training": summary, "stages": rows}, file, indent=1)
 
     rng = np.random.default_rng(args.seed)
-    lines = []
-    for prompt in ("My son, ", "Wisdom ", "The fool "):
-        ids = sample(trained, args.heads, args.seq, corpus.encode(prompt),
-                     120, rng)
-        lines.append(corpus.decode(ids).split("\n")[0])
+    prompts = ("My son, ", "Wisdom ", "The fool ")
+    rows = -(-len(prompts) // args.ranks) * args.ranks
+    texts = sample(predict, [corpus.encode(p) for p in prompts], args.seq,
+                   120, rng, rows)
+    lines = [corpus.decode(ids).split("\n")[0] for ids in texts]
     with open(os.path.join(out, "samples.txt"), "w") as file:
         file.write("\n".join(lines) + "\n")
     print("\nSampled from the trained model (temperature 0.8):")

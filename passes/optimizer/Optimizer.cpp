@@ -104,9 +104,9 @@ void ZeroOptimizerPass::runOnOperation() {
       step = (*existing.begin()).getResult();
     } else {
       builder.setInsertionPointToStart(&func.getBody().front());
-      step = nn::StepOp::create(
-          builder, func.getLoc(),
-          RankedTensorType::get({}, builder.getI64Type()));
+      step =
+          nn::StepOp::create(builder, func.getLoc(),
+                             RankedTensorType::get({}, builder.getI64Type()));
     }
   }
 

@@ -63,9 +63,8 @@ std::vector<AttrMap> rankAttrs(const Plan &plan, int rank) {
         throw RuntimeError("'global_shape' " + shapeText(global) +
                            " does not have the rank of " + shapeText(local));
       std::vector<int64_t> block;
-      std::vector<int64_t> offsets =
-          shardOffsets(plan, rank, global,
-                       instruction.attrs.getInts("split_dims"), block);
+      std::vector<int64_t> offsets = shardOffsets(
+          plan, rank, global, instruction.attrs.getInts("split_dims"), block);
       if (block != local)
         throw RuntimeError("rank " + std::to_string(rank) + " holds " +
                            shapeText(local) + ", not its block " +

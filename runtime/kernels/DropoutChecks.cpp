@@ -40,8 +40,8 @@ DropoutLayout checkDropout(std::string_view op, const AttrMap &attrs,
   auto seed = static_cast<uint64_t>(attrs.getInt("seed"));
 
   DropoutLayout layout;
-  layout.stream.key = {{static_cast<uint32_t>(seed),
-                        static_cast<uint32_t>(seed >> 32)}};
+  layout.stream.key = {
+      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
   layout.stream.microBatch = static_cast<uint32_t>(microBatch);
   layout.stream.stream = static_cast<uint32_t>(stream);
   // 2^24 p is exact, so this is the first kept value of x >> 8.

@@ -66,8 +66,7 @@ struct DropoutStream {
 
 /// Output word 0 for element `index` (< 2^48) at `step`.
 ZEROSBP_HOST_DEVICE inline uint32_t dropoutBits(const DropoutStream &s,
-                                                uint64_t index,
-                                                uint64_t step) {
+                                                uint64_t index, uint64_t step) {
   Counter ctr = {{static_cast<uint32_t>(index),
                   static_cast<uint32_t>(index >> 32) | (s.microBatch << 16),
                   static_cast<uint32_t>(step), s.stream}};

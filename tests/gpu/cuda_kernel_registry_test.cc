@@ -113,8 +113,8 @@ TEST(CudaKernelChecks, Dropout) {
   HostTensor c(DType::F32, {2, 5});
   HostTensor step = makeTensor(DType::I64, {}, {1});
   HostTensor floatStep = makeTensor(DType::F32, {}, {1});
-  AttrMap good = makeAttrs(
-      {{"p", 0.5}, {"seed", int64_t(1)}, {"stream", int64_t(0)}});
+  AttrMap good =
+      makeAttrs({{"p", 0.5}, {"seed", int64_t(1)}, {"stream", int64_t(0)}});
   expectRejected("nn.dropout", good, {&a, &step}, {&c});
   expectRejected("nn.dropout", good, {&a, &floatStep}, {&a});
   expectRejected("nn.dropout", good, {&a}, {&a});

@@ -1,6 +1,8 @@
 """The main demo (examples/chargpt) end to end at a small size: it trains,
-its loss falls, its stage table matches the ZeRO formulas, it writes every
-artifact it promises, and a run resumed from its checkpoint continues it."""
+its loss falls, its held-out losses (from inference graphs on the training
+graph's parameters) equal a NumPy float64 forward, its stage table matches
+the ZeRO formulas, it writes every artifact it promises, and a run resumed
+from its checkpoint continues it."""
 
 import json
 import os
@@ -11,8 +13,12 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+import zerosbp as zs
+from gpt2_reference import numpy_loss
+
 sys.path.insert(0, os.path.join("examples", "chargpt"))
-from model import numpy_loss  # noqa: E402
+from model import Gpt2  # noqa: E402
+from train import Corpus  # noqa: E402
 
 DEMO = os.path.join("examples", "chargpt", "train.py")
 SMALL = ["--layers=1", "--embed=32", "--heads=2", "--seq=16", "--batch=8",
@@ -24,7 +30,7 @@ def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("chargpt")
     result = subprocess.run(
         [sys.executable, DEMO, "--steps=40", *SMALL, "--compare-steps=2",
-         "--checkpoint-every=20", "--out", str(out)],
+         "--checkpoint-every=20", "--eval-every=20", "--out", str(out)],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     with open(out / "stages.json") as file:
@@ -34,8 +40,7 @@ def demo(tmp_path_factory):
 def test_progress_line_per_step(demo):
     _, stdout, _ = demo
     lines = [l for l in stdout.splitlines() if l.startswith("step ")]
-    # The first step is the compile; it is reported on its own line.
-    assert len(lines) == 39
+    assert len(lines) == 40
     assert lines[-1].startswith("step 40/40  loss ")
     assert "tokens/s" in lines[-1] and "peak MiB/rank" in lines[-1]
     assert len(lines[-1].split("peak MiB/rank")[1].split()) == 2
@@ -46,6 +51,38 @@ def test_loss_falls(demo):
     training = summary["training"]
     assert training["last"] < training["first"] - 0.3
     assert training["held_out_after"] < training["held_out_before"] - 0.3
+
+
+def held_out_batch():
+    """The demo's held-out batch for SMALL (seed 0, 2 ranks: 16 rows)."""
+    corpus = Corpus(os.path.join("examples", "chargpt", "data",
+                                 "proverbs_ecclesiastes.txt"))
+    rng = np.random.default_rng(1)
+    return corpus, corpus.batch(rng, corpus.held_out, 16, 16)
+
+
+def test_held_out_losses_equal_numpy(demo, tmp_path):
+    out, stdout, summary = demo
+    training = summary["training"]
+    assert [step for step, _ in training["held_out"]] == [0, 20, 40]
+    for step, loss in training["held_out"]:
+        assert f"chargpt: held-out loss {loss:.4f} at step {step}" in stdout
+    corpus, (tokens, labels) = held_out_batch()
+    # Before training: the initial model, rebuilt as the demo builds it.
+    zs.manual_seed(0)
+    initial = Gpt2(len(corpus.chars), 16, 32, 2, 1, seed=0).state_dict()
+    want = numpy_loss(initial, 2, tokens, labels)
+    assert abs(training["held_out_before"] - want) <= 1e-5 * want
+    # After: the parameters of the last checkpoint, in float64.
+    subprocess.run([os.environ["ZEROSBP_CHECKPOINT"], "to-fp32",
+                    str(out / "checkpoints"),
+                    str(tmp_path / "final.safetensors")], check=True)
+    final = zs.load(str(tmp_path / "final.safetensors"))
+    want = numpy_loss(final, 2, tokens, labels)
+    assert abs(training["held_out_after"] - want) <= 1e-5 * want
+    # The inference graph holds no parameter bytes of its own.
+    line = [l for l in stdout.splitlines() if "the held-out graph runs" in l]
+    assert len(line) == 1 and line[0].endswith("its own parameter bytes: 0")
 
 
 def test_stage_table_matches_the_formulas(demo):
@@ -126,7 +163,7 @@ def test_resume_continues_the_run(demo, tmp_path):
     assert "resuming from " in result.stdout
     assert "at step 20 (saved on 2 ranks, stage 2)" in result.stdout
     lines = [l for l in result.stdout.splitlines() if l.startswith("step ")]
-    assert lines[0].startswith("step 22/40") and len(lines) == 19
+    assert lines[0].startswith("step 21/40") and len(lines) == 20
     # The same batches from the same state: the uninterrupted run's losses
     # and final model (its samples).
     losses = (out / "losses.csv").read_text().splitlines()

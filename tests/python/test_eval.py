@@ -13,11 +13,8 @@ import pytest
 import zerosbp as zs
 from zerosbp import nn
 
+from gpt2_reference import numpy_logits
 import models
-
-REPO = os.getcwd()
-sys.path.insert(0, os.path.join(REPO, "examples", "chargpt"))
-from model import numpy_logits  # noqa: E402  (float64 GPT-2 forward)
 
 BATCH = 24  # Splits evenly over 1-4 ranks.
 

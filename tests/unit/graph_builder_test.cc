@@ -233,6 +233,25 @@ TEST(GraphBuilderTest, ReshapeElementCountMismatch) {
   EXPECT_THAT(builder.error(), HasSubstr("element counts differ"));
 }
 
+TEST(GraphBuilderTest, DropoutsShareOneStepAndKeepTheWholeSeed) {
+  MLIRContext context;
+  GraphBuilder builder(context, "drop", GraphBuilder::cpuPlacement(context, 2));
+  Value x = builder.input("x", {8, 16}, builder.f32());
+  Value a = builder.dropout(x, 0.25, ~uint64_t(0), /*stream=*/0);
+  Value b = builder.dropout(a, 0.5, ~uint64_t(0), /*stream=*/1);
+  ASSERT_TRUE(b) << builder.error();
+  auto first = a.getDefiningOp<nn::DropoutOp>();
+  auto second = b.getDefiningOp<nn::DropoutOp>();
+  EXPECT_EQ(first.getStep(), second.getStep());
+  EXPECT_EQ(first.getStep().getDefiningOp(),
+            &first->getBlock()->front()); // The step comes first.
+  EXPECT_EQ(first.getSeed(), ~uint64_t(0));
+  EXPECT_EQ(second.getStream(), 1u);
+  // p outside [0, 1) is the verifier's error.
+  EXPECT_FALSE(builder.dropout(b, 1.0, 0, 2));
+  EXPECT_THAT(builder.error(), HasSubstr("p must lie in [0, 1), got 1"));
+}
+
 TEST(GraphBuilderTest, UnknownGpt2PresetIsRejected) {
   EXPECT_FALSE(examples::Gpt2Config::preset("huge"));
   auto xl = examples::Gpt2Config::preset("xl");

@@ -341,6 +341,16 @@ class Graph:
         loss = self._session.step(arrays)
         return np.array(loss, dtype=np.float32)
 
+    def compile(self, *args):
+        """Traces and compiles the graph for the shapes of `args` without
+        running it (a later call runs it). Returns the graph."""
+        arrays = [np.asarray(a) for a in args]
+        if self._compiled is None:
+            self._compile(arrays)
+        else:
+            self._check_inputs(arrays)
+        return self
+
     @property
     def inference(self):
         """True for a graph whose build() returns outputs without calling

@@ -44,16 +44,15 @@ constexpr uint32_t kWords[] = {0x1ea77228, 0x8dfb1af6, 0x3b8ac93e, 0x5ba5ec14,
                                0x9f293ea9, 0xaeb50f09, 0x54b45dde, 0xafb883c6};
 
 TEST(Philox, DropoutCounter) {
-  philox::DropoutStream stream{{{static_cast<uint32_t>(kSeed),
-                                 static_cast<uint32_t>(kSeed >> 32)}},
-                               /*microBatch=*/1,
-                               /*stream=*/2,
-                               /*threshold=*/1u << 22};
+  philox::DropoutStream stream{
+      {{static_cast<uint32_t>(kSeed), static_cast<uint32_t>(kSeed >> 32)}},
+      /*microBatch=*/1,
+      /*stream=*/2,
+      /*threshold=*/1u << 22};
   for (int i = 0; i < 12; ++i)
     EXPECT_EQ(philox::dropoutBits(stream, 12 + i, 3), kWords[i]) << i;
   // The step enters as its low 32 bits.
-  EXPECT_EQ(philox::dropoutBits(stream, 12, 3 + (int64_t(1) << 32)),
-            kWords[0]);
+  EXPECT_EQ(philox::dropoutBits(stream, 12, 3 + (int64_t(1) << 32)), kWords[0]);
 }
 
 AttrMap dropoutAttrs(double p, int64_t microBatch) {
@@ -120,8 +119,7 @@ TEST(DropoutKernel, ShardsAgreeWithTheWhole) {
   Buffer x = randomTensor(DType::F32, {6, 10}, 11);
   Buffer step = makeTensor(DType::I64, {}, {17});
   Buffer whole(DType::F32, {6, 10});
-  runKernel("nn.dropout", dropoutAttrs(0.5, 0), {x.ref, step.ref},
-            {whole.ref});
+  runKernel("nn.dropout", dropoutAttrs(0.5, 0), {x.ref, step.ref}, {whole.ref});
   for (int64_t part = 0; part < 2; ++part) {
     Buffer half(DType::F32, {3, 10});
     std::memcpy(half.ref.data, x.ref.as<float>() + 30 * part,
@@ -178,7 +176,8 @@ TEST(DropoutKernel, Errors) {
                               "not lie in the global shape [3, 6]");
   AttrMap stream = dropoutAttrs(0.5, 0);
   stream.set("stream", int64_t(-1));
-  EXPECT_EQ(message(stream), "nn.dropout: stream must lie in [0, 2^32), got -1");
+  EXPECT_EQ(message(stream),
+            "nn.dropout: stream must lie in [0, 2^32), got -1");
 }
 
 } // namespace
