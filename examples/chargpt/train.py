@@ -215,14 +215,12 @@ def eval_memory_line(held_out, graph):
     """What the inference graph adds per rank next to the training graph:
     measured, with the plan's figure (docs/runtime.md#shared-parameters)."""
     measured = held_out.memory_report()["measured"][0]
-    planned = held_out.memory_report()["planned"]["peak_bytes_by_role"]
     by_role = measured["by_role"]
     parts = ", ".join(f"{name} {by_role[role] / MIB:.2f}" for role, name in
                       (("activation", "activations"),
                        ("comm_buffer", "gathered parameters"),
                        ("input", "inputs")))
-    planned_total = sum(planned[r] for r in ("activation", "comm_buffer",
-                                             "input"))
+    planned_total = held_out.memory_report()["planned"]["added_bytes"]
     train_peak = max(peak_mib(graph))
     return (f"chargpt: the held-out graph runs on the training graph's "
             f"parameters (not a copy) and adds {measured['total'] / MIB:.2f} "

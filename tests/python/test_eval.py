@@ -136,10 +136,13 @@ def test_stage3_eval_memory_is_activations_and_buckets():
     assert planned["param"] > 0
     assert session.arena_bytes_held <= session.arena_bytes - planned["param"]
     assert planned["grad"] == planned["master"] == planned["opt_state"] == 0
+    assert report["planned"]["shares_parameters_with"] == "TrainGraph"
+    assert report["planned"]["held_arena_bytes"] == session.arena_bytes_held
     for measured in report["measured"]:
         # Measured equals planned for what the eval graph holds, and it
         # holds no parameter bytes of its own.
         assert measured["by_role"]["param"] == 0
+        assert measured["total"] == report["planned"]["added_bytes"]
         for role in ("activation", "comm_buffer", "input"):
             assert measured["by_role"][role] == planned[role], role
         assert measured["high_water"] <= session.arena_bytes_held
@@ -360,3 +363,34 @@ def test_zero_run_eval_flags(tmp_path):
         code, out = run(run_, *args)
         assert code == 1 and out.strip() == message, out
     assert not (tmp_path / "o").exists()
+
+
+class DropoutMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(256, 32)
+        self.drop = nn.Dropout(0.5)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc2(self.drop(nn.functional.relu(self.fc1(x))))
+
+
+def test_eval_turns_dropout_off():
+    zs.manual_seed(9)
+    model = DropoutMlp()
+    train = models.train_graph(model, zs.optim.SGD(model.parameters(),
+                                                   lr=0.05), stage=3, world=2)
+    predict = Predict(model)
+    x, y = models.mlp_batches(1, batch=BATCH)[0]
+    train(x, y)
+    logits, loss = predict(x, y)
+    # The same module traced with dropout; the inference graph drops it.
+    assert "nn.dropout" in train.ir(after="capture")
+    assert "nn.dropout" in predict.ir(after="capture")
+    assert "nn.dropout" not in predict.ir(after="zero-inference")
+    want_logits, want_loss = mlp_reference(model.state_dict(), x, y)
+    assert_close(logits, want_logits)
+    # Twice the same: no mask, no step.
+    again, _ = predict(x, y)
+    np.testing.assert_array_equal(logits, again)

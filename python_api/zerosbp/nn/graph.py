@@ -498,6 +498,16 @@ class Graph:
             "arena_bytes": plan["peak_bytes_per_rank"],
             "peak_bytes_by_role": dict(plan["peak_bytes_by_role"]),
         }
+        if self._inference:
+            # Next to a training graph's parameters it holds the rest only:
+            # the most bytes live at once, less the parameters, in an arena
+            # past them.
+            planned["added_bytes"] = plan["lower_bound_bytes"] - \
+                plan["peak_bytes_by_role"]["param"] if self._owner else \
+                plan["lower_bound_bytes"]
+            planned["held_arena_bytes"] = self._session.arena_bytes_held
+            planned["shares_parameters_with"] = \
+                type(self._owner).__name__ if self._owner else None
         measured = [dict(r["peak_bytes"]) for r in self._session.records()]
         return {"planned": planned, "measured": measured}
 
