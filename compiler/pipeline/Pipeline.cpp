@@ -51,16 +51,16 @@ zerosbp::globalPipelineSteps(const ZeroConfig &config, GraphKind kind) {
     steps.push_back({"zero-inference", ""});
     if (precision.precision != Precision::FP32)
       steps.push_back(
-          {"zero-amp", llvm::formatv("precision={0} loss-scale=1",
-                                     stringifyPrecision(precision.precision)
-                                         .lower())});
+          {"zero-amp",
+           llvm::formatv("precision={0} loss-scale=1",
+                         stringifyPrecision(precision.precision).lower())});
     steps.push_back(
         {"zero-sbp-propagation", llvm::formatv("world={0}", config.world)});
     steps.push_back(
-        {"zero-stage", llvm::formatv("stage={0} shard-min-size={1} "
-                                     "persistence-threshold={2}",
-                                     config.stage, config.shardMinSize,
-                                     persistence)});
+        {"zero-stage",
+         llvm::formatv("stage={0} shard-min-size={1} "
+                       "persistence-threshold={2}",
+                       config.stage, config.shardMinSize, persistence)});
     return steps;
   }
   // The graph's batch is the whole step's: micro-batch x accumulation x

@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
-#include "passes/inference/InferenceAttrs.h"
 #include "passes/common/LocalUtils.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/inference/InferenceAttrs.h"
 #include "passes/memory/PlanAttrs.h"
 
 #include "dialects/nn/IR/NNOps.h"

@@ -152,8 +152,7 @@ public:
     }
     py::list arrays;
     for (size_t k = 0; k < outputs.size(); ++k)
-      arrays.append(
-          toArray(outputs[k], plan.values[plan.outputs[k]].shape));
+      arrays.append(toArray(outputs[k], plan.values[plan.outputs[k]].shape));
     return arrays;
   }
 
@@ -404,6 +403,19 @@ py::dict compiledDict(const python::CompiledGraph &compiled) {
   return result;
 }
 
+/// Runs `compile(spec)` for the config dict with the GIL released (the
+/// compile takes a while, and other threads may run meanwhile).
+template <typename Compile>
+py::dict compileWithoutGil(const py::dict &config, Compile compile) {
+  python::ConfigSpec spec = configSpec(config);
+  python::CompiledGraph compiled;
+  {
+    py::gil_scoped_release release;
+    compiled = compile(spec);
+  }
+  return compiledDict(compiled);
+}
+
 } // namespace
 
 PYBIND11_MODULE(_zerosbp, m) {
@@ -455,29 +467,19 @@ PYBIND11_MODULE(_zerosbp, m) {
           "compile",
           [](python::GraphCapture &self, int loss, const py::dict &config,
              const std::string &planFile, bool keepIr) {
-            python::ConfigSpec spec = configSpec(config);
-            python::CompiledGraph compiled;
-            {
-              py::gil_scoped_release release;
-              compiled = self.compile(loss, spec, planFile, keepIr);
-            }
-            return compiledDict(compiled);
+            return compileWithoutGil(config, [&](const auto &spec) {
+              return self.compile(loss, spec, planFile, keepIr);
+            });
           },
           py::arg("loss"), py::arg("config"), py::arg("plan_file"),
           py::arg("keep_ir") = true)
       .def(
           "compile_inference",
           [](python::GraphCapture &self, const std::vector<int> &outputs,
-             const py::dict &config, const std::string &planFile,
-             bool keepIr) {
-            python::ConfigSpec spec = configSpec(config);
-            python::CompiledGraph compiled;
-            {
-              py::gil_scoped_release release;
-              compiled =
-                  self.compileInference(outputs, spec, planFile, keepIr);
-            }
-            return compiledDict(compiled);
+             const py::dict &config, const std::string &planFile, bool keepIr) {
+            return compileWithoutGil(config, [&](const auto &spec) {
+              return self.compileInference(outputs, spec, planFile, keepIr);
+            });
           },
           py::arg("outputs"), py::arg("config"), py::arg("plan_file"),
           py::arg("keep_ir") = true);

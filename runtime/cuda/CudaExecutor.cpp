@@ -298,10 +298,9 @@ void CudaExecutor::shareVariables(const std::vector<void *> &storage) {
   cudaError_t status =
       cudaMalloc(reinterpret_cast<void **>(&memory), bytes ? bytes : 256);
   if (status != cudaSuccess)
-    throw RuntimeError("rank " + std::to_string(myRank) +
-                       ": cannot allocate the arena of " +
-                       std::to_string(bytes) +
-                       " bytes: " + cudaGetErrorString(status));
+    throw RuntimeError(
+        "rank " + std::to_string(myRank) + ": cannot allocate the arena of " +
+        std::to_string(bytes) + " bytes: " + cudaGetErrorString(status));
   checkCuda("arena", cudaMemset(memory, 0, bytes ? bytes : 256));
   checkCuda("arena", cudaFree(arena));
   arena = memory;

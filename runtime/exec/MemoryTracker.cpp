@@ -8,11 +8,14 @@ namespace zerosbp::runtime {
 
 MemoryTracker::MemoryTracker(const Plan &plan)
     : plan(plan), live(plan.buffers.size(), 0),
-      persistent(plan.buffers.size(), 0), external(plan.buffers.size(), 0) {
+      persistent(plan.buffers.size(), 0), initiallyLive(plan.buffers.size(), 0),
+      external(plan.buffers.size(), 0) {
   for (const PlanVariable &variable : plan.variables)
     persistent[plan.values[variable.value].buffer] = 1;
+  // Inputs are written before the first instruction but die at their last
+  // read, as the plan frees them: the arena reuses their bytes after that.
   for (const PlanInput &input : plan.inputs)
-    persistent[plan.values[input.value].buffer] = 1;
+    initiallyLive[plan.values[input.value].buffer] = 1;
   for (int step : plan.steps)
     persistent[plan.values[step].buffer] = 1;
 }
@@ -23,7 +26,7 @@ void MemoryTracker::beginStep() {
   currentTotal = 0;
   currentHighWater = 0;
   for (size_t buffer = 0; buffer < persistent.size(); ++buffer)
-    if (persistent[buffer])
+    if (persistent[buffer] || initiallyLive[buffer])
       markLive(static_cast<int>(buffer));
   sample();
 }

@@ -2,11 +2,11 @@
 //-*-===//
 //
 // The executor marks a buffer live when an instruction first writes it and
-// dead when an instruction's `free` lists it; variables, inputs and the step
-// count are live throughout. The tracker keeps the peak of live bytes, in
-// total, by role and for model states (param + grad + master + opt_state),
-// and the highest arena byte any live buffer reaches, which must stay within
-// the plan's arena.
+// dead when an instruction's `free` lists it; variables and the step count
+// are live throughout, inputs from the start to their last read. The tracker
+// keeps the peak of live bytes, in total, by role and for model states (param +
+// grad + master + opt_state), and the highest arena byte any live buffer
+// reaches, which must stay within the plan's arena.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +34,8 @@ class MemoryTracker {
 public:
   explicit MemoryTracker(const Plan &plan);
 
-  /// Marks the persistent buffers (variables, inputs, steps) live and every
-  /// other buffer dead: the state at the start of a step.
+  /// Marks the persistent buffers (variables, steps) and the inputs live
+  /// and every other buffer dead: the state at the start of a step.
   void beginStep();
   void markLive(int buffer);
   void markDead(int buffer);
@@ -52,6 +52,7 @@ private:
   const Plan &plan;
   std::vector<char> live;
   std::vector<char> persistent;
+  std::vector<char> initiallyLive; // Inputs: live at the start, then freed.
   std::vector<char> external;
   int64_t origin = 0;
   int64_t current[kNumRoles] = {};

@@ -61,10 +61,9 @@ bufferAddresses(const Plan &plan, unsigned char *arena, int64_t origin,
   if (variableStorage.empty())
     return addresses;
   if (variableStorage.size() != plan.variables.size())
-    throw RuntimeError(plan.source + ": " +
-                       std::to_string(variableStorage.size()) +
-                       " shared variables for " +
-                       std::to_string(plan.variables.size()));
+    throw RuntimeError(
+        plan.source + ": " + std::to_string(variableStorage.size()) +
+        " shared variables for " + std::to_string(plan.variables.size()));
   for (size_t v = 0; v < plan.variables.size(); ++v) {
     const PlanValue &value = plan.values[plan.variables[v].value];
     // A variable's value starts its buffer (the reader checks the offset).

@@ -50,9 +50,8 @@ void RankExecutor::allocateArena(int64_t arenaBytes) {
   auto *memory =
       static_cast<unsigned char *>(std::aligned_alloc(64, bytes ? bytes : 64));
   if (!memory)
-    throw RuntimeError("rank " + std::to_string(myRank) +
-                       ": cannot allocate " + std::to_string(arenaBytes) +
-                       " arena bytes");
+    throw RuntimeError("rank " + std::to_string(myRank) + ": cannot allocate " +
+                       std::to_string(arenaBytes) + " arena bytes");
   std::memset(memory, 0, bytes);
   std::free(arena);
   arena = memory;

@@ -67,7 +67,6 @@ private:
   /// Allocates `bytes` of zeroed arena, aligned like the planner's offsets.
   void allocateArena(int64_t bytes);
 
-
   const Plan &thePlan;
   int myRank;
   Communicator &comm;

@@ -136,9 +136,8 @@ SaveTarget::SaveTarget(const std::string &path)
 void SaveTarget::write(
     const Plan &plan,
     const std::function<std::vector<double>(int)> &globalValue) {
-  writeDirectory([&](const std::string &into) {
-    writeFiles(plan, into, globalValue);
-  });
+  writeDirectory(
+      [&](const std::string &into) { writeFiles(plan, into, globalValue); });
 }
 
 void SaveTarget::writeArrays(
@@ -232,8 +231,8 @@ void checkEvaluationFlags(const Plan &plan, const TrainOptions &options) {
     throw RuntimeError("--outputs needs --eval");
   if (!options.eval)
     return;
-  const char *trainingOnly = options.checkpointDir   ? "--checkpoint-dir"
-                             : options.saveDir       ? "--save"
+  const char *trainingOnly = options.checkpointDir    ? "--checkpoint-dir"
+                             : options.saveDir        ? "--save"
                              : options.checkGradients ? "--check-gradients"
                                                       : nullptr;
   if (trainingOnly)
@@ -266,8 +265,7 @@ void evaluateBatches(TrainingSession &session, const TrainOptions &options,
     const std::vector<int64_t> &shape = plan.values[plan.outputs[k]].shape;
     stacked[k].dtype = DType::F32;
     stacked[k].shape = {options.steps};
-    stacked[k].shape.insert(stacked[k].shape.end(), shape.begin(),
-                            shape.end());
+    stacked[k].shape.insert(stacked[k].shape.end(), shape.begin(), shape.end());
   }
   for (int64_t batch = 0; batch < options.steps; ++batch) {
     throwIfInterrupted();
@@ -279,7 +277,8 @@ void evaluateBatches(TrainingSession &session, const TrainOptions &options,
       for (size_t k = 0; k < values.size(); ++k)
         for (double value : values[k]) {
           float narrowed = static_cast<float>(value);
-          const auto *bytes = reinterpret_cast<const unsigned char *>(&narrowed);
+          const auto *bytes =
+              reinterpret_cast<const unsigned char *>(&narrowed);
           stacked[k].data.insert(stacked[k].data.end(), bytes, bytes + 4);
         }
     if (reporter && options.progress)

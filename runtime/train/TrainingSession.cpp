@@ -87,13 +87,12 @@ int sharedVariableIndex(const PlanVariable &variable, const Plan &owner) {
   if (match->dtype != variable.dtype || match->shards != variable.shards ||
       match->globalShape != variable.globalShape ||
       match->modelShape() != variable.modelShape())
-    throw RuntimeError(what + " is laid out as " +
-                       std::string(dtypeName(variable.dtype)) + " " +
-                       npyShapeText(variable.localShape) +
-                       " per rank here and as " + dtypeName(match->dtype) +
-                       " " + npyShapeText(match->localShape) +
-                       " in the training graph; compile both with the same "
-                       "ZeRO stage, precision and world");
+    throw RuntimeError(
+        what + " is laid out as " + std::string(dtypeName(variable.dtype)) +
+        " " + npyShapeText(variable.localShape) + " per rank here and as " +
+        dtypeName(match->dtype) + " " + npyShapeText(match->localShape) +
+        " in the training graph; compile both with the same "
+        "ZeRO stage, precision and world");
   return static_cast<int>(match - owner.variables.data());
 }
 
@@ -226,8 +225,7 @@ void TrainingSession::shareVariablesWith(TrainingSession &owner) {
                        ": only an inference plan runs on another plan's "
                        "parameters");
   if (other.world != thePlan.world || other.device != thePlan.device ||
-      owner.executors.size() != executors.size() ||
-      owner.rank() != rank())
+      owner.executors.size() != executors.size() || owner.rank() != rank())
     throw RuntimeError(thePlan.source + ": runs on " +
                        std::to_string(thePlan.world) + " " + thePlan.device +
                        " ranks, the parameters' plan on " +

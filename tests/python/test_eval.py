@@ -148,6 +148,11 @@ def test_stage3_eval_memory_is_activations_and_buckets():
         assert measured["high_water"] <= session.arena_bytes_held
     # Stage 3 gathers the parameters for the forward: buckets are live.
     assert planned["comm_buffer"] > 0
+    # The training graph's measured peak is its plan's most bytes live at
+    # once (inputs die at their last read, as planned).
+    lower_bound = train.report["plan"]["memory_plan"]["lower_bound_bytes"]
+    assert [m["total"] for m in train.memory_report()["measured"]] == \
+        [lower_bound] * 4
     # The training graph's own memory is unchanged by the eval graph.
     assert train.memory_report()["measured"][0]["by_role"]["param"] == \
         train.memory_report()["planned"]["peak_bytes_by_role"]["param"]

@@ -350,7 +350,8 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
       zerosbp::GraphBuilder::cpuPlacement(context, zero.world));
   SmallVector<Value> results;
   if (evalGraph) {
-    auto [logits, loss] = zerosbp::examples::buildGpt2Inference(builder, config);
+    auto [logits, loss] =
+        zerosbp::examples::buildGpt2Inference(builder, config);
     results = {logits, loss};
   } else {
     results = {zerosbp::examples::buildGpt2(builder, config)};

@@ -93,6 +93,21 @@ TEST(PlanReader, ReadsAValidPlan) {
   EXPECT_EQ(plan.groupOf(1, 0), (std::vector<int>{0, 1}));
 }
 
+TEST(PlanReader, ReadsTheMode) {
+  EXPECT_FALSE(parsePlan(sealed(kValidPlan), "model.zplan").inference);
+  auto withMode = [](const std::string &mode) {
+    return replaced("\"function\": \"f\",",
+                    "\"function\": \"f\", \"mode\": " + mode + ",");
+  };
+  EXPECT_TRUE(parsePlan(sealed(withMode("\"eval\"")), "model.zplan").inference);
+  EXPECT_FALSE(
+      parsePlan(sealed(withMode("\"train\"")), "model.zplan").inference);
+  EXPECT_THAT(errorOf(withMode("\"predict\"")),
+              HasSubstr("model.zplan: mode: unknown mode 'predict' (expected "
+                        "train or eval)"));
+  EXPECT_THAT(errorOf(withMode("1")), HasSubstr("model.zplan: mode: "));
+}
+
 TEST(PlanReader, RejectsForeignAndBrokenFiles) {
   EXPECT_THAT(errorOf("{\"format\": \"onnx\", \"version\": 1}"),
               HasSubstr("model.zplan: not a ZeroSBP plan (format 'onnx'"));
