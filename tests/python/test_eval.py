@@ -399,3 +399,28 @@ def test_eval_turns_dropout_off():
     # Twice the same: no mask, no step.
     again, _ = predict(x, y)
     np.testing.assert_array_equal(logits, again)
+
+
+def test_checkpoints_and_inference_graphs(tmp_path):
+    model, train, batches = mlp_setup(stage=2, world=2)
+    x, y = batches[0]
+    train(x, y)
+    path = train.save_checkpoint(tmp_path / "ck")
+    trained = model.state_dict()
+    shared = Predict(model)
+    shared(x, y)
+    # A shared inference graph would load parameters under the training
+    # graph's optimizer state: refused.
+    with pytest.raises(RuntimeError, match="Predict runs on the parameters "
+                       "of TrainGraph; load the checkpoint into that graph"):
+        shared.load_checkpoint(path)
+    # One with its own parameters loads them (stage 3, 4 ranks: resharded).
+    zs.manual_seed(99)
+    fresh = models.Mlp(hidden=32)
+    own = Predict(fresh).to(zs.placement("cpu", ranks=range(4)))
+    own.config.enable_zero(True, stage=3, shard_min_size=1)
+    own.load_checkpoint(tmp_path / "ck")
+    logits, loss = own(x, y)
+    assert_close(logits, mlp_reference(trained, x, y)[0])
+    own.load_checkpoint(path)  # After compiling too.
+    np.testing.assert_array_equal(own(x, y)[0], logits)

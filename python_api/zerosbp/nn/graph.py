@@ -234,12 +234,20 @@ class Graph:
         if inference:
             self._owner = owner
             if owner is not None:
+                if self._pending_checkpoint is not None:
+                    self._pending_checkpoint = None
+                    raise RuntimeError(self._shared_load_error())
                 self._session.share_parameters_with(owner._session)
-            else:
-                self._session.initialize(
-                    {name: p._data for name, p in self._parameters.items()})
-                self._versions = {name: p._version
-                                  for name, p in self._parameters.items()}
+                return
+            self._session.initialize(
+                {name: p._data for name, p in self._parameters.items()})
+            self._versions = {name: p._version
+                              for name, p in self._parameters.items()}
+            if self._pending_checkpoint is not None:
+                # Its parameters only (docs/checkpoint.md#inference-plans).
+                path = self._pending_checkpoint["path"]
+                self._pending_checkpoint = None
+                self._session.load_checkpoint(path)
             return
         self._session.initialize(
             {name: p._data for name, p in self._parameters.items()})
@@ -418,7 +426,8 @@ class Graph:
     def load_checkpoint(self, path):
         """Loads a checkpoint (a step directory, or a directory with
         `latest`) saved at any world size and ZeRO stage; training
-        continues from its step. Before the first call, the manifest is
+        continues from its step. An inference graph with parameters of its
+        own loads only the parameters. Before the first call, the manifest is
         checked now and the state is loaded right after compiling. A
         checkpoint that does not check leaves the state as it was. Returns
         the checkpoint's path, step, world, stage and seed (a dict). Under
@@ -428,6 +437,8 @@ class Graph:
             info = _zerosbp.checkpoint_info(path)
             self._pending_checkpoint = info
             return info
+        if self._inference and self._owner is not None:
+            raise RuntimeError(self._shared_load_error())
         info = self._session.load_checkpoint(path)
         self._values.clear()  # Cached values are the state before.
         return info
@@ -443,6 +454,12 @@ class Graph:
         return 0
 
     # -- inspection --------------------------------------------------------------
+    def _shared_load_error(self):
+        return (f"load_checkpoint: {type(self).__name__} runs on the "
+                f"parameters of {type(self._owner).__name__}; load the "
+                "checkpoint into that graph, whose optimizer state goes with "
+                "them")
+
     def _require_training(self, what):
         if self._inference:
             raise RuntimeError(
