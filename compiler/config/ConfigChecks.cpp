@@ -2,6 +2,7 @@
 
 #include "compiler/config/ConfigChecks.h"
 
+#include "compiler/config/ConfigAccess.h"
 #include "compiler/config/Diagnostics.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -83,62 +84,59 @@ void checkBatchRule(Checker &check, const ZeroConfig &config) {
                                     : std::string(", which overflows")));
 }
 
+/// Whether `option` is used with `config`'s optimizer and precision.
+bool applies(const ConfigOption &option, const ZeroConfig &config) {
+  switch (option.when) {
+  case OptionWhen::NotSgd:
+    return config.optimizer.kind != OptimizerKind::SGD;
+  case OptionWhen::Fp16:
+    return config.precision.precision == Precision::FP16;
+  default:
+    return true;
+  }
+}
+
+/// The range check of ConfigOptions.def for one option.
+void checkRange(Checker &check, const ConfigOption &option,
+                const ZeroConfig &config) {
+  ConfigField field = option.field;
+  switch (option.check) {
+  case OptionCheck::None:
+    return;
+  case OptionCheck::AtLeast:
+    check.integerAtLeast(field, *optionMember<int64_t>(config, field),
+                         option.lo);
+    return;
+  case OptionCheck::In:
+    check.integerIn(field, *optionMember<int64_t>(config, field), option.lo,
+                    option.hi);
+    return;
+  case OptionCheck::NonNegative:
+    check.nonNegative(field, *optionMember<double>(config, field));
+    return;
+  case OptionCheck::Probability:
+    check.probability(field, *optionMember<double>(config, field));
+    return;
+  }
+}
+
 } // namespace
 
 llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
   Checker check(name);
-  check.integerAtLeast(ConfigField::World, config.world, 1);
-  check.integerIn(ConfigField::Stage, config.stage, 0, 3);
-  check.integerAtLeast(ConfigField::ShardMinSize, config.shardMinSize, 0);
-  check.integerIn(ConfigField::ShardRestoreLevel, config.shardRestoreLevel, 0,
-                  2);
-
-  const OptimizerConfig &optimizer = config.optimizer;
-  check.nonNegative(ConfigField::Lr, optimizer.lr);
-  if (optimizer.kind != OptimizerKind::SGD) {
-    check.probability(ConfigField::Beta1, optimizer.beta1);
-    check.probability(ConfigField::Beta2, optimizer.beta2);
-    check.nonNegative(ConfigField::Eps, optimizer.eps);
+  for (const ConfigOption &option : configOptions()) {
+    if (applies(option, config))
+      checkRange(check, option, config);
+    // The rules that tie two options, right after the second.
+    if (option.field == ConfigField::WeightDecay &&
+        config.optimizer.kind == OptimizerKind::SGD &&
+        config.optimizer.weightDecay != 0)
+      check.fail(ConfigField::WeightDecay,
+                 "expected 0 with SGD, got " +
+                     formatNumber(config.optimizer.weightDecay));
+    if (option.field == ConfigField::TrainBatchSize)
+      checkBatchRule(check, config);
   }
-  check.nonNegative(ConfigField::WeightDecay, optimizer.weightDecay);
-  if (optimizer.kind == OptimizerKind::SGD && optimizer.weightDecay != 0)
-    check.fail(ConfigField::WeightDecay,
-               "expected 0 with SGD, got " +
-                   formatNumber(optimizer.weightDecay));
-
-  const PrecisionConfig &precision = config.precision;
-  if (precision.precision == Precision::FP16) {
-    check.nonNegative(ConfigField::LossScale, precision.lossScale);
-    // The scale is a float32: 2^127 is the largest power of two it holds.
-    check.integerIn(ConfigField::InitialScalePower, precision.initialScalePower,
-                    0, 127);
-    check.integerAtLeast(ConfigField::LossScaleWindow,
-                         precision.lossScaleWindow, 1);
-    check.integerAtLeast(ConfigField::Hysteresis, precision.hysteresis, 1);
-    check.integerAtLeast(ConfigField::MinLossScale, precision.minLossScale, 1);
-  }
-
-  check.integerAtLeast(ConfigField::GradientAccumulationSteps,
-                       config.gradientAccumulationSteps, 1);
-  check.nonNegative(ConfigField::GradientClipping, config.gradientClipping);
-  check.integerAtLeast(ConfigField::TrainMicroBatchSizePerGpu,
-                       config.trainMicroBatchSizePerGpu, 0);
-  check.integerAtLeast(ConfigField::TrainBatchSize, config.trainBatchSize, 0);
-  checkBatchRule(check, config);
-
-  const ZeroKnobs &zero = config.zero;
-  check.integerAtLeast(ConfigField::ReduceBucketSize, zero.reduceBucketSize, 0);
-  check.integerAtLeast(ConfigField::AllgatherBucketSize,
-                       zero.allgatherBucketSize, 0);
-  check.integerAtLeast(ConfigField::Stage3PrefetchBucketSize,
-                       zero.stage3PrefetchBucketSize, 0);
-  check.integerAtLeast(ConfigField::Stage3ParamPersistenceThreshold,
-                       zero.stage3ParamPersistenceThreshold, 0);
-  check.integerAtLeast(ConfigField::Stage3MaxLiveParameters,
-                       zero.stage3MaxLiveParameters, 0);
-  check.integerAtLeast(ConfigField::Stage3MaxReuseDistance,
-                       zero.stage3MaxReuseDistance, 0);
-  check.integerAtLeast(ConfigField::SubGroupSize, zero.subGroupSize, 0);
   return check.takeError();
 }
 

@@ -1,52 +1,58 @@
-//===- ConfigField.h - names of the ZeroConfig fields -----------*- C++ -*-===//
+//===- ConfigField.h - the ZeroConfig options, from one table ---*- C++ -*-===//
 //
-// One enumerator per checked ZeroConfig field, so that the checks live in
-// one place (ConfigChecks.h) while each front end names a field its own way:
-// `zero_optimization.stage` in a DeepSpeed config, `stage` in pipeline
-// options.
+// One enumerator and one descriptor per row of ConfigOptions.def, so that
+// each front end handles every option from the same facts: its key, its
+// DeepSpeed path, its OneFlow name, its type, its range and when it applies.
+// The checks live in one place (ConfigChecks.h); each front end names a
+// field its own way (`zero_optimization.stage` in a DeepSpeed config,
+// `stage` in pipeline options).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_COMPILER_CONFIG_CONFIGFIELD_H
 #define ZEROSBP_COMPILER_CONFIG_CONFIGFIELD_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <cstddef>
+#include <cstdint>
 
 namespace zerosbp {
 
 enum class ConfigField {
-  World,
-  Stage,
-  ShardMinSize,
-  ShardRestoreLevel,
-  Optimizer,
-  Lr,
-  Beta1,
-  Beta2,
-  Eps,
-  WeightDecay,
-  Precision,
-  LossScale,
-  InitialScalePower,
-  LossScaleWindow,
-  Hysteresis,
-  MinLossScale,
-  GradientAccumulationSteps,
-  GradientClipping,
-  TrainMicroBatchSizePerGpu,
-  TrainBatchSize,
-  ReduceBucketSize,
-  AllgatherBucketSize,
-  OverlapComm,
-  ContiguousGradients,
-  ReduceScatter,
-  Stage3PrefetchBucketSize,
-  Stage3ParamPersistenceThreshold,
-  Stage3MaxLiveParameters,
-  Stage3MaxReuseDistance,
-  SubGroupSize,
+#define ZERO_OPTION(Group, Field, ...) Field,
+#include "compiler/config/ConfigOptions.def"
 };
+
+inline constexpr size_t kNumConfigFields = 0
+#define ZERO_OPTION(...) +1
+#include "compiler/config/ConfigOptions.def"
+    ;
+
+/// The type of an option's member.
+enum class OptionType { Integer, Number, Bool, Optimizer, Precision };
+/// Its range (ConfigOptions.def).
+enum class OptionCheck { None, AtLeast, In, NonNegative, Probability };
+/// When it is used and printed (ConfigOptions.def).
+enum class OptionWhen { Always, NotSgd, PrintedNotSgd, Fp16, NonZero };
+
+struct ConfigOption {
+  ConfigField field;
+  OptionType type;
+  llvm::StringRef key;
+  llvm::StringRef deepSpeed;
+  llvm::StringRef oneFlow;
+  OptionCheck check;
+  int64_t lo, hi;
+  OptionWhen when;
+  llvm::StringRef help;
+};
+
+/// Every option, in table order (the order of str() and of the checks).
+llvm::ArrayRef<ConfigOption> configOptions();
+const ConfigOption &configOption(ConfigField field);
 
 /// How a front end spells a field in its error messages.
 using FieldNamer = llvm::function_ref<llvm::StringRef(ConfigField)>;
@@ -54,6 +60,10 @@ using FieldNamer = llvm::function_ref<llvm::StringRef(ConfigField)>;
 /// The field's key in pipeline options (`shard-min-size`, ...), which
 /// ZeroConfig::str() prints.
 llvm::StringRef optionName(ConfigField field);
+/// The field's DeepSpeed config path (`zero_optimization.stage`, ...).
+llvm::StringRef deepSpeedName(ConfigField field);
+/// The field's `enable_zero` argument, else its pipeline key.
+llvm::StringRef oneFlowName(ConfigField field);
 
 } // namespace zerosbp
 

@@ -2,6 +2,7 @@
 
 #include "compiler/config/DeepSpeedConfig.h"
 
+#include "compiler/config/ConfigAccess.h"
 #include "compiler/config/ConfigChecks.h"
 #include "compiler/config/JsonReader.h"
 #include "compiler/config/JsonText.h"
@@ -14,70 +15,50 @@ using namespace zerosbp;
 
 namespace {
 
-llvm::StringRef deepSpeedKey(ConfigField field) {
-  switch (field) {
-  case ConfigField::World:
-    return "world";
-  case ConfigField::Stage:
-    return "zero_optimization.stage";
-  case ConfigField::ShardMinSize:
-    return "shard_min_size";
-  case ConfigField::ShardRestoreLevel:
-    return "shard_restore_level";
-  case ConfigField::Optimizer:
-    return "optimizer.type";
-  case ConfigField::Lr:
-    return "optimizer.params.lr";
-  case ConfigField::Beta1:
-    return "optimizer.params.betas[0]";
-  case ConfigField::Beta2:
-    return "optimizer.params.betas[1]";
-  case ConfigField::Eps:
-    return "optimizer.params.eps";
-  case ConfigField::WeightDecay:
-    return "optimizer.params.weight_decay";
-  case ConfigField::Precision:
-    return "fp16.enabled";
-  case ConfigField::LossScale:
-    return "fp16.loss_scale";
-  case ConfigField::InitialScalePower:
-    return "fp16.initial_scale_power";
-  case ConfigField::LossScaleWindow:
-    return "fp16.loss_scale_window";
-  case ConfigField::Hysteresis:
-    return "fp16.hysteresis";
-  case ConfigField::MinLossScale:
-    return "fp16.min_loss_scale";
-  case ConfigField::GradientAccumulationSteps:
-    return "gradient_accumulation_steps";
-  case ConfigField::GradientClipping:
-    return "gradient_clipping";
-  case ConfigField::TrainMicroBatchSizePerGpu:
-    return "train_micro_batch_size_per_gpu";
-  case ConfigField::TrainBatchSize:
-    return "train_batch_size";
-  case ConfigField::ReduceBucketSize:
-    return "zero_optimization.reduce_bucket_size";
-  case ConfigField::AllgatherBucketSize:
-    return "zero_optimization.allgather_bucket_size";
-  case ConfigField::OverlapComm:
-    return "zero_optimization.overlap_comm";
-  case ConfigField::ContiguousGradients:
-    return "zero_optimization.contiguous_gradients";
-  case ConfigField::ReduceScatter:
-    return "zero_optimization.reduce_scatter";
-  case ConfigField::Stage3PrefetchBucketSize:
-    return "zero_optimization.stage3_prefetch_bucket_size";
-  case ConfigField::Stage3ParamPersistenceThreshold:
-    return "zero_optimization.stage3_param_persistence_threshold";
-  case ConfigField::Stage3MaxLiveParameters:
-    return "zero_optimization.stage3_max_live_parameters";
-  case ConfigField::Stage3MaxReuseDistance:
-    return "zero_optimization.stage3_max_reuse_distance";
-  case ConfigField::SubGroupSize:
-    return "zero_optimization.sub_group_size";
+llvm::StringRef deepSpeedKey(ConfigField field) { return deepSpeedName(field); }
+
+/// The options of ConfigOptions.def read as they are from `section`
+/// (`zero_optimization`, `fp16`): the key of each, in table order.
+llvm::SmallVector<std::pair<ConfigField, llvm::StringRef>>
+plainKeysOf(llvm::StringRef section) {
+  llvm::SmallVector<std::pair<ConfigField, llvm::StringRef>> keys;
+  for (const ConfigOption &option : configOptions()) {
+    llvm::StringRef path = option.deepSpeed;
+    if (option.type != OptionType::Optimizer &&
+        option.type != OptionType::Precision && path.consume_front(section) &&
+        path.consume_front("."))
+      keys.emplace_back(option.field, path);
   }
-  llvm_unreachable("unknown ConfigField");
+  return keys;
+}
+
+/// Reads the plain options of `section` into `config`, in table order;
+/// `special` reads those it returns true for.
+void readPlainKeys(
+    JsonObjectReader &reader, llvm::StringRef section, ZeroConfig &config,
+    llvm::function_ref<bool(ConfigField, llvm::StringRef)> special =
+        [](ConfigField, llvm::StringRef) { return false; }) {
+  for (auto [field, key] : plainKeysOf(section)) {
+    if (special(field, key))
+      continue;
+    if (int64_t *value = optionMember<int64_t>(config, field))
+      reader.readInteger(key, *value);
+    else if (double *value = optionMember<double>(config, field))
+      reader.readNumber(key, *value);
+    else if (bool *value = optionMember<bool>(config, field))
+      reader.readBool(key, *value);
+  }
+}
+
+/// `first`, the plain keys of `section`, then `rest`: what checkKeys knows.
+llvm::SmallVector<llvm::StringRef>
+knownKeys(llvm::ArrayRef<llvm::StringRef> first, llvm::StringRef section,
+          llvm::ArrayRef<llvm::StringRef> rest) {
+  llvm::SmallVector<llvm::StringRef> keys(first.begin(), first.end());
+  for (auto [field, key] : plainKeysOf(section))
+    keys.push_back(key);
+  keys.append(rest.begin(), rest.end());
+  return keys;
 }
 
 const llvm::StringRef kTopLevelKeys[] = {
@@ -105,18 +86,8 @@ const llvm::StringRef kTopLevelKeys[] = {
     "bfloat16",
 };
 
-const llvm::StringRef kZeroKeys[] = {
-    "stage",
-    "reduce_bucket_size",
-    "allgather_bucket_size",
-    "overlap_comm",
-    "contiguous_gradients",
-    "reduce_scatter",
-    "stage3_prefetch_bucket_size",
-    "stage3_param_persistence_threshold",
-    "stage3_max_live_parameters",
-    "stage3_max_reuse_distance",
-    "sub_group_size",
+/// zero_optimization's keys besides ConfigOptions.def's.
+const llvm::StringRef kOtherZeroKeys[] = {
     "offload_optimizer",
     "offload_param",
     // Accepted at DeepSpeed's default only.
@@ -228,25 +199,18 @@ void DeepSpeedParser::readZeroOptimization(JsonObjectReader &root) {
   if (!object)
     return;
   JsonObjectReader zero(*object, "zero_optimization", sink);
-  zero.checkKeys(kZeroKeys);
+  zero.checkKeys(knownKeys({}, "zero_optimization", kOtherZeroKeys));
 
-  ZeroKnobs &knobs = config.zero;
   std::optional<bool> overlapComm;
-  zero.readInteger("stage", config.stage);
-  zero.readInteger("reduce_bucket_size", knobs.reduceBucketSize);
-  zero.readInteger("allgather_bucket_size", knobs.allgatherBucketSize);
-  zero.readBool("overlap_comm", overlapComm);
-  zero.readBool("contiguous_gradients", knobs.contiguousGradients);
-  zero.readBool("reduce_scatter", knobs.reduceScatter);
-  zero.readInteger("stage3_prefetch_bucket_size",
-                   knobs.stage3PrefetchBucketSize);
-  zero.readInteger("stage3_param_persistence_threshold",
-                   knobs.stage3ParamPersistenceThreshold);
-  zero.readInteger("stage3_max_live_parameters", knobs.stage3MaxLiveParameters);
-  zero.readInteger("stage3_max_reuse_distance", knobs.stage3MaxReuseDistance);
-  zero.readInteger("sub_group_size", knobs.subGroupSize);
+  readPlainKeys(zero, "zero_optimization", config,
+                [&](ConfigField field, llvm::StringRef key) {
+                  if (field != ConfigField::OverlapComm)
+                    return false;
+                  zero.readBool(key, overlapComm);
+                  return true;
+                });
   // DeepSpeedZeroConfig.overlap_comm_valid.
-  knobs.overlapComm = overlapComm.value_or(config.stage == 3);
+  config.zero.overlapComm = overlapComm.value_or(config.stage == 3);
 
   readOffload(zero, "offload_optimizer", kOffloadOptimizerMembers);
   readOffload(zero, "offload_param", kOffloadParamMembers);
@@ -414,19 +378,15 @@ void DeepSpeedParser::readBetas(JsonObjectReader &params) {
 
 void DeepSpeedParser::readPrecision(JsonObjectReader &root) {
   bool fp16Enabled = false, bf16Enabled = false;
-  PrecisionConfig fp16;
+  // The fp16 keys apply only when it is enabled: read them aside.
+  ZeroConfig fp16;
   if (const llvm::json::Object *object = root.readObject("fp16")) {
     JsonObjectReader reader(*object, "fp16", sink);
-    reader.checkKeys({"enabled", "loss_scale", "initial_scale_power",
-                      "loss_scale_window", "hysteresis", "min_loss_scale",
-                      "consecutive_hysteresis", "auto_cast",
-                      "fp16_master_weights_and_grads"});
+    reader.checkKeys(knownKeys({"enabled"}, "fp16",
+                               {"consecutive_hysteresis", "auto_cast",
+                                "fp16_master_weights_and_grads"}));
     reader.readBool("enabled", fp16Enabled);
-    reader.readNumber("loss_scale", fp16.lossScale);
-    reader.readInteger("initial_scale_power", fp16.initialScalePower);
-    reader.readInteger("loss_scale_window", fp16.lossScaleWindow);
-    reader.readInteger("hysteresis", fp16.hysteresis);
-    reader.readInteger("min_loss_scale", fp16.minLossScale);
+    readPlainKeys(reader, "fp16", fp16);
     // DeepSpeedFP16Config's defaults.
     reader.requireDefault("consecutive_hysteresis", false);
     reader.requireDefault("auto_cast", false);
@@ -452,8 +412,8 @@ void DeepSpeedParser::readPrecision(JsonObjectReader &root) {
     return;
   }
   if (fp16Enabled) {
-    fp16.precision = Precision::FP16;
-    config.precision = fp16;
+    fp16.precision.precision = Precision::FP16;
+    config.precision = fp16.precision;
   } else if (bf16Enabled) {
     config.precision.precision = Precision::BF16;
   }

@@ -11,19 +11,6 @@ using namespace zerosbp;
 
 namespace {
 
-llvm::StringRef oneFlowName(ConfigField field) {
-  switch (field) {
-  case ConfigField::Stage:
-    return "stage";
-  case ConfigField::ShardMinSize:
-    return "shard_min_size";
-  case ConfigField::ShardRestoreLevel:
-    return "shard_restore_level";
-  default:
-    return optionName(field);
-  }
-}
-
 llvm::Error outOfRange(ConfigField field, int64_t value, int64_t lo,
                        std::optional<int64_t> hi) {
   if (hi)

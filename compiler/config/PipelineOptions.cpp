@@ -2,6 +2,7 @@
 
 #include "compiler/config/PipelineOptions.h"
 
+#include "compiler/config/ConfigAccess.h"
 #include "compiler/config/ConfigChecks.h"
 #include "compiler/config/ConfigField.h"
 #include "compiler/config/Diagnostics.h"
@@ -18,8 +19,7 @@ using namespace zerosbp;
 
 namespace {
 
-constexpr size_t kNumFields =
-    static_cast<size_t>(ConfigField::SubGroupSize) + 1;
+constexpr size_t kNumFields = kNumConfigFields;
 
 ConfigField fieldAt(size_t index) { return static_cast<ConfigField>(index); }
 
@@ -57,75 +57,6 @@ std::optional<bool> parseBool(llvm::StringRef text) {
   if (text == "false")
     return false;
   return std::nullopt;
-}
-
-int64_t *integerField(ZeroConfig &config, ConfigField field) {
-  switch (field) {
-  case ConfigField::World:
-    return &config.world;
-  case ConfigField::Stage:
-    return &config.stage;
-  case ConfigField::ShardMinSize:
-    return &config.shardMinSize;
-  case ConfigField::ShardRestoreLevel:
-    return &config.shardRestoreLevel;
-  case ConfigField::InitialScalePower:
-    return &config.precision.initialScalePower;
-  case ConfigField::LossScaleWindow:
-    return &config.precision.lossScaleWindow;
-  case ConfigField::Hysteresis:
-    return &config.precision.hysteresis;
-  case ConfigField::MinLossScale:
-    return &config.precision.minLossScale;
-  case ConfigField::ReduceBucketSize:
-    return &config.zero.reduceBucketSize;
-  case ConfigField::AllgatherBucketSize:
-    return &config.zero.allgatherBucketSize;
-  case ConfigField::Stage3PrefetchBucketSize:
-    return &config.zero.stage3PrefetchBucketSize;
-  case ConfigField::Stage3ParamPersistenceThreshold:
-    return &config.zero.stage3ParamPersistenceThreshold;
-  case ConfigField::Stage3MaxLiveParameters:
-    return &config.zero.stage3MaxLiveParameters;
-  case ConfigField::Stage3MaxReuseDistance:
-    return &config.zero.stage3MaxReuseDistance;
-  case ConfigField::SubGroupSize:
-    return &config.zero.subGroupSize;
-  default:
-    return nullptr;
-  }
-}
-
-double *numberField(ZeroConfig &config, ConfigField field) {
-  switch (field) {
-  case ConfigField::Lr:
-    return &config.optimizer.lr;
-  case ConfigField::Beta1:
-    return &config.optimizer.beta1;
-  case ConfigField::Beta2:
-    return &config.optimizer.beta2;
-  case ConfigField::Eps:
-    return &config.optimizer.eps;
-  case ConfigField::WeightDecay:
-    return &config.optimizer.weightDecay;
-  case ConfigField::LossScale:
-    return &config.precision.lossScale;
-  case ConfigField::GradientClipping:
-    return &config.gradientClipping;
-  default:
-    return nullptr;
-  }
-}
-
-bool *boolField(ZeroConfig &config, ConfigField field) {
-  switch (field) {
-  case ConfigField::ContiguousGradients:
-    return &config.zero.contiguousGradients;
-  case ConfigField::ReduceScatter:
-    return &config.zero.reduceScatter;
-  default:
-    return nullptr;
-  }
 }
 
 class OptionsParser {
@@ -233,17 +164,17 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
   default:
     break;
   }
-  if (int64_t *target = integerField(config, field)) {
+  if (int64_t *target = optionMember<int64_t>(config, field)) {
     std::optional<int64_t> integer = parseInteger(value);
     if (!integer)
       return expected("an integer");
     *target = *integer;
-  } else if (double *target = numberField(config, field)) {
+  } else if (double *target = optionMember<double>(config, field)) {
     std::optional<double> number = parseNumber(value);
     if (!number)
       return expected("a number");
     *target = *number;
-  } else if (bool *target = boolField(config, field)) {
+  } else if (bool *target = optionMember<bool>(config, field)) {
     std::optional<bool> flag = parseBool(value);
     if (!flag)
       return expected("true or false");
@@ -254,19 +185,16 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
 
 /// Keys that have no effect with the other values given.
 llvm::Error OptionsParser::checkContext() {
-  if (config.optimizer.kind == OptimizerKind::SGD)
-    for (ConfigField field :
-         {ConfigField::Beta1, ConfigField::Beta2, ConfigField::Eps})
-      if (given(field))
-        return configError(optionName(field) + ": not used by optimizer=sgd");
-  if (config.precision.precision != Precision::FP16)
-    for (ConfigField field :
-         {ConfigField::LossScale, ConfigField::InitialScalePower,
-          ConfigField::LossScaleWindow, ConfigField::Hysteresis,
-          ConfigField::MinLossScale})
-      if (given(field))
-        return configError(optionName(field) +
-                           ": only used with precision=fp16");
+  for (const ConfigOption &option : configOptions()) {
+    if (!given(option.field))
+      continue;
+    if (option.when == OptionWhen::NotSgd &&
+        config.optimizer.kind == OptimizerKind::SGD)
+      return configError(option.key + ": not used by optimizer=sgd");
+    if (option.when == OptionWhen::Fp16 &&
+        config.precision.precision != Precision::FP16)
+      return configError(option.key + ": only used with precision=fp16");
+  }
   return llvm::Error::success();
 }
 

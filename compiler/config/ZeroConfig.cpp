@@ -2,6 +2,7 @@
 
 #include "compiler/config/ZeroConfig.h"
 
+#include "compiler/config/ConfigAccess.h"
 #include "compiler/config/ConfigChecks.h"
 #include "compiler/config/ConfigField.h"
 #include "compiler/config/Diagnostics.h"
@@ -53,101 +54,86 @@ std::optional<Precision> zerosbp::symbolizePrecision(llvm::StringRef name) {
 }
 
 bool OptimizerConfig::operator==(const OptimizerConfig &other) const {
-  return kind == other.kind && lr == other.lr && beta1 == other.beta1 &&
-         beta2 == other.beta2 && eps == other.eps &&
-         weightDecay == other.weightDecay;
+  return true
+#define ZERO_OPTIMIZER_OPTION(Field, Type, Member, ...) &&Member == other.Member
+#include "compiler/config/ConfigOptions.def"
+      ;
 }
 
 bool PrecisionConfig::operator==(const PrecisionConfig &other) const {
-  return precision == other.precision && lossScale == other.lossScale &&
-         initialScalePower == other.initialScalePower &&
-         lossScaleWindow == other.lossScaleWindow &&
-         hysteresis == other.hysteresis && minLossScale == other.minLossScale;
+  return true
+#define ZERO_PRECISION_OPTION(Field, Type, Member, ...) &&Member == other.Member
+#include "compiler/config/ConfigOptions.def"
+      ;
 }
 
 bool ZeroKnobs::operator==(const ZeroKnobs &other) const {
-  return reduceBucketSize == other.reduceBucketSize &&
-         allgatherBucketSize == other.allgatherBucketSize &&
-         overlapComm == other.overlapComm &&
-         contiguousGradients == other.contiguousGradients &&
-         reduceScatter == other.reduceScatter &&
-         stage3PrefetchBucketSize == other.stage3PrefetchBucketSize &&
-         stage3ParamPersistenceThreshold ==
-             other.stage3ParamPersistenceThreshold &&
-         stage3MaxLiveParameters == other.stage3MaxLiveParameters &&
-         stage3MaxReuseDistance == other.stage3MaxReuseDistance &&
-         subGroupSize == other.subGroupSize;
+  return true
+#define ZERO_KNOB_OPTION(Field, Type, Member, ...) &&Member == other.Member
+#include "compiler/config/ConfigOptions.def"
+      ;
 }
 
 bool ZeroConfig::operator==(const ZeroConfig &other) const {
-  return world == other.world && stage == other.stage &&
-         shardMinSize == other.shardMinSize &&
-         shardRestoreLevel == other.shardRestoreLevel &&
-         optimizer == other.optimizer && precision == other.precision &&
-         gradientAccumulationSteps == other.gradientAccumulationSteps &&
-         gradientClipping == other.gradientClipping &&
-         trainMicroBatchSizePerGpu == other.trainMicroBatchSizePerGpu &&
-         trainBatchSize == other.trainBatchSize && zero == other.zero;
+  return optimizer == other.optimizer && precision == other.precision &&
+         zero == other.zero
+#define ZERO_CONFIG_OPTION(Field, Type, Member, ...) &&Member == other.Member
+#include "compiler/config/ConfigOptions.def"
+      ;
 }
 
 llvm::Error ZeroConfig::verify() const {
   return verifyConfig(*this, optionName);
 }
 
+/// Whether `option` is printed for `config` (ConfigOptions.def's When).
+static bool isPrinted(const ConfigOption &option, const ZeroConfig &config) {
+  switch (option.when) {
+  case OptionWhen::Always:
+    return true;
+  case OptionWhen::NotSgd:
+  case OptionWhen::PrintedNotSgd:
+    return config.optimizer.kind != OptimizerKind::SGD;
+  case OptionWhen::Fp16:
+    return config.precision.precision == Precision::FP16;
+  case OptionWhen::NonZero:
+    return *optionMember<int64_t>(config, option.field) != 0;
+  }
+  llvm_unreachable("unknown OptionWhen");
+}
+
+/// `config`'s value of `field` as pipeline-option text.
+static std::string optionText(const ZeroConfig &config, ConfigField field) {
+  if (const int64_t *value = optionMember<int64_t>(config, field))
+    return std::to_string(*value);
+  if (const double *value = optionMember<double>(config, field))
+    return formatNumber(*value);
+  if (const bool *value = optionMember<bool>(config, field))
+    return *value ? "true" : "false";
+  if (const OptimizerKind *kind = optionMember<OptimizerKind>(config, field))
+    return stringifyOptimizerKind(*kind).str();
+  return stringifyPrecision(*optionMember<Precision>(config, field)).str();
+}
+
+/// `config`'s value of a plain (integer, number or bool) `field` as JSON.
+static llvm::json::Value optionJson(const ZeroConfig &config,
+                                    ConfigField field) {
+  if (const int64_t *value = optionMember<int64_t>(config, field))
+    return *value;
+  if (const double *value = optionMember<double>(config, field))
+    return *value;
+  return *optionMember<bool>(config, field);
+}
+
 std::string ZeroConfig::str() const {
   std::string result;
-  auto add = [&](ConfigField field, const llvm::Twine &value) {
+  for (const ConfigOption &option : configOptions()) {
+    if (!isPrinted(option, *this))
+      continue;
     if (!result.empty())
       result += ' ';
-    result += (optionName(field) + "=" + value).str();
-  };
-  auto addInt = [&](ConfigField field, int64_t value) {
-    add(field, llvm::Twine(value));
-  };
-  auto addNumber = [&](ConfigField field, double value) {
-    add(field, formatNumber(value));
-  };
-  auto addBool = [&](ConfigField field, bool value) {
-    add(field, value ? "true" : "false");
-  };
-
-  addInt(ConfigField::World, world);
-  addInt(ConfigField::Stage, stage);
-  addInt(ConfigField::ShardMinSize, shardMinSize);
-  addInt(ConfigField::ShardRestoreLevel, shardRestoreLevel);
-  add(ConfigField::Optimizer, stringifyOptimizerKind(optimizer.kind));
-  addNumber(ConfigField::Lr, optimizer.lr);
-  if (optimizer.kind != OptimizerKind::SGD) {
-    addNumber(ConfigField::Beta1, optimizer.beta1);
-    addNumber(ConfigField::Beta2, optimizer.beta2);
-    addNumber(ConfigField::Eps, optimizer.eps);
-    addNumber(ConfigField::WeightDecay, optimizer.weightDecay);
+    result += (option.key + "=" + optionText(*this, option.field)).str();
   }
-  add(ConfigField::Precision, stringifyPrecision(precision.precision));
-  if (precision.precision == Precision::FP16) {
-    addNumber(ConfigField::LossScale, precision.lossScale);
-    addInt(ConfigField::InitialScalePower, precision.initialScalePower);
-    addInt(ConfigField::LossScaleWindow, precision.lossScaleWindow);
-    addInt(ConfigField::Hysteresis, precision.hysteresis);
-    addInt(ConfigField::MinLossScale, precision.minLossScale);
-  }
-  addInt(ConfigField::GradientAccumulationSteps, gradientAccumulationSteps);
-  addNumber(ConfigField::GradientClipping, gradientClipping);
-  if (trainMicroBatchSizePerGpu != 0)
-    addInt(ConfigField::TrainMicroBatchSizePerGpu, trainMicroBatchSizePerGpu);
-  if (trainBatchSize != 0)
-    addInt(ConfigField::TrainBatchSize, trainBatchSize);
-  addInt(ConfigField::ReduceBucketSize, zero.reduceBucketSize);
-  addInt(ConfigField::AllgatherBucketSize, zero.allgatherBucketSize);
-  addBool(ConfigField::OverlapComm, zero.overlapComm);
-  addBool(ConfigField::ContiguousGradients, zero.contiguousGradients);
-  addBool(ConfigField::ReduceScatter, zero.reduceScatter);
-  addInt(ConfigField::Stage3PrefetchBucketSize, zero.stage3PrefetchBucketSize);
-  addInt(ConfigField::Stage3ParamPersistenceThreshold,
-         zero.stage3ParamPersistenceThreshold);
-  addInt(ConfigField::Stage3MaxLiveParameters, zero.stage3MaxLiveParameters);
-  addInt(ConfigField::Stage3MaxReuseDistance, zero.stage3MaxReuseDistance);
-  addInt(ConfigField::SubGroupSize, zero.subGroupSize);
   return result;
 }
 
@@ -165,30 +151,21 @@ llvm::json::Value ZeroConfig::toJson() const {
   }
 
   llvm::json::Object fp16{{"enabled", precision.precision == Precision::FP16}};
-  if (precision.precision == Precision::FP16) {
-    fp16["loss_scale"] = precision.lossScale;
-    fp16["initial_scale_power"] = precision.initialScalePower;
-    fp16["loss_scale_window"] = precision.lossScaleWindow;
-    fp16["hysteresis"] = precision.hysteresis;
-    fp16["min_loss_scale"] = precision.minLossScale;
-  }
 
   llvm::json::Object zeroOptimization{
-      {"stage", stage},
-      {"reduce_bucket_size", zero.reduceBucketSize},
-      {"allgather_bucket_size", zero.allgatherBucketSize},
-      {"overlap_comm", zero.overlapComm},
-      {"contiguous_gradients", zero.contiguousGradients},
-      {"reduce_scatter", zero.reduceScatter},
-      {"stage3_prefetch_bucket_size", zero.stage3PrefetchBucketSize},
-      {"stage3_param_persistence_threshold",
-       zero.stage3ParamPersistenceThreshold},
-      {"stage3_max_live_parameters", zero.stage3MaxLiveParameters},
-      {"stage3_max_reuse_distance", zero.stage3MaxReuseDistance},
-      {"sub_group_size", zero.subGroupSize},
       {"offload_optimizer", llvm::json::Object{{"device", "none"}}},
       {"offload_param", llvm::json::Object{{"device", "none"}}},
   };
+  // The plain keys under their DeepSpeed paths (ConfigOptions.def).
+  for (const ConfigOption &option : configOptions()) {
+    llvm::StringRef path = option.deepSpeed;
+    if (path.consume_front("zero_optimization."))
+      zeroOptimization[path] = optionJson(*this, option.field);
+    else if (precision.precision == Precision::FP16 &&
+             option.type != OptionType::Precision &&
+             path.consume_front("fp16."))
+      fp16[path] = optionJson(*this, option.field);
+  }
 
   llvm::json::Object result{
       {"zerosbp",
