@@ -3,6 +3,7 @@
 #include "compiler/pipeline/Pipeline.h"
 
 #include "compiler/config/PipelineOptions.h"
+#include "compiler/pipeline/ZeroPipelineHelp.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
@@ -183,7 +184,8 @@ std::unique_ptr<Pass> zerosbp::createPlanExport(const ZeroConfig &config,
 
 void zerosbp::registerZeroPipeline() {
   // The options are parsed as a whole by parsePipelineOptions, so the
-  // pipeline registers its builder directly rather than an options struct.
+  // pipeline registers its builder directly rather than an options struct;
+  // ZeroPipelineHelp only lists the keys for --help.
   registerPassPipeline(
       "zero-pipeline",
       "The whole global-view ZeRO pipeline; options as "
@@ -199,5 +201,8 @@ void zerosbp::registerZeroPipeline() {
                               llvm::toString(std::move(error)));
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)>) {});
+      [](function_ref<void(const detail::PassOptions &)> describe) {
+        ZeroPipelineHelp help;
+        describe(help);
+      });
 }

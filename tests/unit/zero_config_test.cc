@@ -1,5 +1,6 @@
 //===- zero_config_test.cc - ZeroConfig and its three front ends ----------===//
 
+#include "compiler/config/ConfigAccess.h"
 #include "compiler/config/DeepSpeedConfig.h"
 #include "compiler/config/EnableZero.h"
 #include "compiler/config/PipelineOptions.h"
@@ -956,3 +957,89 @@ TEST(ConfigRobustness, MutatedPipelineOptions) {
 }
 
 } // namespace
+
+namespace {
+
+/// A valid value of `option` other than its default, as text.
+std::string otherValue(const ConfigOption &option, const ZeroConfig &defaults) {
+  switch (option.type) {
+  case OptionType::Integer:
+    return std::to_string(option.check == OptionCheck::In
+                              ? option.hi
+                              : std::max<int64_t>(option.lo, 0) + 2);
+  case OptionType::Number:
+    return "0.25";
+  case OptionType::Bool:
+    return *optionMember<bool>(defaults, option.field) ? "false" : "true";
+  case OptionType::Optimizer:
+    return "sgd";
+  case OptionType::Precision:
+    return "bf16";
+  }
+  return "";
+}
+
+/// The value `config` holds for `option`, as text.
+std::string heldValue(const ConfigOption &option, const ZeroConfig &config) {
+  if (const int64_t *value = optionMember<int64_t>(config, option.field))
+    return std::to_string(*value);
+  if (const double *value = optionMember<double>(config, option.field))
+    return *value == 0.25 ? "0.25" : std::to_string(*value);
+  if (const bool *value = optionMember<bool>(config, option.field))
+    return *value ? "true" : "false";
+  if (const OptimizerKind *kind =
+          optionMember<OptimizerKind>(config, option.field))
+    return stringifyOptimizerKind(*kind).str();
+  return stringifyPrecision(*optionMember<Precision>(config, option.field))
+      .str();
+}
+
+} // namespace
+
+// Every row of ConfigOptions.def reaches its member from each front end,
+// survives str() and toJson(), and makes the config differ from the
+// default: no row is left out of any derived list.
+TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
+  ZeroConfig defaults;
+  for (const ConfigOption &option : configOptions()) {
+    SCOPED_TRACE(option.key.str());
+    std::string value = otherValue(option, defaults);
+    std::string context;
+    if (option.when == OptionWhen::Fp16)
+      context = " precision=fp16";
+    ZeroConfig config = configOf(
+        parsePipelineOptions((option.key + "=" + value + context).str()));
+    EXPECT_EQ(heldValue(option, config), value);
+    EXPECT_NE(config, defaults);
+    // str() prints it, and reads back to the same config.
+    EXPECT_NE(config.str().find((option.key + "=" + value).str()),
+              std::string::npos)
+        << config.str();
+    EXPECT_EQ(configOf(parsePipelineOptions(config.str())), config);
+    // toJson() is a DeepSpeed config (with the zerosbp object) that reads
+    // back to it.
+    llvm::json::Value json = config.toJson();
+    llvm::json::Object *object = json.getAsObject();
+    object->erase("zerosbp");
+    std::string text =
+        llvm::formatv("{0}", llvm::json::Value(std::move(*object)));
+    ZeroConfig fromJson = configOf(parseDeepSpeedConfig(text, config.world));
+    fromJson.shardMinSize = config.shardMinSize;
+    fromJson.shardRestoreLevel = config.shardRestoreLevel;
+    EXPECT_EQ(fromJson, config) << text;
+    // A plain zero_optimization or fp16 key reads as itself.
+    llvm::StringRef path = option.deepSpeed;
+    if (path.consume_front("zero_optimization.")) {
+      std::string ds = llvm::formatv(
+          "{{\"zero_optimization\": {{\"{0}\": {1}}}", path, value);
+      EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))),
+                value);
+    } else if (option.type != OptionType::Precision &&
+               path.consume_front("fp16.")) {
+      std::string ds = llvm::formatv(
+          "{{\"fp16\": {{\"enabled\": true, \"{0}\": {1}}}", path, value);
+      EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))),
+                value);
+    }
+  }
+}
