@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/common/BenchJson.h"
+#include "compiler/builder/Gpt2Builder.h"
 #include "compiler/config/PipelineOptions.h"
 #include "compiler/pipeline/Pipeline.h"
-#include "examples/gpt2/Gpt2.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
   for (int64_t depth : layers) {
     Row row;
     row.layers = depth;
-    zerosbp::examples::Gpt2Config model;
+    zerosbp::Gpt2Config model;
     model.layers = depth;
     model.embed = 1600;
     model.heads = 16;
@@ -85,8 +85,7 @@ int main(int argc, char **argv) {
       auto start = std::chrono::steady_clock::now();
       zerosbp::GraphBuilder builder(
           context, "gpt2", zerosbp::GraphBuilder::cpuPlacement(context, 8));
-      auto module =
-          builder.finish({zerosbp::examples::buildGpt2(builder, model)});
+      auto module = builder.finish({zerosbp::buildGpt2(builder, model)});
       if (failed(module)) {
         llvm::errs() << builder.error() << "\n";
         return 1;

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/common/BenchJson.h"
-#include "examples/gpt2/Gpt2.h"
+#include "compiler/builder/Gpt2Builder.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
 
   std::vector<Row> rows;
   for (const std::string &name : names) {
-    auto config = zerosbp::examples::Gpt2Config::preset(name);
+    auto config = zerosbp::Gpt2Config::preset(name);
     if (!config) {
       llvm::errs() << "ir_scale_bench: unknown preset '" << name << "'\n";
       return 1;
@@ -74,8 +74,7 @@ int main(int argc, char **argv) {
       auto start = std::chrono::steady_clock::now();
       zerosbp::GraphBuilder builder(
           context, "gpt2", zerosbp::GraphBuilder::cpuPlacement(context, 8));
-      auto module =
-          builder.finish({zerosbp::examples::buildGpt2(builder, *config)});
+      auto module = builder.finish({zerosbp::buildGpt2(builder, *config)});
       if (failed(module)) {
         llvm::errs() << "ir_scale_bench: " << builder.error() << "\n";
         return 1;

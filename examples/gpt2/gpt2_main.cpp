@@ -1,6 +1,6 @@
 //===- gpt2_main.cpp - captures GPT-2 and prints its graph ----------------===//
 
-#include "examples/gpt2/Gpt2.h"
+#include "compiler/builder/Gpt2Builder.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
@@ -19,7 +19,7 @@ static llvm::cl::opt<int64_t>
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::ParseCommandLineOptions(argc, argv, "ZeroSBP GPT-2 capture\n");
-  auto config = zerosbp::examples::Gpt2Config::preset(preset);
+  auto config = zerosbp::Gpt2Config::preset(preset);
   if (!config) {
     llvm::errs() << "gpt2: unknown preset '" << preset
                  << "' (expected tiny, small, medium, large or xl)\n";
@@ -32,8 +32,7 @@ int main(int argc, char **argv) {
   MLIRContext context;
   zerosbp::GraphBuilder builder(
       context, "gpt2", zerosbp::GraphBuilder::cpuPlacement(context, numRanks));
-  auto module =
-      builder.finish({zerosbp::examples::buildGpt2(builder, *config)});
+  auto module = builder.finish({zerosbp::buildGpt2(builder, *config)});
   if (failed(module)) {
     llvm::errs() << "gpt2: " << builder.error() << "\n";
     return 1;

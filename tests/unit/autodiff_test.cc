@@ -1,7 +1,7 @@
 //===- autodiff_test.cc - zero-autodiff on the example models -------------===//
 
+#include "compiler/builder/Gpt2Builder.h"
 #include "compiler/builder/GraphBuilder.h"
-#include "examples/gpt2/Gpt2.h"
 #include "examples/mlp/Mlp.h"
 #include "passes/Passes.h"
 
@@ -32,9 +32,9 @@ OwningOpRef<ModuleOp> buildMlp(MLIRContext &context) {
 
 OwningOpRef<ModuleOp> buildGpt2Tiny(MLIRContext &context) {
   GraphBuilder builder(context, "gpt2", GraphBuilder::cpuPlacement(context, 4));
-  auto config = examples::Gpt2Config::preset("tiny");
+  auto config = Gpt2Config::preset("tiny");
   EXPECT_TRUE(config.has_value());
-  Value loss = examples::buildGpt2(builder, *config);
+  Value loss = buildGpt2(builder, *config);
   auto module = builder.finish({loss});
   EXPECT_TRUE(succeeded(module)) << builder.error();
   return succeeded(module) ? std::move(*module) : nullptr;

@@ -1,7 +1,7 @@
 //===- graph_builder_test.cc - GraphBuilder and the example models --------===//
 
+#include "compiler/builder/Gpt2Builder.h"
 #include "compiler/builder/GraphBuilder.h"
-#include "examples/gpt2/Gpt2.h"
 #include "examples/mlp/Mlp.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -143,10 +143,10 @@ expectedGpt2Shapes(int64_t vocab, int64_t seq, int64_t embed, int layers) {
 TEST(GraphBuilderTest, TwoLayerGpt2HasEveryParameter) {
   MLIRContext context;
   GraphBuilder builder(context, "gpt2", GraphBuilder::cpuPlacement(context, 4));
-  auto config = examples::Gpt2Config::preset("tiny");
+  auto config = Gpt2Config::preset("tiny");
   ASSERT_TRUE(config);
   ASSERT_EQ(config->layers, 2);
-  Value loss = examples::buildGpt2(builder, *config);
+  Value loss = buildGpt2(builder, *config);
   auto module = builder.finish({loss});
   ASSERT_TRUE(succeeded(module)) << builder.error();
 
@@ -171,9 +171,9 @@ TEST(GraphBuilderTest, TwoLayerGpt2HasEveryParameter) {
 TEST(GraphBuilderTest, Gpt2SmallHasTheKnownParameterCount) {
   MLIRContext context;
   GraphBuilder builder(context, "gpt2", GraphBuilder::cpuPlacement(context, 8));
-  auto config = examples::Gpt2Config::preset("small");
+  auto config = Gpt2Config::preset("small");
   ASSERT_TRUE(config);
-  auto module = builder.finish({examples::buildGpt2(builder, *config)});
+  auto module = builder.finish({buildGpt2(builder, *config)});
   ASSERT_TRUE(succeeded(module)) << builder.error();
   // Hugging Face's GPT2LMHeadModel("gpt2") has 124,439,808 parameters.
   EXPECT_EQ(numElements(variablesOf(**module)), 124439808);
@@ -181,7 +181,7 @@ TEST(GraphBuilderTest, Gpt2SmallHasTheKnownParameterCount) {
 }
 
 TEST(GraphBuilderTest, Gpt2ParameterCountOverflowIsDetected) {
-  examples::Gpt2Config config;
+  Gpt2Config config;
   // 12 layers of 12 h^2 with h = 2^32: the product wraps int64.
   config.embed = int64_t(1) << 32;
   EXPECT_EQ(config.checkedNumParameters(), std::nullopt);
@@ -190,7 +190,7 @@ TEST(GraphBuilderTest, Gpt2ParameterCountOverflowIsDetected) {
   EXPECT_EQ(config.checkedNumParameters(), std::nullopt);
   // The largest tensors name every size product the builder computes:
   // the attention scores are batch * heads * seq * seq.
-  config = *examples::Gpt2Config::preset("tiny");
+  config = *Gpt2Config::preset("tiny");
   bool scores = false;
   for (const auto &tensor : config.largestTensors())
     if (tensor.name == "attention scores") {
@@ -253,8 +253,8 @@ TEST(GraphBuilderTest, DropoutsShareOneStepAndKeepTheWholeSeed) {
 }
 
 TEST(GraphBuilderTest, UnknownGpt2PresetIsRejected) {
-  EXPECT_FALSE(examples::Gpt2Config::preset("huge"));
-  auto xl = examples::Gpt2Config::preset("xl");
+  EXPECT_FALSE(Gpt2Config::preset("huge"));
+  auto xl = Gpt2Config::preset("xl");
   ASSERT_TRUE(xl);
   // DeepSpeed's 1.5B Megatron GPT-2: 48 layers of width 1600.
   EXPECT_EQ(xl->layers, 48);

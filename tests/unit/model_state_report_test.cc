@@ -10,12 +10,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/builder/Gpt2Builder.h"
 #include "compiler/config/DeepSpeedConfig.h"
 #include "compiler/config/EnableZero.h"
 #include "compiler/config/PipelineOptions.h"
 #include "compiler/estimator/ModelStateReport.h"
 #include "compiler/pipeline/Pipeline.h"
-#include "examples/gpt2/Gpt2.h"
 #include "examples/mlp/Mlp.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -66,9 +66,9 @@ Value mlp(GraphBuilder &builder) {
 }
 
 Value gpt2Tiny(GraphBuilder &builder) {
-  auto config = *examples::Gpt2Config::preset("tiny");
+  auto config = *Gpt2Config::preset("tiny");
   config.batch = 8;
-  return examples::buildGpt2(builder, config);
+  return buildGpt2(builder, config);
 }
 
 void expectStageFormulas(const ModelFn &model, int64_t psi, int64_t world) {

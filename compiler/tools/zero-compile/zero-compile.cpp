@@ -9,13 +9,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/builder/Gpt2Builder.h"
 #include "compiler/config/DeepSpeedConfig.h"
 #include "compiler/config/PipelineOptions.h"
 #include "compiler/driver/CompileDriver.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/InitAllDialects.h"
 #include "compiler/tools/zero-compile/GlobalBatch.h"
-#include "examples/gpt2/Gpt2.h"
 #include "passes/Passes.h"
 #include "passes/memory/PlanAttrs.h"
 #include "runtime/core/Limits.h"
@@ -245,7 +245,7 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
 /// Refuses a GPT-2 whose graph would not fit a plan or would take too long
 /// to build, before any size product is computed unchecked: the parameter
 /// count and every tensor's bytes stay at most zerosbp::kMaxPlanBytes.
-static llvm::Error checkGpt2Sizes(const zerosbp::examples::Gpt2Config &config) {
+static llvm::Error checkGpt2Sizes(const zerosbp::Gpt2Config &config) {
   auto error = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
@@ -299,9 +299,9 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
       return failure();
     return module;
   }
-  zerosbp::examples::Gpt2Config config;
+  zerosbp::Gpt2Config config;
   if (given(preset)) {
-    auto known = zerosbp::examples::Gpt2Config::preset(preset);
+    auto known = zerosbp::Gpt2Config::preset(preset);
     if (!known) {
       fail("unknown preset '" + preset +
            "' (expected tiny, small, medium, large or xl)");
@@ -350,11 +350,10 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
       zerosbp::GraphBuilder::cpuPlacement(context, zero.world));
   SmallVector<Value> results;
   if (evalGraph) {
-    auto [logits, loss] =
-        zerosbp::examples::buildGpt2Inference(builder, config);
+    auto [logits, loss] = zerosbp::buildGpt2Inference(builder, config);
     results = {logits, loss};
   } else {
-    results = {zerosbp::examples::buildGpt2(builder, config)};
+    results = {zerosbp::buildGpt2(builder, config)};
   }
   auto module = builder.finish(results);
   if (failed(module))

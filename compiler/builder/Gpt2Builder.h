@@ -1,14 +1,19 @@
-//===- Gpt2.h - GPT-2 as in DeepSpeed's tutorial configs --------*- C++ -*-===//
+//===- Gpt2Builder.h - GPT-2 as in DeepSpeed's tutorial ------*- C++ -*-===//
+//
+// The model zero-compile builds from its GPT-2 flags and presets, and the
+// examples and benchmarks use.
+//
+//===----------------------------------------------------------------------===//
 
-#ifndef ZEROSBP_EXAMPLES_GPT2_GPT2_H
-#define ZEROSBP_EXAMPLES_GPT2_GPT2_H
+#ifndef ZEROSBP_COMPILER_BUILDER_GPT2BUILDER_H
+#define ZEROSBP_COMPILER_BUILDER_GPT2BUILDER_H
 
 #include "compiler/builder/GraphBuilder.h"
 
 #include <optional>
 #include <utility>
 
-namespace zerosbp::examples {
+namespace zerosbp {
 
 struct Gpt2Config {
   int64_t vocab = 50257;
@@ -55,6 +60,6 @@ mlir::Value buildGpt2(GraphBuilder &builder, const Gpt2Config &config);
 std::pair<mlir::Value, mlir::Value>
 buildGpt2Inference(GraphBuilder &builder, const Gpt2Config &config);
 
-} // namespace zerosbp::examples
+} // namespace zerosbp
 
-#endif // ZEROSBP_EXAMPLES_GPT2_GPT2_H
+#endif // ZEROSBP_COMPILER_BUILDER_GPT2BUILDER_H

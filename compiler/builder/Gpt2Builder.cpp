@@ -1,6 +1,6 @@
-//===- Gpt2.cpp - GPT-2 as in DeepSpeed's tutorial configs ----------------===//
+//===- Gpt2Builder.cpp - GPT-2 as in DeepSpeed's tutorial ----------------===//
 
-#include "examples/gpt2/Gpt2.h"
+#include "compiler/builder/Gpt2Builder.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -8,7 +8,7 @@
 #include <cmath>
 
 using namespace mlir;
-using zerosbp::examples::Gpt2Config;
+using zerosbp::Gpt2Config;
 
 std::optional<Gpt2Config> Gpt2Config::preset(StringRef name) {
   auto make = [](int64_t layers, int64_t embed, int64_t heads) {
@@ -132,8 +132,7 @@ private:
 };
 } // namespace
 
-Value zerosbp::examples::buildGpt2(GraphBuilder &builder,
-                                   const Gpt2Config &config) {
+Value zerosbp::buildGpt2(GraphBuilder &builder, const Gpt2Config &config) {
   if (config.heads < 1 || config.embed % config.heads != 0) {
     // Let the builder carry the error like any other failed step.
     builder.reshape(Value(), {});
@@ -142,9 +141,8 @@ Value zerosbp::examples::buildGpt2(GraphBuilder &builder,
   return Gpt2Emitter(builder, config).emit();
 }
 
-std::pair<Value, Value>
-zerosbp::examples::buildGpt2Inference(GraphBuilder &builder,
-                                      const Gpt2Config &config) {
+std::pair<Value, Value> zerosbp::buildGpt2Inference(GraphBuilder &builder,
+                                                    const Gpt2Config &config) {
   if (config.heads < 1 || config.embed % config.heads != 0) {
     builder.reshape(Value(), {});
     return {};
