@@ -5,6 +5,7 @@
 
 #include "dialects/nn/IR/NNDialect.h"
 #include "dialects/sbp/IR/SbpDialect.h"
+#include "passes/common/TrainingEnums.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 

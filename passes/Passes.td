@@ -62,8 +62,12 @@ def ZeroOptimizer : Pass<"zero-optimizer", "::mlir::func::FuncOp"> {
     assigns the new values with `nn.assign`.
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", "\"adam\"",
-           "sgd, adam or adamw">,
+    Option<"optimizer", "optimizer", "::zerosbp::OptimizerKind",
+           "::zerosbp::OptimizerKind::Adam", "sgd, adam or adamw",
+           [{::llvm::cl::values(
+             clEnumValN(::zerosbp::OptimizerKind::SGD, "sgd", "SGD"),
+             clEnumValN(::zerosbp::OptimizerKind::Adam, "adam", "Adam"),
+             clEnumValN(::zerosbp::OptimizerKind::AdamW, "adamw", "AdamW"))}]>,
     Option<"lr", "lr", "double", "1e-3", "learning rate">,
     Option<"beta1", "beta1", "double", "0.9", "Adam's beta1">,
     Option<"beta2", "beta2", "double", "0.999", "Adam's beta2">,
@@ -91,8 +95,11 @@ def ZeroAmp : Pass<"zero-amp", "::mlir::func::FuncOp"> {
     zero-stage.
   }];
   let options = [
-    Option<"precision", "precision", "std::string", "\"bf16\"",
-           "fp16 or bf16">,
+    Option<"precision", "precision", "::zerosbp::Precision",
+           "::zerosbp::Precision::BF16", "fp16 or bf16",
+           [{::llvm::cl::values(
+             clEnumValN(::zerosbp::Precision::FP16, "fp16", "float16"),
+             clEnumValN(::zerosbp::Precision::BF16, "bf16", "bfloat16"))}]>,
     Option<"lossScale", "loss-scale", "double", "1.0",
            "static loss scale (the backward seed; updates divide by it); "
            "0 for dynamic scaling">,

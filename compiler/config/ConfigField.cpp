@@ -12,6 +12,7 @@ const ConfigOption kOptions[] = {
 #define ZERO_OPTION(Group, Field, Type, Member, Default, Key, DeepSpeed,       \
                     OneFlow, Check, Lo, Hi, When, Help)                        \
   {ConfigField::Field,                                                         \
+   OptionGroup::Group,                                                         \
    detail::optionType<Type>(),                                                 \
    Key,                                                                        \
    DeepSpeed,                                                                  \

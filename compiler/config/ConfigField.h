@@ -31,6 +31,8 @@ inline constexpr size_t kNumConfigFields = 0
 #include "compiler/config/ConfigOptions.def"
     ;
 
+/// The struct that holds an option's member (ConfigOptions.def).
+enum class OptionGroup { Config, Optimizer, Precision, Knobs };
 /// The type of an option's member.
 enum class OptionType { Integer, Number, Bool, Optimizer, Precision };
 /// Its range (ConfigOptions.def).
@@ -40,6 +42,7 @@ enum class OptionWhen { Always, NotSgd, PrintedNotSgd, Fp16, NonZero };
 
 struct ConfigOption {
   ConfigField field;
+  OptionGroup group;
   OptionType type;
   llvm::StringRef key;
   llvm::StringRef deepSpeed;

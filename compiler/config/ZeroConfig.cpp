@@ -12,47 +12,6 @@
 
 using namespace zerosbp;
 
-llvm::StringRef zerosbp::stringifyOptimizerKind(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::SGD:
-    return "sgd";
-  case OptimizerKind::Adam:
-    return "adam";
-  case OptimizerKind::AdamW:
-    return "adamw";
-  }
-  llvm_unreachable("unknown OptimizerKind");
-}
-
-std::optional<OptimizerKind>
-zerosbp::symbolizeOptimizerKind(llvm::StringRef name) {
-  for (OptimizerKind kind :
-       {OptimizerKind::SGD, OptimizerKind::Adam, OptimizerKind::AdamW})
-    if (name.equals_insensitive(stringifyOptimizerKind(kind)))
-      return kind;
-  return std::nullopt;
-}
-
-llvm::StringRef zerosbp::stringifyPrecision(Precision precision) {
-  switch (precision) {
-  case Precision::FP32:
-    return "fp32";
-  case Precision::FP16:
-    return "fp16";
-  case Precision::BF16:
-    return "bf16";
-  }
-  llvm_unreachable("unknown Precision");
-}
-
-std::optional<Precision> zerosbp::symbolizePrecision(llvm::StringRef name) {
-  for (Precision precision :
-       {Precision::FP32, Precision::FP16, Precision::BF16})
-    if (name.equals_insensitive(stringifyPrecision(precision)))
-      return precision;
-  return std::nullopt;
-}
-
 bool OptimizerConfig::operator==(const OptimizerConfig &other) const {
   return true
 #define ZERO_OPTIMIZER_OPTION(Field, Type, Member, ...) &&Member == other.Member

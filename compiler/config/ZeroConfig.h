@@ -18,6 +18,7 @@
 #ifndef ZEROSBP_COMPILER_CONFIG_ZEROCONFIG_H
 #define ZEROSBP_COMPILER_CONFIG_ZEROCONFIG_H
 
+#include "passes/common/TrainingEnums.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -27,23 +28,6 @@
 #include <string>
 
 namespace zerosbp {
-
-/// The update rule appended by `zero-optimizer`, with torch.optim's
-/// definitions (DESIGN.md section 7).
-enum class OptimizerKind { SGD, Adam, AdamW };
-
-/// Compute precision. FP16 and BF16 train with fp32 master weights
-/// (`zero-amp`); only FP16 uses loss scaling, as in DeepSpeed.
-enum class Precision { FP32, FP16, BF16 };
-
-/// "sgd", "adam", "adamw".
-llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
-/// Case-insensitive inverse of stringifyOptimizerKind.
-std::optional<OptimizerKind> symbolizeOptimizerKind(llvm::StringRef name);
-/// "fp32", "fp16", "bf16".
-llvm::StringRef stringifyPrecision(Precision precision);
-/// Case-insensitive inverse of stringifyPrecision.
-std::optional<Precision> symbolizePrecision(llvm::StringRef name);
 
 // The members and defaults of each struct are ConfigOptions.def's rows of
 // its group, with their sources there.

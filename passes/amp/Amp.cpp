@@ -205,13 +205,16 @@ void ZeroAmpPass::runOnOperation() {
   if (func.isExternal())
     return;
   OpBuilder builder(func.getContext());
-  if (precision == "bf16") {
+  switch (precision) {
+  case zerosbp::Precision::BF16:
     low = builder.getBF16Type();
-  } else if (precision == "fp16") {
+    break;
+  case zerosbp::Precision::FP16:
     low = builder.getF16Type();
-  } else {
-    func.emitError("zero-amp: precision must be fp16 or bf16, got '")
-        << precision << "'";
+    break;
+  case zerosbp::Precision::FP32:
+    // Only a caller building the options in C++ can ask for this.
+    func.emitError("zero-amp: precision must be fp16 or bf16, got 'fp32'");
     return signalPassFailure();
   }
   if (!(lossScale >= 0) || std::isinf(lossScale)) {

@@ -18,9 +18,9 @@ namespace zerosbp {
 
 using namespace mlir;
 
-namespace {
+using zerosbp::OptimizerKind;
 
-enum class OptimizerKind { sgd, adam, adamw };
+namespace {
 
 struct ZeroOptimizerPass
     : public zerosbp::impl::ZeroOptimizerBase<ZeroOptimizerPass> {
@@ -29,7 +29,7 @@ struct ZeroOptimizerPass
   void runOnOperation() override;
 
 private:
-  LogicalResult checkOptions(OptimizerKind &kind);
+  LogicalResult checkOptions();
   /// A zero-initialized optimizer state variable of `param`, placed after
   /// `after` so that variables keep a stable, rank-independent order.
   nn::VariableOp createState(OpBuilder &builder, nn::VariableOp param,
@@ -38,17 +38,8 @@ private:
 
 } // namespace
 
-LogicalResult ZeroOptimizerPass::checkOptions(OptimizerKind &kind) {
+LogicalResult ZeroOptimizerPass::checkOptions() {
   func::FuncOp func = getOperation();
-  if (optimizer == "sgd")
-    kind = OptimizerKind::sgd;
-  else if (optimizer == "adam")
-    kind = OptimizerKind::adam;
-  else if (optimizer == "adamw")
-    kind = OptimizerKind::adamw;
-  else
-    return func.emitError("zero-optimizer: unknown optimizer '")
-           << optimizer << "' (expected sgd, adam or adamw)";
   if (!(lr >= 0) || std::isinf(lr))
     return func.emitError("zero-optimizer: lr must be finite and "
                           "non-negative, got ")
@@ -84,9 +75,9 @@ void ZeroOptimizerPass::runOnOperation() {
   func::FuncOp func = getOperation();
   if (func.isExternal())
     return;
-  OptimizerKind kind;
-  if (failed(checkOptions(kind)))
+  if (failed(checkOptions()))
     return signalPassFailure();
+  OptimizerKind kind = optimizer;
 
   llvm::StringMap<nn::VariableOp> variables;
   func.walk([&](nn::VariableOp op) { variables[op.getName()] = op; });
@@ -97,7 +88,7 @@ void ZeroOptimizerPass::runOnOperation() {
 
   OpBuilder builder(func.getContext());
   Value step;
-  if (kind != OptimizerKind::sgd) {
+  if (kind != OptimizerKind::SGD) {
     // One step count per graph: dropout may already read it.
     auto existing = func.getBody().front().getOps<nn::StepOp>();
     if (!existing.empty()) {
@@ -120,7 +111,7 @@ void ZeroOptimizerPass::runOnOperation() {
     Location loc = gradient.getLoc();
     Value p = param.getResult(), g = gradient.getValue();
     auto lr = builder.getF64FloatAttr(this->lr);
-    if (kind == OptimizerKind::sgd) {
+    if (kind == OptimizerKind::SGD) {
       // torch.optim.SGD's weight decay adds wd * p to the gradient.
       if (weightDecay > 0)
         g = nn::AddOp::create(
@@ -142,7 +133,7 @@ void ZeroOptimizerPass::runOnOperation() {
             builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
             builder.getF64FloatAttr(weightDecay), builder.getF64FloatAttr(1.0));
       };
-      Operation *update = kind == OptimizerKind::adam ? create(nn::AdamOp())
+      Operation *update = kind == OptimizerKind::Adam ? create(nn::AdamOp())
                                                       : create(nn::AdamWOp());
       nn::AssignOp::create(builder, loc, param.getName(), update->getResult(0));
       nn::AssignOp::create(builder, loc, (param.getName() + ".exp_avg").str(),

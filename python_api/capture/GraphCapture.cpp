@@ -3,10 +3,7 @@
 #include "python_api/capture/GraphCapture.h"
 
 #include "compiler/builder/GraphBuilder.h"
-#include "compiler/config/DeepSpeedConfig.h"
-#include "compiler/config/Diagnostics.h"
-#include "compiler/config/EnableZero.h"
-#include "compiler/config/PipelineOptions.h"
+#include "compiler/config/GraphConfig.h"
 #include "compiler/driver/CompileDriver.h"
 
 #include "mlir/IR/AsmState.h"
@@ -33,116 +30,6 @@ std::string typeName(Type type) {
   llvm::raw_string_ostream os(text);
   type.print(os);
   return text;
-}
-
-/// `base` (ZeroConfig::str() pairs) with `overrides` applied: a key given
-/// again replaces its value. Changing the optimizer drops the base's
-/// hyperparameters and leaving fp16 drops its loss-scaling keys, which would
-/// otherwise not apply.
-std::string mergeOptions(llvm::StringRef base, llvm::StringRef overrides) {
-  using Pairs = std::vector<std::pair<std::string, std::string>>;
-  auto read = [](llvm::StringRef text) {
-    Pairs pairs;
-    llvm::SmallVector<llvm::StringRef> words;
-    text.split(words, ' ', -1, /*KeepEmpty=*/false);
-    for (llvm::StringRef word : words) {
-      auto [key, value] = word.split('=');
-      pairs.emplace_back(key.str(), value.str());
-    }
-    return pairs;
-  };
-  auto find = [](Pairs &pairs, llvm::StringRef key) {
-    return llvm::find_if(pairs,
-                         [&](auto &entry) { return entry.first == key; });
-  };
-  auto erase = [&](Pairs &pairs, llvm::StringRef key) {
-    auto it = find(pairs, key);
-    if (it != pairs.end())
-      pairs.erase(it);
-  };
-  Pairs pairs = read(base);
-  Pairs updates = read(overrides);
-  if (find(updates, "optimizer") != updates.end())
-    for (const char *key : {"lr", "beta1", "beta2", "eps", "weight-decay"})
-      erase(pairs, key);
-  auto precision = find(updates, "precision");
-  if (precision != updates.end() && precision->second != "fp16")
-    for (const char *key :
-         {"loss-scale", "initial-scale-power", "loss-scale-window",
-          "hysteresis", "min-loss-scale"})
-      erase(pairs, key);
-  for (auto &[key, value] : updates) {
-    auto it = find(pairs, key);
-    if (it != pairs.end())
-      it->second = value;
-    else
-      pairs.emplace_back(key, value);
-  }
-  std::string merged;
-  for (auto &[key, value] : pairs)
-    merged += (merged.empty() ? "" : " ") + key + "=" + value;
-  return merged;
-}
-
-ZeroConfig buildConfig(const ConfigSpec &spec, int64_t world) {
-  ZeroConfig config;
-  config.world = world;
-  if (!spec.deepspeedJson.empty()) {
-    if (spec.zeroSet)
-      fail("enable_zero and set_deepspeed_config exclude each other: the "
-           "DeepSpeed config's zero_optimization section sets the stage");
-    auto parsed = parseDeepSpeedConfig(spec.deepspeedJson, world);
-    if (!parsed)
-      fail("DeepSpeed config: " + llvm::toString(parsed.takeError()));
-    config = *parsed;
-  } else if (spec.zeroSet) {
-    auto parsed = enableZero(world, spec.zeroMode, spec.stage,
-                             spec.shardMinSize, spec.shardRestoreLevel);
-    if (!parsed)
-      fail("enable_zero: " + llvm::toString(parsed.takeError()));
-    config = *parsed;
-  }
-
-  std::string overrides;
-  auto set = [&](llvm::StringRef key, const llvm::Twine &value) {
-    overrides += (overrides.empty() ? "" : " ") + key.str() + "=" + value.str();
-  };
-  if (!spec.optimizer.empty()) {
-    set("optimizer", spec.optimizer);
-    set("lr", formatNumber(spec.lr));
-    if (spec.optimizer != "sgd") {
-      set("beta1", formatNumber(spec.beta1));
-      set("beta2", formatNumber(spec.beta2));
-      set("eps", formatNumber(spec.eps));
-      set("weight-decay", formatNumber(spec.weightDecay));
-    }
-  }
-  if (!spec.precision.empty()) {
-    if (config.precision.precision != Precision::FP32 &&
-        stringifyPrecision(config.precision.precision) != spec.precision)
-      fail("enable_amp(" + spec.precision +
-           ") contradicts the DeepSpeed "
-           "config's " +
-           stringifyPrecision(config.precision.precision));
-    set("precision", spec.precision);
-  }
-  if (spec.accumulationSteps > 0)
-    set("gradient-accumulation-steps", llvm::Twine(spec.accumulationSteps));
-  if (spec.clipping >= 0)
-    set("gradient-clipping", formatNumber(spec.clipping));
-  if (!spec.overrides.empty())
-    overrides += (overrides.empty() ? "" : " ") + spec.overrides;
-  if (overrides.empty()) {
-    if (llvm::Error error = config.verify())
-      fail(llvm::toString(std::move(error)));
-    return config;
-  }
-  auto merged = parsePipelineOptions(mergeOptions(config.str(), overrides));
-  if (!merged)
-    fail(llvm::toString(merged.takeError()));
-  if (llvm::Error error = merged->verify())
-    fail(llvm::toString(std::move(error)));
-  return *merged;
 }
 
 /// One line per op: `%5 = nn.matmul(%0, %2) : tensor<...>`.
@@ -178,6 +65,14 @@ std::string summarize(func::FuncOp func) {
 }
 
 } // namespace
+
+/// The config of `spec`, or the error it gives as a one-line exception.
+ZeroConfig buildConfig(const ConfigSpec &spec, int64_t world) {
+  auto config = buildGraphConfig(spec, world);
+  if (!config)
+    fail(llvm::toString(config.takeError()));
+  return *config;
+}
 
 std::string checkConfig(const ConfigSpec &spec, int64_t world) {
   return buildConfig(spec, world).str();

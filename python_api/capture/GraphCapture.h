@@ -11,6 +11,8 @@
 #ifndef ZEROSBP_PYTHON_API_CAPTURE_GRAPHCAPTURE_H
 #define ZEROSBP_PYTHON_API_CAPTURE_GRAPHCAPTURE_H
 
+#include "compiler/config/GraphConfigSpec.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,31 +34,8 @@ struct OpAttrs {
   std::string dtype;          // cast target, fill type
 };
 
-/// How the graph is configured, as the Python config methods set it.
-struct ConfigSpec {
-  /// A DeepSpeed JSON config; empty when none was given.
-  std::string deepspeedJson;
-  /// OneFlow's enable_zero(mode, stage, shard_min_size, shard_restore_level)
-  /// when `zeroSet`.
-  bool zeroSet = false;
-  bool zeroMode = true;
-  int64_t stage = 2;
-  int64_t shardMinSize = 1024;
-  int64_t shardRestoreLevel = 1;
-  /// The optimizer added with add_optimizer: sgd, adam or adamw; empty keeps
-  /// the DeepSpeed config's.
-  std::string optimizer;
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
-  /// enable_amp: fp16 or bf16; empty when not called.
-  std::string precision;
-  /// set_gradient_accumulation_steps; 0 when not called.
-  int64_t accumulationSteps = 0;
-  /// set_gradient_clipping; negative when not called.
-  double clipping = -1;
-  /// Further `key=value` pairs (zero-opt --zero-pipeline syntax) applied
-  /// last, e.g. "overlap-comm=true reduce-bucket-size=1000".
-  std::string overrides;
-};
+/// How the graph is configured (compiler/config/GraphConfigSpec.h).
+using ConfigSpec = GraphConfigSpec;
 
 struct CompiledGraph {
   /// The IR after each pass, "capture" first.

@@ -1,0 +1,21 @@
+//===- GraphConfig.h - a Python graph's ZeroConfig --------------*- C++ -*-===//
+
+#ifndef ZEROSBP_COMPILER_CONFIG_GRAPHCONFIG_H
+#define ZEROSBP_COMPILER_CONFIG_GRAPHCONFIG_H
+
+#include "compiler/config/GraphConfigSpec.h"
+#include "compiler/config/ZeroConfig.h"
+
+namespace zerosbp {
+
+/// The ZeroConfig of a graph configured as `spec` on `world` ranks: the
+/// DeepSpeed config or enable_zero's, then the optimizer, precision,
+/// accumulation, clipping and pipeline options set on top (a key given
+/// again replaces its value). The error names the call that set the bad
+/// value.
+llvm::Expected<ZeroConfig> buildGraphConfig(const GraphConfigSpec &spec,
+                                            int64_t world);
+
+} // namespace zerosbp
+
+#endif // ZEROSBP_COMPILER_CONFIG_GRAPHCONFIG_H

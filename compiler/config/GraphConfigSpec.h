@@ -1,0 +1,48 @@
+//===- GraphConfigSpec.h - a graph's config as its front end set it -*- C++
+//-*-===//
+//
+// What the Python nn.Graph's config methods (enable_zero,
+// set_deepspeed_config, enable_amp, add_optimizer, ...) set, in plain C++
+// types: the pybind11 module, built with RTTI, includes it while LLVM and
+// MLIR are built without. buildGraphConfig (GraphConfig.h) turns it into a
+// ZeroConfig.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_COMPILER_CONFIG_GRAPHCONFIGSPEC_H
+#define ZEROSBP_COMPILER_CONFIG_GRAPHCONFIGSPEC_H
+
+#include <cstdint>
+#include <string>
+
+namespace zerosbp {
+
+/// How the graph is configured, as the Python config methods set it.
+struct GraphConfigSpec {
+  /// A DeepSpeed JSON config; empty when none was given.
+  std::string deepspeedJson;
+  /// OneFlow's enable_zero(mode, stage, shard_min_size, shard_restore_level)
+  /// when `zeroSet`.
+  bool zeroSet = false;
+  bool zeroMode = true;
+  int64_t stage = 2;
+  int64_t shardMinSize = 1024;
+  int64_t shardRestoreLevel = 1;
+  /// The optimizer added with add_optimizer: sgd, adam or adamw; empty keeps
+  /// the DeepSpeed config's.
+  std::string optimizer;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0;
+  /// enable_amp: fp16 or bf16; empty when not called.
+  std::string precision;
+  /// set_gradient_accumulation_steps; 0 when not called.
+  int64_t accumulationSteps = 0;
+  /// set_gradient_clipping; negative when not called.
+  double clipping = -1;
+  /// Further `key=value` pairs (zero-opt --zero-pipeline syntax) applied
+  /// last, e.g. "overlap-comm=true reduce-bucket-size=1000".
+  std::string overrides;
+};
+
+} // namespace zerosbp
+
+#endif // ZEROSBP_COMPILER_CONFIG_GRAPHCONFIGSPEC_H
