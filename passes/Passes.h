@@ -5,9 +5,9 @@
 
 #include "dialects/nn/IR/NNDialect.h"
 #include "dialects/sbp/IR/SbpDialect.h"
-#include "passes/common/TrainingEnums.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "passes/common/TrainingEnums.h"
 
 namespace zerosbp {
 

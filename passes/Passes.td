@@ -174,7 +174,8 @@ def ZeroSbpPropagation
 }
 
 def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
-  let summary = "The ZeRO rewrite of one stage (DESIGN.md section 4)";
+  let summary = "The ZeRO rewrite of one stage "
+                # "(docs/design.md#zero-stages-and-their-formulas)";
   let description = [{
     Selects by role. Stage 0 leaves data parallelism as it is. Stage 1
     splits optimizer states (and master weights), stage 2 also gradients,

@@ -1,4 +1,4 @@
-"""Compiles CUDA sources with nvcc for Hopper (sm_90) (DESIGN.md section 8)."""
+"""Compiles CUDA sources with nvcc for Hopper (sm_90) (docs/design.md#building-offline)."""
 
 load("@cuda//:config.bzl", "CUDA_AVAILABLE")
 load("@rules_cc//:defs.bzl", "cc_library")

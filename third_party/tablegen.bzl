@@ -1,4 +1,4 @@
-"""Runs the installed mlir-tblgen over ODS files (DESIGN.md section 8)."""
+"""Runs the installed mlir-tblgen over ODS files (docs/design.md#building-offline)."""
 
 load("@rules_cc//:defs.bzl", "cc_library")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Measured model-state bytes and bytes sent per ZeRO stage against the
-closed-form figures of DESIGN.md section 4.
+closed-form figures of docs/design.md#zero-stages-and-their-formulas.
 
 The GPT-2 of bench/common/bench_model.py is compiled by `zero-compile` at
 stages 0-3 for N = 2 and 4 in-process ranks, with fp32 Adam (K = 8: the

@@ -36,6 +36,10 @@ public:
     if (!(value >= 0 && value < 1))
       fail(field, "expected a number in [0, 1), got " + formatNumber(value));
   }
+  void isTrue(ConfigField field, bool value) {
+    if (!value)
+      fail(field, "only true is supported, got false");
+  }
   void fail(ConfigField field, const llvm::Twine &problem) {
     sink.error(name(field) + ": " + problem);
   }
@@ -116,6 +120,9 @@ void checkRange(Checker &check, const ConfigOption &option,
     return;
   case OptionCheck::Probability:
     check.probability(field, *optionMember<double>(config, field));
+    return;
+  case OptionCheck::True:
+    check.isTrue(field, *optionMember<bool>(config, field));
     return;
   }
 }

@@ -36,7 +36,7 @@ enum class OptionGroup { Config, Optimizer, Precision, Knobs };
 /// The type of an option's member.
 enum class OptionType { Integer, Number, Bool, Optimizer, Precision };
 /// Its range (ConfigOptions.def).
-enum class OptionCheck { None, AtLeast, In, NonNegative, Probability };
+enum class OptionCheck { None, AtLeast, In, NonNegative, Probability, True };
 /// When it is used and printed (ConfigOptions.def).
 enum class OptionWhen { Always, NotSgd, PrintedNotSgd, Fp16, NonZero };
 

@@ -2,21 +2,15 @@
 
 #include "compiler/driver/CompileDriver.h"
 
-#include "compiler/estimator/ModelStateReport.h"
+#include "compiler/driver/PassRecorder.h"
 #include "compiler/estimator/PlanReport.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/nn/IR/NNOps.h"
-#include "passes/Passes.h"
 #include "passes/common/SbpUtils.h"
 #include "passes/memory/PlanAttrs.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FormatVariadic.h"
-
-#include <chrono>
-#include <mutex>
 
 using namespace mlir;
 
@@ -27,58 +21,6 @@ namespace {
 llvm::Error driverError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
-
-/// Runs passes one at a time, keeping the first error diagnostic of each.
-class PassRunner {
-public:
-  PassRunner(ModuleOp module, const CompileOptions &options)
-      : module(module), options(options),
-        handler(module->getContext(), [this](Diagnostic &diag) {
-          if (diag.getSeverity() == DiagnosticSeverity::Error &&
-              firstDiagnostic.empty())
-            firstDiagnostic = diag.str();
-          return success();
-        }) {}
-
-  /// Runs `pm` (already filled) as step `name`.
-  llvm::Error run(PassManager &pm, llvm::StringRef name) {
-    firstDiagnostic.clear();
-    auto start = std::chrono::steady_clock::now();
-    if (failed(pm.run(module))) {
-      if (firstDiagnostic.empty())
-        return driverError(name + " failed");
-      // Pass diagnostics usually start with the pass's name already.
-      if (llvm::StringRef(firstDiagnostic).starts_with(name))
-        return driverError(firstDiagnostic);
-      return driverError(name + ": " + firstDiagnostic);
-    }
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
-    totalMs += ms;
-    passMs.push_back(llvm::json::Object{{"pass", name.str()}, {"ms", ms}});
-    if (options.afterPass)
-      options.afterPass(name, module);
-    return llvm::Error::success();
-  }
-
-  /// Runs the textual pass `step` nested on functions.
-  llvm::Error runStep(const PipelineStep &step) {
-    PassManager pm(module->getContext());
-    if (failed(parsePassPipeline("func.func(" + step.textual() + ")", pm)))
-      return driverError("cannot build pass " + step.textual());
-    return run(pm, step.pass);
-  }
-
-  std::string diagnostic() const { return firstDiagnostic; }
-
-  ModuleOp module;
-  const CompileOptions &options;
-  ScopedDiagnosticHandler handler;
-  std::string firstDiagnostic;
-  llvm::json::Array passMs;
-  double totalMs = 0;
-};
 
 /// A configured train_batch_size must be the graph's batch: every input's
 /// leading axis (inputs are the global batch, split along axis 0).
@@ -157,12 +99,8 @@ llvm::Error checkSizes(func::FuncOp func) {
 llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
                                                 const ZeroConfig &config,
                                                 const CompileOptions &options) {
-  // The steps name passes textually; make sure they are known.
-  static std::once_flag registered;
-  std::call_once(registered, [] { registerZeroPasses(); });
-  auto steps = globalPipelineSteps(config, options.kind);
-  if (!steps)
-    return steps.takeError();
+  if (llvm::Error error = checkPipelineConfig(config))
+    return std::move(error);
   func::FuncOp func;
   for (auto candidate : module.getOps<func::FuncOp>())
     if (!candidate.isExternal()) {
@@ -179,41 +117,29 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
   if (llvm::Error error = checkSizes(func))
     return std::move(error);
 
-  PassRunner runner(module, options);
+  // One pass manager runs the whole pipeline; the recorder times each pass
+  // and reads the global view before zero-partition.
+  PassManager pm(module->getContext());
+  if (llvm::Error error =
+          buildCompilePipeline(pm, config, options.kind, options.planFile))
+    return std::move(error);
+  auto recorder = std::make_unique<PassRecorder>(module, func, options);
+  PassRecorder &passes = *recorder;
+  pm.addInstrumentation(std::move(recorder));
   if (options.afterPass)
     options.afterPass("capture", module);
-  for (const PipelineStep &step : *steps)
-    if (llvm::Error error = runner.runStep(step))
-      return std::move(error);
-  if (options.onGlobalView)
-    options.onGlobalView(func);
-  auto analysis = analyzeModelStates(func);
-  if (failed(analysis))
-    return driverError("cannot read model states off the compiled graph" +
-                       (runner.diagnostic().empty()
-                            ? std::string()
-                            : ": " + runner.diagnostic()));
-
-  {
-    PassManager partition(module->getContext());
-    partition.addPass(createZeroPartition());
-    if (llvm::Error error = runner.run(partition, "zero-partition"))
-      return std::move(error);
-  }
-  for (const PipelineStep &step : localPipelineSteps(config))
-    if (llvm::Error error = runner.runStep(step))
-      return std::move(error);
-  if (!options.planFile.empty()) {
-    PassManager exporter(module->getContext());
-    exporter.addPass(createPlanExport(config, options.planFile));
-    if (llvm::Error error = runner.run(exporter, "zero-export-plan"))
-      return std::move(error);
-  }
+  LogicalResult result = pm.run(module);
+  if (llvm::Error error = passes.takeError())
+    return std::move(error);
+  if (failed(result))
+    return driverError("the pass pipeline failed");
+  assert(passes.modelStates() && "zero-partition ran without the global view");
+  const ModelStateReport &analysis = *passes.modelStates();
   auto plan = analyzePlan(func);
   if (failed(plan))
     return driverError("cannot read the plan off the compiled graph");
 
-  llvm::json::Object json = analysis->toJson();
+  llvm::json::Object json = analysis.toJson();
   // Bytes sent as scheduled: the global view counts a stage-3 parameter's
   // backward gather even where the schedule reuses the forward's copy.
   if (auto *comm = json.getObject("comm_bytes_per_step"))
@@ -221,13 +147,13 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
       auto it = plan->commBytesByKind.find(entry.first.str());
       entry.second = it == plan->commBytesByKind.end() ? 0.0 : it->second;
     }
-  json["pass_ms"] = std::move(runner.passMs);
-  json["compile_ms"] = runner.totalMs;
+  json["pass_ms"] = passes.takePassMs();
+  json["compile_ms"] = passes.totalMs();
   json["config"] = config.toJson();
   llvm::json::Object planJson = plan->toJson();
   // The planned model states against the section-4 formula read off the
   // global IR; the bucket buffers come on top of them.
-  int64_t formula = analysis->modelStateBytes();
+  int64_t formula = analysis.modelStateBytes();
   planJson["model_states_vs_formula"] = llvm::json::Object{
       {"planned_bytes", plan->modelStateBytes},
       {"formula_bytes", formula},

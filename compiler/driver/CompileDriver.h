@@ -3,8 +3,9 @@
 // What `zero-compile` and the Python `nn.Graph` share: run the global-view
 // passes a config asks for, read the model-state report off the global IR,
 // partition, run the local-view passes, export the plan, and read the plan
-// report. Each pass runs on its own so that callers can time it and see the
-// IR after it. Diagnostics of a failing pass are collected into the error.
+// report. One pass manager runs them all; an instrumentation (PassRecorder)
+// times each pass and shows callers the IR after it. Diagnostics of a
+// failing pass are collected into the error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +29,8 @@ struct CompileOptions {
   /// Where zero-export-plan writes the plan; empty skips the export.
   std::string planFile;
   /// Called after each pass (and once with "capture" before the first)
-  /// with the module; may print it.
+  /// with the module; may print it. It runs inside the pass manager, so the
+  /// context must not be multithreaded.
   llvm::function_ref<void(llvm::StringRef pass, mlir::ModuleOp module)>
       afterPass = nullptr;
   /// Called once on the global view after the last global pass, where

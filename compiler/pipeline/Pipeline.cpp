@@ -7,10 +7,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "passes/Passes.h"
-#include "llvm/Support/FormatVariadic.h"
-
-#include <cstdio>
-#include <mutex>
 
 using namespace mlir;
 using namespace zerosbp;
@@ -21,155 +17,128 @@ static llvm::Error notYet(const llvm::Twine &what) {
                                         "yet");
 }
 
-/// A double as text that reads back to the same value.
-static std::string exact(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
-llvm::Expected<std::vector<PipelineStep>>
-zerosbp::globalPipelineSteps(const ZeroConfig &config, GraphKind kind) {
+llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
   if (llvm::Error error = config.verify())
-    return std::move(error);
-  const PrecisionConfig &precision = config.precision;
+    return error;
   // Levels 1 and 2 both hand broadcast parameters to their consumers, which
   // is what the stage rewrite does; 0 would leave consumers the shards.
   if (config.stage > 0 && config.shardRestoreLevel == 0)
     return notYet("shard_restore_level=0");
+  return llvm::Error::success();
+}
 
-  const OptimizerConfig &opt = config.optimizer;
-  std::string optimizer = llvm::formatv(
-      "optimizer={0} lr={1} beta1={2} beta2={3} eps={4} weight-decay={5}",
-      stringifyOptimizerKind(opt.kind), exact(opt.lr), exact(opt.beta1),
-      exact(opt.beta2), exact(opt.eps), exact(opt.weightDecay));
-  int64_t persistence =
+/// zero-sbp-propagation and zero-stage, which training and inference share.
+static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
+  pm.addPass(createZeroSbpPropagation({/*world=*/config.world}));
+  ZeroStageOptions stage;
+  stage.stage = config.stage;
+  stage.shardMinSize = config.shardMinSize;
+  stage.persistenceThreshold =
       config.stage >= 3 ? config.zero.stage3ParamPersistenceThreshold : 0;
-  std::vector<PipelineStep> steps;
+  pm.addPass(createZeroStage(stage));
+}
+
+llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
+                                     const ZeroConfig &config, GraphKind kind) {
+  if (llvm::Error error = checkPipelineConfig(config))
+    return error;
+  const PrecisionConfig &precision = config.precision;
   if (kind == GraphKind::Inference) {
     // The forward alone, at the training graph's precision and layout, so
     // that its parameters are the training graph's (docs/compiler.md).
-    steps.push_back({"zero-inference", ""});
-    if (precision.precision != Precision::FP32)
-      steps.push_back(
-          {"zero-amp",
-           llvm::formatv("precision={0} loss-scale=1",
-                         stringifyPrecision(precision.precision).lower())});
-    steps.push_back(
-        {"zero-sbp-propagation", llvm::formatv("world={0}", config.world)});
-    steps.push_back(
-        {"zero-stage",
-         llvm::formatv("stage={0} shard-min-size={1} "
-                       "persistence-threshold={2}",
-                       config.stage, config.shardMinSize, persistence)});
-    return steps;
+    pm.addPass(createZeroInference());
+    if (precision.precision != Precision::FP32) {
+      ZeroAmpOptions amp;
+      amp.precision = precision.precision;
+      amp.lossScale = 1;
+      pm.addPass(createZeroAmp(amp));
+    }
+    addLayoutPasses(pm, config);
+    return llvm::Error::success();
   }
   // The graph's batch is the whole step's: micro-batch x accumulation x
   // world, as DeepSpeed's train_batch_size.
   if (config.gradientAccumulationSteps > 1)
-    steps.push_back(
-        {"zero-accumulate",
-         llvm::formatv("steps={0} world={1}", config.gradientAccumulationSteps,
-                       config.world)});
-  steps.push_back({"zero-autodiff", ""});
-  steps.push_back({"zero-optimizer", optimizer});
+    pm.addPass(createZeroAccumulate(
+        {/*steps=*/config.gradientAccumulationSteps, /*world=*/config.world}));
+  pm.addPass(createZeroAutodiff());
+  const OptimizerConfig &opt = config.optimizer;
+  ZeroOptimizerOptions optimizer;
+  optimizer.optimizer = opt.kind;
+  optimizer.lr = opt.lr;
+  optimizer.beta1 = opt.beta1;
+  optimizer.beta2 = opt.beta2;
+  optimizer.eps = opt.eps;
+  optimizer.weightDecay = opt.weightDecay;
+  pm.addPass(createZeroOptimizer(optimizer));
   if (precision.precision != Precision::FP32) {
-    double scale =
+    ZeroAmpOptions amp;
+    amp.precision = precision.precision;
+    // Only fp16 scales the loss; 0 scales dynamically.
+    amp.lossScale =
         precision.precision == Precision::FP16 ? precision.lossScale : 1.0;
-    std::string options = llvm::formatv(
-        "precision={0} loss-scale={1}",
-        stringifyPrecision(precision.precision).lower(), exact(scale));
-    if (scale == 0)
-      options +=
-          llvm::formatv(" initial-scale-power={0} hysteresis={1}",
-                        precision.initialScalePower, precision.hysteresis);
-    steps.push_back({"zero-amp", options});
+    if (amp.lossScale == 0) {
+      amp.initialScalePower = precision.initialScalePower;
+      amp.hysteresis = precision.hysteresis;
+    }
+    pm.addPass(createZeroAmp(amp));
   }
-  std::vector<PipelineStep> rest = {
-      {"zero-sbp-propagation", llvm::formatv("world={0}", config.world)},
-      {"zero-stage",
-       llvm::formatv("stage={0} shard-min-size={1} persistence-threshold={2}",
-                     config.stage, config.shardMinSize, persistence)},
-  };
-  steps.insert(steps.end(), rest.begin(), rest.end());
+  addLayoutPasses(pm, config);
   // Dynamic fp16 loss scaling: overflow check, unscaling and skipping where
   // the updates read their (reduced) gradients.
-  if (precision.precision == Precision::FP16 && precision.lossScale == 0)
-    steps.push_back(
-        {"zero-loss-scale",
-         llvm::formatv("window={0} min-scale={1} hysteresis={2}",
-                       precision.lossScaleWindow,
-                       exact(static_cast<double>(precision.minLossScale)),
-                       precision.hysteresis)});
+  if (precision.precision == Precision::FP16 && precision.lossScale == 0) {
+    ZeroLossScaleOptions lossScale;
+    lossScale.window = precision.lossScaleWindow;
+    lossScale.minScale = static_cast<double>(precision.minLossScale);
+    lossScale.hysteresis = precision.hysteresis;
+    pm.addPass(createZeroLossScale(lossScale));
+  }
   if (config.gradientClipping > 0)
-    steps.push_back(
-        {"zero-grad-clip", "max-norm=" + exact(config.gradientClipping)});
-  return steps;
+    pm.addPass(createZeroGradClip({/*maxNorm=*/config.gradientClipping}));
+  return llvm::Error::success();
 }
 
 llvm::Error zerosbp::buildGlobalPipeline(OpPassManager &pm,
                                          const ZeroConfig &config) {
-  // The textual pipeline below names the passes; make sure they are known.
-  static std::once_flag registered;
-  std::call_once(registered, [] { registerZeroPasses(); });
-  auto steps = globalPipelineSteps(config);
-  if (!steps)
-    return steps.takeError();
-  std::string pipeline = "func.func(";
-  for (auto [index, step] : llvm::enumerate(*steps)) {
-    if (index)
-      pipeline += ",";
-    pipeline += step.textual();
-  }
-  pipeline += ")";
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  if (failed(parsePassPipeline(pipeline, pm, os)))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "cannot build the pipeline: " + errors);
-  return llvm::Error::success();
+  return addGlobalPasses(pm.nest<func::FuncOp>(), config);
 }
 
-std::vector<PipelineStep>
-zerosbp::localPipelineSteps(const ZeroConfig &config) {
+void zerosbp::addLocalPasses(OpPassManager &pm, const ZeroConfig &config) {
   const ZeroKnobs &zero = config.zero;
-  bool stage3 = config.stage >= 3;
-  return {
-      {"zero-bucketing",
-       llvm::formatv("reduce-bucket-size={0} allgather-bucket-size={1} "
-                     "prefetch-bucket-size={2}",
-                     zero.reduceBucketSize, zero.allgatherBucketSize,
-                     zero.stage3PrefetchBucketSize)},
-      {"zero-schedule",
-       llvm::formatv("overlap-comm={0} prefetch-bucket-size={1} "
-                     "max-live-parameters={2} max-reuse-distance={3}",
-                     zero.overlapComm ? "true" : "false",
-                     zero.stage3PrefetchBucketSize,
-                     zero.stage3MaxLiveParameters,
-                     stage3 ? zero.stage3MaxReuseDistance : 0)},
-      {"zero-memory-plan",
-       llvm::formatv("contiguous-gradients={0}",
-                     zero.contiguousGradients ? "true" : "false")},
-      {"zero-verify-memory-plan", ""},
-  };
+  ZeroBucketingOptions bucketing;
+  bucketing.reduceBucketSize = zero.reduceBucketSize;
+  bucketing.allgatherBucketSize = zero.allgatherBucketSize;
+  bucketing.prefetchBucketSize = zero.stage3PrefetchBucketSize;
+  pm.addPass(createZeroBucketing(bucketing));
+  ZeroScheduleOptions schedule;
+  schedule.overlapComm = zero.overlapComm;
+  schedule.prefetchBucketSize = zero.stage3PrefetchBucketSize;
+  schedule.maxLiveParameters = zero.stage3MaxLiveParameters;
+  schedule.maxReuseDistance =
+      config.stage >= 3 ? zero.stage3MaxReuseDistance : 0;
+  pm.addPass(createZeroSchedule(schedule));
+  ZeroMemoryPlanOptions memoryPlan;
+  memoryPlan.contiguousGradients = zero.contiguousGradients;
+  pm.addPass(createZeroMemoryPlan(memoryPlan));
+  pm.addPass(createZeroVerifyMemoryPlan());
 }
 
-llvm::Error zerosbp::buildLocalPipeline(OpPassManager &pm,
-                                        const ZeroConfig &config,
-                                        llvm::StringRef planFile) {
-  static std::once_flag registered;
-  std::call_once(registered, [] { registerZeroPasses(); });
+void zerosbp::buildLocalPipeline(OpPassManager &pm, const ZeroConfig &config,
+                                 llvm::StringRef planFile) {
   pm.addPass(createZeroPartition());
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  for (const PipelineStep &step : localPipelineSteps(config)) {
-    std::string errors;
-    llvm::raw_string_ostream os(errors);
-    if (failed(parsePassPipeline(step.textual(), funcPm, os)))
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "cannot build the pipeline: " + errors);
-  }
+  addLocalPasses(pm.nest<func::FuncOp>(), config);
   if (!planFile.empty())
     pm.addPass(createPlanExport(config, planFile));
+}
+
+llvm::Error zerosbp::buildCompilePipeline(OpPassManager &pm,
+                                          const ZeroConfig &config,
+                                          GraphKind kind,
+                                          llvm::StringRef planFile) {
+  if (llvm::Error error =
+          addGlobalPasses(pm.nest<func::FuncOp>(), config, kind))
+    return error;
+  buildLocalPipeline(pm, config, planFile);
   return llvm::Error::success();
 }
 

@@ -6,40 +6,31 @@
 #include "compiler/config/ZeroConfig.h"
 #include "mlir/Pass/PassManager.h"
 
-#include <string>
-#include <vector>
-
 namespace zerosbp {
 
-/// The global-view passes in order: their names and the options each gets.
-struct PipelineStep {
-  std::string pass;
-  std::string options;
-
-  /// The step in textual pass-pipeline syntax: `zero-stage{stage=2 ...}`.
-  std::string textual() const {
-    return options.empty() ? pass : pass + "{" + options + "}";
-  }
-};
-
-/// The steps `config` asks for, or an error naming the config key that the
-/// compiler cannot honour yet (shard_restore_level 0).
 /// What a graph is compiled for: a training step (the loss, its backward
 /// and the updates) or inference (the forward's outputs only).
 enum class GraphKind { Training, Inference };
 
-llvm::Expected<std::vector<PipelineStep>>
-globalPipelineSteps(const ZeroConfig &config,
-                    GraphKind kind = GraphKind::Training);
+/// Checks that this compiler can honour `config`: verify() and the keys it
+/// does not support yet (shard_restore_level 0, named in the error).
+llvm::Error checkPipelineConfig(const ZeroConfig &config);
+
+/// Adds the global-view passes `config` asks for to `pm`, a pass manager on
+/// `func.func`, each created from its options struct; or returns
+/// checkPipelineConfig's error.
+llvm::Error addGlobalPasses(mlir::OpPassManager &pm, const ZeroConfig &config,
+                            GraphKind kind = GraphKind::Training);
 
 /// Adds the global-view pipeline for `config` to `pm`, a pass manager on
 /// `builtin.module`.
 llvm::Error buildGlobalPipeline(mlir::OpPassManager &pm,
                                 const ZeroConfig &config);
 
-/// The local-view passes for `config`, run after zero-partition:
-/// zero-bucketing, zero-schedule, zero-memory-plan and its checker.
-std::vector<PipelineStep> localPipelineSteps(const ZeroConfig &config);
+/// Adds the local-view passes for `config`, run after zero-partition, to
+/// `pm` on `func.func`: zero-bucketing, zero-schedule, zero-memory-plan and
+/// its checker.
+void addLocalPasses(mlir::OpPassManager &pm, const ZeroConfig &config);
 
 /// zero-export-plan writing the plan to `planFile` with `config` stored in
 /// it.
@@ -49,9 +40,14 @@ std::unique_ptr<mlir::Pass> createPlanExport(const ZeroConfig &config,
 /// Adds zero-partition (the SPMD program of every rank), the local-view
 /// passes and, when `planFile` is not empty, zero-export-plan writing the
 /// plan there with `config` stored in it.
-llvm::Error buildLocalPipeline(mlir::OpPassManager &pm,
-                               const ZeroConfig &config,
-                               llvm::StringRef planFile);
+void buildLocalPipeline(mlir::OpPassManager &pm, const ZeroConfig &config,
+                        llvm::StringRef planFile);
+
+/// The whole compile of a `kind` graph on `pm` (on `builtin.module`): the
+/// global-view passes on functions, then buildLocalPipeline's passes.
+llvm::Error buildCompilePipeline(mlir::OpPassManager &pm,
+                                 const ZeroConfig &config, GraphKind kind,
+                                 llvm::StringRef planFile);
 
 /// Registers `--zero-pipeline='stage=2 world=4 ...'` (parsePipelineOptions
 /// syntax) for zero-opt.

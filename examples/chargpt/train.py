@@ -234,8 +234,9 @@ def peak_mib(graph):
 
 
 def formulas(stage, psi, n):
-    """DESIGN.md section 4 for fp32 Adam (K = 8, the parameter is its own
-    master): model-state bytes per rank and elements sent per rank."""
+    """docs/design.md#zero-stages-and-their-formulas for fp32 Adam (K = 8,
+    the parameter is its own master): model-state bytes per rank and elements
+    sent per rank."""
     k = 8
     states = {0: (4 + 4 + k) * psi, 1: 4 * psi + 4 * psi + k * psi / n,
               2: 4 * psi + (4 + k) * psi / n, 3: (4 + 4 + k) * psi / n}[stage]

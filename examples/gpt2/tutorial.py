@@ -15,12 +15,12 @@ The tutorial trains Megatron-LM's GPT-2 with two launch-script changes:
 `zero-compile` takes these flags as written (less --checkpoint-activations,
 which it refuses: activation checkpointing is not implemented), with the two
 configs shipped verbatim next to this script. Each model is compiled for 8
-and 32 ranks; the table compares the planned per-rank model states with
-DESIGN.md section 4's formula, computed here from the GPT-2 parameter count
-V E + T E + L (12 E^2 + 13 E) + 2 E and the padding rule (every partitioned
-tensor padded to a multiple of the rank count), and lists the bytes each
-rank sends per step, the planned peak and the compile time. Compiling needs
-shapes only: nothing of the model's size is allocated.
+and 32 ranks; the table compares the planned per-rank model states with the
+formula of docs/design.md#model-state-memory, computed here from the GPT-2
+parameter count V E + T E + L (12 E^2 + 13 E) + 2 E and the padding rule
+(every partitioned tensor padded to a multiple of the rank count), and lists
+the bytes each rank sends per step, the planned peak and the compile time.
+Compiling needs shapes only: nothing of the model's size is allocated.
 
 Then the same flags scaled down (2 layers, hidden 64) with
 ds_zero_stage_2.config are compiled and trained by `zero-run` on 4
@@ -89,9 +89,10 @@ def tensor_sizes(layers, embed, vocab=VOCAB, seq=SEQ):
 
 
 def model_state_formula(sizes, ranks, stage, half):
-    """DESIGN.md section 4: per-rank bytes of param + grad + optimizer state
-    (Adam: K = 12 with an fp32 master under AMP, K = 8 in fp32). A
-    partitioned tensor of n elements puts ceil(n / ranks) on every rank."""
+    """docs/design.md#model-state-memory: per-rank bytes of param + grad +
+    optimizer state (Adam: K = 12 with an fp32 master under AMP, K = 8 in
+    fp32). A partitioned tensor of n elements puts ceil(n / ranks) on every
+    rank."""
     psi = sum(sizes)
     shard = sum(math.ceil(n / ranks) for n in sizes)
     param = grad = 2 if half else 4
@@ -108,7 +109,7 @@ def model_state_formula(sizes, ranks, stage, half):
 def comm_formula(sizes, ranks, half):
     """Stages 1 and 2 send 2 Psi (N - 1) / N per rank: the padded gradients
     reduce-scattered and the padded parameters all-gathered, T (N - 1) / N
-    bytes each (DESIGN.md sections 3 and 4)."""
+    bytes each (docs/design.md#bytes-sent)."""
     padded = sum(math.ceil(n / ranks) * ranks for n in sizes)
     return 2 * padded * (2 if half else 4) * (ranks - 1) / ranks
 

@@ -1,9 +1,9 @@
 //===- ZeroMemory.h - ZeRO-DP model-state memory per rank -------*- C++ -*-===//
 //
 // The memory model of the ZeRO paper (Rajbhandari et al., SC'20,
-// arXiv:1910.02054, section 5) and DESIGN.md section 4: the bytes of model
-// states (fp16 parameters and gradients, K bytes of optimizer state per
-// parameter) one data-parallel rank holds at each ZeRO stage.
+// arXiv:1910.02054, section 5) and docs/design.md#model-state-memory: the
+// bytes of model states (fp16 parameters and gradients, K bytes of optimizer
+// state per parameter) one data-parallel rank holds at each ZeRO stage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,8 +47,8 @@ double modelStateBytes(ZeroStage stage, double numParams, int64_t dataParallel,
 int64_t shardSize(int64_t numel, int64_t ranks);
 
 /// The exact bytes a rank holds when partitioned buffers are padded to equal
-/// shards (DESIGN.md section 4). Equals modelStateBytes when dataParallel
-/// divides numParams.
+/// shards (docs/design.md#how-a-tensor-is-partitioned). Equals
+/// modelStateBytes when dataParallel divides numParams.
 int64_t paddedModelStateBytes(ZeroStage stage, int64_t numParams,
                               int64_t dataParallel, int64_t optimizerBytesK);
 

@@ -108,7 +108,7 @@ def train_stage(stage, batches, ranks=4, optimizer="sgd", seed=0):
         "planned_sent": {k: comm["planned"].get(k, 0) for k in KINDS},
         "measured_sent": measured,
         # Ranks own unequal chunks of an uneven all-reduce; their mean is
-        # the per-rank figure of DESIGN.md section 3.
+        # the per-rank figure of docs/ir.md#boxing.
         "sent": {k: sum(m[k] for m in measured) / len(measured)
                  for k in KINDS},
         "parameters": {name: value.copy()

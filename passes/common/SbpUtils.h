@@ -15,12 +15,12 @@ namespace zerosbp {
 
 /// Bytes one rank sends in a collective of `kind` over `groupSize` ranks
 /// moving a tensor of `bytes` bytes, counted on its full-size side
-/// (DESIGN.md section 3).
+/// (docs/ir.md#boxing).
 double collectiveBytes(mlir::sbp::CollectiveKind kind, int64_t bytes,
                        int64_t groupSize);
 
 /// Bytes one rank sends to change `from` into `to` on one hierarchy axis of
-/// `groupSize` ranks for a tensor of `bytes` bytes (DESIGN.md section 3).
+/// `groupSize` ranks for a tensor of `bytes` bytes (docs/ir.md#boxing).
 /// Infinity when no collective does it (P(sum) to P(max)).
 double boxingBytes(mlir::sbp::SbpAttr from, mlir::sbp::SbpAttr to,
                    int64_t bytes, int64_t groupSize);

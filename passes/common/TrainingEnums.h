@@ -16,7 +16,7 @@
 namespace zerosbp {
 
 /// The update rule appended by `zero-optimizer`, with torch.optim's
-/// definitions (DESIGN.md section 7).
+/// definitions (docs/design.md#numerics).
 enum class OptimizerKind { SGD, Adam, AdamW };
 
 /// Compute precision. FP16 and BF16 train with fp32 master weights

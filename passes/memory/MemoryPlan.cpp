@@ -381,7 +381,7 @@ LogicalResult Planner::pack() {
   return success();
 }
 
-/// The roles DESIGN.md section 4 counts as model states.
+/// The roles docs/design.md#model-state-memory counts as model states.
 static bool isModelState(StringRef role) {
   return role == "param" || role == "grad" || role == "master" ||
          role == "opt_state";

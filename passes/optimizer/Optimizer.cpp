@@ -1,7 +1,8 @@
 //===- Optimizer.cpp - zero-optimizer -------------------------------------===//
 //
 // Turns `nn.gradient "p", %g` into the update of `p` and of its optimizer
-// state, following torch.optim's SGD, Adam and AdamW (DESIGN.md section 7).
+// state, following torch.optim's SGD, Adam and AdamW
+// (docs/design.md#numerics).
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,9 +4,9 @@
 // rank (`rank=N`) or of every rank at once (SPMD, `rank=-1`). A value's local
 // type is its logical shape cut by its SBP: on hierarchy axis a of n_a ranks,
 // `S(d)` splits what the earlier axes left of dim d into n_a balanced parts
-// (a nested split). Each `sbp.cast` becomes the collectives of DESIGN.md
-// section 3, one per hierarchy axis that changes, as upstream `shard` ops on
-// one `shard.grid` per placement.
+// (a nested split). Each `sbp.cast` becomes the collectives of
+// docs/ir.md#boxing, one per hierarchy axis that changes, as upstream
+// `shard` ops on one `shard.grid` per placement.
 //
 // Everything is checked before anything changes: annotations, even splits
 // (SPMD), the rank, ops without a partition rule, and the collectives the

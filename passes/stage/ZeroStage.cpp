@@ -1,10 +1,10 @@
 //===- ZeroStage.cpp - zero-stage -----------------------------------------===//
 //
-// The ZeRO rewrite on a propagated data-parallel graph (DESIGN.md section
-// 4). A partitioned tensor is flattened, padded to a multiple of the rank
-// count and held S(0) on every hierarchy axis, so each rank owns an equal,
-// contiguous shard; partitioning is per tensor, in graph order, the same on
-// every rank.
+// The ZeRO rewrite on a propagated data-parallel graph
+// (docs/design.md#zero-stages-and-their-formulas). A partitioned tensor is
+// flattened, padded to a multiple of the rank count and held S(0) on every
+// hierarchy axis, so each rank owns an equal, contiguous shard; partitioning
+// is per tensor, in graph order, the same on every rank.
 //
 //   stage 1: optimizer states are shards; the update runs on shards: the
 //            gradient is reduce-scattered just before it and the updated

@@ -7,7 +7,7 @@
 // element i of a bucket is the same sum whatever else is in the bucket.
 //
 // Algorithms are direct (each rank sends each peer exactly the part that
-// peer needs), so the bytes a rank sends are those of DESIGN.md section 3:
+// peer needs), so the bytes a rank sends are those of docs/ir.md#boxing:
 // all-reduce 2T(n-1)/n (a reduce-scatter then an all-gather), reduce-scatter
 // and all-gather T(n-1)/n, all-to-all T(n-1)/n^2 per part... where T is the
 // full-size bytes. Each backend counts the bytes it sends, by kind.
@@ -142,7 +142,7 @@ int memberIndex(const std::vector<int> &ranks, int myRank, int worldSize,
                 const std::string &where);
 
 /// The bytes rank `groupIndex` of a group of `groupSize` sends in one
-/// collective with the direct algorithms (DESIGN.md section 3); `count` is
+/// collective with the direct algorithms (docs/ir.md#boxing); `count` is
 /// the collective's own argument (all elements for an all-reduce, one
 /// rank's part for the others).
 int64_t directBytesSent(CollectiveKind kind, DType type, int64_t count,

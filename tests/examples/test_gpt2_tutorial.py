@@ -1,7 +1,8 @@
 """DeepSpeed's ZeRO tutorial models compiled at 8 ranks: parameters, per-rank
-model states and bytes sent equal DESIGN.md section 4's formulas, derived
-here by hand; the configs' knobs reach the plan; examples/gpt2/tutorial.py
-runs and its scaled-down model learns.
+model states and bytes sent equal the formulas of
+docs/design.md#zero-stages-and-their-formulas, derived here by hand; the
+configs' knobs reach the plan; examples/gpt2/tutorial.py runs and its
+scaled-down model learns.
 
 Run: bazel test //tests/examples:test_gpt2_tutorial
 """
@@ -93,8 +94,9 @@ def test_model_states_and_traffic_equal_the_formulas(case):
     expected = {"param": 4 * psi, "grad": grad, "opt_state": 8 * per_rank,
                 "master": 0}
     assert report["bytes_per_rank"] == expected
-    # DESIGN.md section 4: stage 1 (4 + 4) psi + K psi / N, stage 2
-    # 4 psi + (4 + K) psi / N, with psi / N rounded up tensor by tensor.
+    # docs/design.md#model-state-memory: stage 1 (4 + 4) psi + K psi / N,
+    # stage 2 4 psi + (4 + K) psi / N, with psi / N rounded up tensor by
+    # tensor.
     formula = (8 * psi + 8 * per_rank if case["stage"] == 1
                else 4 * psi + 12 * per_rank)
     assert report["model_state_bytes_per_rank"] == formula

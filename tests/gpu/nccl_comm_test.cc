@@ -149,7 +149,7 @@ TEST_F(NcclCommTest, TwoRanksOnTwoGpus) {
     EXPECT_EQ(scattered[rank],
               std::vector<double>(sum.begin() + rank * kCount,
                                   sum.begin() + (rank + 1) * kCount));
-    // DESIGN.md section 3: T(n-1)/n, and 2T(n-1)/n for the all-reduce.
+    // docs/ir.md#boxing: T(n-1)/n, and 2T(n-1)/n for the all-reduce.
     EXPECT_EQ(stats[rank].sent(CollectiveKind::ReduceScatter), kCount * 4);
     EXPECT_EQ(stats[rank].sent(CollectiveKind::AllGather), kCount * 4);
     EXPECT_EQ(stats[rank].sent(CollectiveKind::AllReduce), 2 * kCount * 4);

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Measured memory and traffic against the compiler's report and the
-ZeRO paper's formulas (DESIGN.md section 4), for GPT-2 (2 layers, hidden
-32, fp32 Adam, K = 8) with both thresholds 0, at stages 0-3.
+ZeRO paper's formulas (docs/design.md#zero-stages-and-their-formulas), for
+GPT-2 (2 layers, hidden 32, fp32 Adam, K = 8) with both thresholds 0, at
+stages 0-3.
 
 For every rank, the runtime's measured peak bytes by role must equal the
 plan's; its model-state bytes (param + grad + master + opt_state peaks)

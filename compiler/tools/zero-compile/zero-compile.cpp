@@ -497,9 +497,8 @@ int main(int argc, char **argv) {
   auto config = loadConfig();
   if (!config)
     return fail(llvm::toString(config.takeError()));
-  auto steps = zerosbp::globalPipelineSteps(*config);
-  if (!steps)
-    return fail(llvm::toString(steps.takeError()));
+  if (llvm::Error error = zerosbp::checkPipelineConfig(*config))
+    return fail(llvm::toString(std::move(error)));
 
   // The outputs' temporaries first: an unwritable path fails before the
   // compile, and nothing is renamed into place before everything is

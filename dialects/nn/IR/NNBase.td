@@ -18,7 +18,7 @@ def NN_Dialect : Dialect {
   let cppNamespace = "::mlir::nn";
   let summary = "Training-graph ops on global tensors";
   let description = [{
-    Ops follow PyTorch's definitions (DESIGN.md section 7): a linear weight
+    Ops follow PyTorch's definitions (docs/design.md#numerics): a linear weight
     is `(out, in)`, GELU is the tanh form, LayerNorm uses the biased
     variance, cross-entropy is the mean over every sample of the global
     batch, and Adam/AdamW are torch.optim's. Every op verifies shapes and

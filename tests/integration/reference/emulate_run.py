@@ -5,7 +5,7 @@ writes: a report with "losses" and the final float32 parameters.
     emulate_run.py --case DIR --report run.json --saved SAVEDIR
                    [--dtype float32|float64] [--world N]
 
-With --world N the step is data parallel as DESIGN.md section 7 defines it:
+With --world N the step is data parallel as docs/design.md#numerics defines it:
 each of N ranks takes its slice of the global batch (axis 0), computes the
 gradient of its local mean loss, scales it by 1/N, and the N gradients are
 summed; the reported loss is the mean of the local losses.

@@ -9,9 +9,10 @@ Two models, each defined exactly as the graph builder emits it:
 
 Parameters are a dict `name -> np.ndarray` in PyTorch layout (Linear weights
 are (out, in)). Every backward is written by hand; `check_reference.py`
-compares it with central finite differences. Numerics follow DESIGN.md
-section 7: GELU in its tanh form, LayerNorm with biased variance and eps 1e-5,
-cross-entropy averaged over every sample (token) of the global batch.
+compares it with central finite differences. Numerics follow
+docs/design.md#numerics: GELU in its tanh form, LayerNorm with biased
+variance and eps 1e-5, cross-entropy averaged over every sample (token) of the
+global batch.
 """
 
 from __future__ import annotations

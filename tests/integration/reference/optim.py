@@ -1,4 +1,4 @@
-"""torch.optim's SGD, Adam and AdamW in float64 (DESIGN.md section 7).
+"""torch.optim's SGD, Adam and AdamW in float64 (docs/design.md#numerics).
 
     SGD:   p -= lr * g
     Adam:  g += wd * p  (L2, only when weight_decay != 0)

@@ -42,7 +42,7 @@ func.func @linear() -> tensor<f32> {
 // FP16: nn.fill 1.024000e+03 {zero.loss_seed} : tensor<f32>
 // FP16: nn.sgd {{.*}} {grad_scale = 1.024000e+03 : f64, lr = 1.000000e-03 : f64} : (tensor<3x6xf32>, tensor<3x6xf16>) -> tensor<3x6xf32>
 
-// BADTYPE: error: zero-amp: precision must be fp16 or bf16, got 'fp8'
+// BADTYPE: for the --precision option: Cannot find option named 'fp8'!
 // NEGATIVE: error: zero-amp: loss-scale must be finite and non-negative (0 scales dynamically)
 
 // Dynamic scaling: the scaler's state, and the scale seeds the backward.

@@ -165,7 +165,7 @@ func.func @uneven() -> tensor<f32> {
 // RANK3: shard.all_reduce %{{.*}} on @cpus4 grid_axes = [0] : tensor<6xf32> -> tensor<6xf32>
 
 //--- boxing.mlir
-// Every cast of DESIGN.md section 3 on one hierarchy axis.
+// Every cast of docs/ir.md#boxing on one hierarchy axis.
 #p = #sbp.placement<cpu, [0, 1, 2, 3]>
 func.func @boxing(%ps: tensor<8x4xf32, #sbp.global<[P(sum)], #p>>, %pm: tensor<8x4xf32, #sbp.global<[P(max)], #p>>, %s: tensor<8x4xf32, #sbp.global<[S(0)], #p>>, %b: tensor<8x4xf32, #sbp.global<[B], #p>>) -> (tensor<8x4xf32, #sbp.global<[B], #p>>, tensor<8x4xf32, #sbp.global<[B], #p>>, tensor<8x4xf32, #sbp.global<[S(1)], #p>>, tensor<8x4xf32, #sbp.global<[B], #p>>, tensor<8x4xf32, #sbp.global<[S(1)], #p>>, tensor<8x4xf32, #sbp.global<[S(0)], #p>>, tensor<8x4xf32, #sbp.global<[P(sum)], #p>>, tensor<8x4xf32, #sbp.global<[P(max)], #p>>, tensor<8x4xf32, #sbp.global<[P(sum)], #p>>) {
   %0 = sbp.cast %ps : tensor<8x4xf32, #sbp.global<[P(sum)], #p>> to tensor<8x4xf32, #sbp.global<[B], #p>>

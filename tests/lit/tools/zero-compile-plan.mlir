@@ -1,7 +1,7 @@
 // The whole pipeline on GPT-2 tiny (134912 parameters, 4 ranks), with the
-// thresholds at 0 so that DESIGN.md section 4 holds exactly: the model
-// states the memory plan holds at once equal the formula, and the bucket
-// buffers come on top.
+// thresholds at 0 so that docs/design.md#model-state-memory holds exactly:
+// the model states the memory plan holds at once equal the formula, and the
+// bucket buffers come on top.
 //
 // RUN: zero-compile --preset=tiny --world=4 --stage=2 --pipeline='stage3-param-persistence-threshold=0 reduce-bucket-size=20000' --report=json -o %t2.zplan | FileCheck %s --check-prefix=STAGE2
 // RUN: zero-compile --preset=tiny --world=4 --stage=3 --pipeline='stage3-param-persistence-threshold=0 reduce-bucket-size=20000 stage3-prefetch-bucket-size=20000 stage3-max-reuse-distance=0 overlap-comm=true' --report=json -o %t3.zplan | FileCheck %s --check-prefix=STAGE3

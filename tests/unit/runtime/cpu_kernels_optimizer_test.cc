@@ -24,7 +24,7 @@ struct AdamConfig {
   bool decoupled = false;
 };
 
-/// One step of torch.optim.Adam / AdamW (DESIGN.md section 7), in double.
+/// One step of torch.optim.Adam / AdamW (docs/design.md#numerics), in double.
 void referenceAdamStep(AdamState &state, const std::vector<double> &grad,
                        int64_t step, const AdamConfig &config) {
   double bc1 = 1 - std::pow(config.beta1, step);

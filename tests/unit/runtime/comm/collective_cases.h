@@ -53,7 +53,7 @@ Bytes makeInput(const CollectiveCase &c, int groupSize, int index,
 Bytes expectedOutput(const CollectiveCase &c, int groupSize, int index,
                      uint64_t seed);
 
-/// Bytes group index `index` sends (DESIGN.md section 3, counted exactly for
+/// Bytes group index `index` sends (docs/ir.md#boxing, counted exactly for
 /// uneven all-reduce chunks).
 int64_t expectedBytesSent(const CollectiveCase &c, int groupSize, int index);
 
