@@ -75,8 +75,8 @@ FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
             perRankBytes(variable.getResult().getType());
       return WalkResult::advance();
     }
-    if (isOptimizerUpdate(op)) {
-      Value grad = op->getOperand(1);
+    if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
+      Value grad = update.getGradient();
       Value counted = report.stage >= 2 ? grad : fullGradient(grad);
       report.bytesPerRank["grad"] += perRankBytes(counted.getType());
       return WalkResult::advance();

@@ -63,9 +63,8 @@ Value castElements(OpBuilder &builder, Location loc, Value value,
 } // namespace
 
 LogicalResult ZeroAmpPass::addMasters(func::FuncOp func, OpBuilder &builder) {
-  SmallVector<Operation *> updates = collectOptimizerUpdates(func);
-  for (Operation *update : updates) {
-    auto param = update->getOperand(0).getDefiningOp<nn::VariableOp>();
+  for (nn::OptimizerUpdateOpInterface update : collectOptimizerUpdates(func)) {
+    auto param = update.getParameter().getDefiningOp<nn::VariableOp>();
     if (!param || param.getRole() != Role::param)
       return update->emitOpError(
           "updates a value that is not a parameter variable; run zero-amp "
@@ -88,22 +87,21 @@ LogicalResult ZeroAmpPass::addMasters(func::FuncOp func, OpBuilder &builder) {
     // The runtime draws the master's initial value as the parameter's.
     master->setAttr("zero.copy_of", param.getNameAttr());
 
-    update->setOperand(0, master.getResult());
+    update.getParameterMutable().set(master.getResult());
     // A dynamic scale is divided out by zero-loss-scale instead.
     if (lossScale > 0)
-      update->setAttr("grad_scale", builder.getF64FloatAttr(lossScale));
+      update.setGradScaleAttr(builder.getF64FloatAttr(lossScale));
 
     // The update now yields the master; the parameter gets it narrowed.
-    for (OpOperand &use :
-         llvm::make_early_inc_range(update->getResult(0).getUses())) {
+    OpResult updated = update.getUpdatedParameter();
+    for (OpOperand &use : llvm::make_early_inc_range(updated.getUses())) {
       auto assign = dyn_cast<nn::AssignOp>(use.getOwner());
       if (!assign || assign.getName() != param.getName())
         continue;
       builder.setInsertionPoint(assign);
-      nn::AssignOp::create(builder, assign.getLoc(), masterName,
-                           update->getResult(0));
+      nn::AssignOp::create(builder, assign.getLoc(), masterName, updated);
       assign.getValueMutable().assign(
-          castElements(builder, assign.getLoc(), update->getResult(0), low));
+          castElements(builder, assign.getLoc(), updated, low));
     }
   }
   return success();

@@ -45,7 +45,8 @@ void ZeroGradClipPass::runOnOperation() {
     func.emitError("zero-grad-clip: max-norm must be finite and positive");
     return signalPassFailure();
   }
-  SmallVector<Operation *> updates = collectOptimizerUpdates(func);
+  SmallVector<nn::OptimizerUpdateOpInterface> updates =
+      collectOptimizerUpdates(func);
   if (updates.empty())
     return;
 
@@ -57,8 +58,8 @@ void ZeroGradClipPass::runOnOperation() {
   double gradScale = 1.0;
   SmallVector<Value> sums;
   PlacementAttr placement;
-  for (Operation *update : updates) {
-    Value grad = update->getOperand(1);
+  for (nn::OptimizerUpdateOpInterface update : updates) {
+    Value grad = update.getGradient();
     auto type = cast<RankedTensorType>(grad.getType());
     GlobalTensorAttr encoding = getGlobalEncoding(type);
     if (!encoding) {
@@ -72,7 +73,7 @@ void ZeroGradClipPass::runOnOperation() {
       return signalPassFailure();
     }
     placement = encoding.getPlacement();
-    if (auto scale = update->getAttrOfType<FloatAttr>("grad_scale"))
+    if (FloatAttr scale = update.getGradScaleAttr())
       gradScale = scale.getValueAsDouble();
 
     // Each rank's sum of squares: whole for a broadcast gradient, a partial
@@ -112,9 +113,9 @@ void ZeroGradClipPass::runOnOperation() {
       builder, loc, total.getType(), total, builder.getF64FloatAttr(maxNorm),
       builder.getF64FloatAttr(gradScale));
 
-  for (Operation *update : updates) {
+  for (nn::OptimizerUpdateOpInterface update : updates) {
     builder.setInsertionPoint(update);
-    Value grad = update->getOperand(1);
+    Value grad = update.getGradient();
     auto type = cast<RankedTensorType>(grad.getType());
     Value factor = coefficient;
     if (!type.getElementType().isF32())
@@ -126,6 +127,6 @@ void ZeroGradClipPass::runOnOperation() {
           coefficient);
     Value clipped =
         nn::MulOp::create(builder, update->getLoc(), type, grad, factor);
-    update->setOperand(1, clipped);
+    update.getGradientMutable().set(clipped);
   }
 }

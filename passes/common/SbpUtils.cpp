@@ -121,15 +121,11 @@ Value zerosbp::castTo(OpBuilder &builder, Location loc, Value value,
                         value);
 }
 
-bool zerosbp::isOptimizerUpdate(Operation *op) {
-  return isa<nn::SgdOp, nn::AdamOp, nn::AdamWOp>(op);
-}
-
-SmallVector<Operation *> zerosbp::collectOptimizerUpdates(Operation *func) {
-  SmallVector<Operation *> updates;
-  func->walk([&](Operation *op) {
-    if (isOptimizerUpdate(op))
-      updates.push_back(op);
+SmallVector<nn::OptimizerUpdateOpInterface>
+zerosbp::collectOptimizerUpdates(Operation *func) {
+  SmallVector<nn::OptimizerUpdateOpInterface> updates;
+  func->walk([&](nn::OptimizerUpdateOpInterface update) {
+    updates.push_back(update);
   });
   return updates;
 }
@@ -199,15 +195,16 @@ static void hoistAbove(Value value, Operation *anchor) {
   producer->moveBefore(anchor);
 }
 
-void zerosbp::hoistGradientsAboveUpdates(ArrayRef<Operation *> updates) {
+void zerosbp::hoistGradientsAboveUpdates(
+    ArrayRef<nn::OptimizerUpdateOpInterface> updates) {
   if (updates.empty())
     return;
   Operation *first = updates.front();
-  for (Operation *update : updates)
+  for (nn::OptimizerUpdateOpInterface update : updates)
     if (update->isBeforeInBlock(first))
       first = update;
-  for (Operation *update : updates)
-    hoistAbove(update->getOperand(1), first);
+  for (nn::OptimizerUpdateOpInterface update : updates)
+    hoistAbove(update.getGradient(), first);
 }
 
 SmallVector<int64_t, 2> zerosbp::rankCoordinates(ArrayRef<int64_t> hierarchy,

@@ -77,18 +77,9 @@ uniformSbp(mlir::sbp::SbpAttr sbp, mlir::sbp::PlacementAttr placement);
 mlir::Value castTo(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Value value, llvm::ArrayRef<mlir::sbp::SbpAttr> sbp);
 
-/// True for the optimizer update ops (sgd, adam, adamw).
-bool isOptimizerUpdate(mlir::Operation *op);
-
 /// The optimizer updates of `func`, in order.
-llvm::SmallVector<mlir::Operation *>
+llvm::SmallVector<mlir::nn::OptimizerUpdateOpInterface>
 collectOptimizerUpdates(mlir::Operation *func);
-
-/// The operand an update's result `index` is the next value of: the param
-/// for result 0, the optimizer states (after the gradient) for the others.
-inline unsigned updatedOperandIndex(unsigned index) {
-  return index == 0 ? 0 : index + 1;
-}
 
 /// A global sum of 0-D per-rank terms (overflow counts, squared norms).
 /// Terms that are whole on every rank (broadcast on every axis) are added
@@ -115,7 +106,8 @@ mlir::LogicalResult reinferResultTypes(mlir::Operation *op);
 /// Moves the ops computing each update's gradient operand that sit below the
 /// first update (stage 1 reduce-scatters right before each update) above
 /// it, so a pass can read every gradient before any update runs.
-void hoistGradientsAboveUpdates(llvm::ArrayRef<mlir::Operation *> updates);
+void hoistGradientsAboveUpdates(
+    llvm::ArrayRef<mlir::nn::OptimizerUpdateOpInterface> updates);
 
 } // namespace zerosbp
 

@@ -6,7 +6,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
-#include "passes/common/SbpUtils.h"
 #include "passes/inference/InferenceAttrs.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -40,8 +39,8 @@ struct ZeroInferencePass
     }
     Block &body = func.getBody().front();
     for (Operation &op : body) {
-      if (zerosbp::isOptimizerUpdate(&op) ||
-          isa<nn::GradientOp, nn::AssignOp>(op)) {
+      if (isa<nn::OptimizerUpdateOpInterface, nn::GradientOp, nn::AssignOp>(
+              op)) {
         op.emitOpError("belongs to training; an inference graph has no "
                        "gradients, updates or assignments");
         return signalPassFailure();

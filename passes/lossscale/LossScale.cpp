@@ -50,7 +50,8 @@ void ZeroLossScalePass::runOnOperation() {
                    "with loss-scale=0 first");
     return signalPassFailure();
   }
-  SmallVector<Operation *> updates = collectOptimizerUpdates(func);
+  SmallVector<nn::OptimizerUpdateOpInterface> updates =
+      collectOptimizerUpdates(func);
   if (updates.empty())
     return;
   hoistGradientsAboveUpdates(updates);
@@ -75,8 +76,8 @@ void ZeroLossScalePass::runOnOperation() {
   OpBuilder builder(updates.front());
   Location loc = updates.front()->getLoc();
   ScalarSum total(placement);
-  for (Operation *update : updates) {
-    Value grad = update->getOperand(1);
+  for (nn::OptimizerUpdateOpInterface update : updates) {
+    Value grad = update.getGradient();
     GlobalTensorAttr encoding = getGlobalEncoding(grad.getType());
     if (!encoding || llvm::any_of(encoding.getSbp(), [](SbpAttr sbp) {
           return sbp.isPartial();
@@ -102,10 +103,10 @@ void ZeroLossScalePass::runOnOperation() {
     scaleValue =
         nn::ReshapeOp::create(builder, loc, scalarType(broadcast), scaleValue);
 
-  for (Operation *update : updates) {
+  for (nn::OptimizerUpdateOpInterface update : updates) {
     // Unscale in fp32, on the shard the update reads.
     builder.setInsertionPoint(update);
-    Value grad = update->getOperand(1);
+    Value grad = update.getGradient();
     auto type = cast<RankedTensorType>(grad.getType());
     auto encoding = getGlobalEncoding(type);
     auto wideType =
@@ -114,14 +115,13 @@ void ZeroLossScalePass::runOnOperation() {
         type.getElementType().isF32()
             ? grad
             : nn::CastOp::create(builder, loc, wideType, grad).getResult();
-    update->setOperand(
-        1, nn::DivOp::create(builder, loc, wideType, wide, scaleValue));
+    update.getGradientMutable().set(
+        nn::DivOp::create(builder, loc, wideType, wide, scaleValue));
 
     // On overflow the update keeps every value as it was.
     builder.setInsertionPointAfter(update);
     for (OpResult result : update->getResults()) {
-      Value before =
-          update->getOperand(updatedOperandIndex(result.getResultNumber()));
+      Value before = update.getUpdatedOperand(result).get();
       auto kept = nn::SelectOp::create(builder, loc, result.getType(), overflow,
                                        before, result);
       result.replaceAllUsesExcept(kept, kept);

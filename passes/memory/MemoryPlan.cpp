@@ -166,12 +166,11 @@ void Planner::assignSlots() {
         continue;
       }
     }
-    if (isOptimizerUpdate(&op)) {
+    if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
       // In place: each new value overwrites the one it replaces once
       // nothing reads the old one any more.
       for (OpResult result : op.getResults()) {
-        Value old =
-            op.getOperand(updatedOperandIndex(result.getResultNumber()));
+        Value old = update.getUpdatedOperand(result).get();
         auto it = slots.find(old);
         if (it != slots.end() && old.getType() == result.getType() &&
             readsEndBy(it->second.buffer, at))
@@ -202,12 +201,11 @@ void Planner::assignSlots() {
         placeFresh(result, "activation");
   }
   // A buffer that feeds an update's gradient holds a gradient.
-  for (Operation &op : block)
-    if (isOptimizerUpdate(&op)) {
-      BufferInfo &grad = buffers[slots.lookup(op.getOperand(1)).buffer];
-      if (grad.role == "activation")
-        grad.role = "grad";
-    }
+  for (auto update : block.getOps<nn::OptimizerUpdateOpInterface>()) {
+    BufferInfo &grad = buffers[slots.lookup(update.getGradient()).buffer];
+    if (grad.role == "activation")
+      grad.role = "grad";
+  }
 }
 
 void Planner::layOutBuckets() {

@@ -126,22 +126,25 @@ void ZeroOptimizerPass::runOnOperation() {
       nn::VariableOp mVar = createState(builder, param, param, ".exp_avg");
       nn::VariableOp vVar = createState(builder, param, mVar, ".exp_avg_sq");
       Value m = mVar.getResult(), v = vVar.getResult();
-      // Adam and AdamW share their operands and attributes.
-      auto create = [&](auto opTag) -> Operation * {
+      // Adam and AdamW share their operands, attributes and results.
+      auto create = [&](auto opTag) {
         using OpTy = decltype(opTag);
-        return OpTy::create(
+        auto update = OpTy::create(
             builder, loc, p, g, m, v, step, lr, builder.getF64FloatAttr(beta1),
             builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
             builder.getF64FloatAttr(weightDecay), builder.getF64FloatAttr(1.0));
+        nn::AssignOp::create(builder, loc, param.getName(),
+                             update.getNewParam());
+        nn::AssignOp::create(builder, loc, (param.getName() + ".exp_avg").str(),
+                             update.getNewExpAvg());
+        nn::AssignOp::create(builder, loc,
+                             (param.getName() + ".exp_avg_sq").str(),
+                             update.getNewExpAvgSq());
       };
-      Operation *update = kind == OptimizerKind::Adam ? create(nn::AdamOp())
-                                                      : create(nn::AdamWOp());
-      nn::AssignOp::create(builder, loc, param.getName(), update->getResult(0));
-      nn::AssignOp::create(builder, loc, (param.getName() + ".exp_avg").str(),
-                           update->getResult(1));
-      nn::AssignOp::create(builder, loc,
-                           (param.getName() + ".exp_avg_sq").str(),
-                           update->getResult(2));
+      if (kind == OptimizerKind::Adam)
+        create(nn::AdamOp());
+      else
+        create(nn::AdamWOp());
     }
     gradient.erase();
   }

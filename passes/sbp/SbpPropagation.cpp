@@ -104,9 +104,9 @@ static FailureOr<PlacementAttr> findPlacement(func::FuncOp func,
 
 Role Propagation::resultRole(Operation *op, unsigned index) {
   // An update's results are the next values of its operands' variables.
-  if (isOptimizerUpdate(op)) {
+  if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
     if (GlobalTensorAttr encoding = getGlobalEncoding(
-            op->getOperand(updatedOperandIndex(index)).getType()))
+            update.getUpdatedOperand(op->getResult(index)).get().getType()))
       return encoding.getRole();
   }
   if (gradients.contains(op->getResult(index)))
@@ -149,6 +149,12 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
   if (signatures.empty())
     return operation->emitOpError("lists no SBP signature");
 
+  // An update runs where its parameter lives: the ZeRO stage, not a cost
+  // model, decides to split optimizer state.
+  std::optional<unsigned> pinned;
+  if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(operation))
+    pinned = update.getParameterMutable().getOperandNumber();
+
   // Per hierarchy axis, the cheapest signature.
   int64_t numAxes = placement.getNumHierarchyAxes();
   SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
@@ -169,10 +175,8 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
                                   tensorBytes(type), hierarchy[axis]);
         cost.second += from != signature.operands[index];
       }
-      // An update runs where its parameter lives: the ZeRO stage, not a
-      // cost model, decides to split optimizer state.
-      if (isOptimizerUpdate(operation) &&
-          signature.operands[0] != operandEncodings[0].getSbp()[axis])
+      if (pinned && signature.operands[*pinned] !=
+                        operandEncodings[*pinned].getSbp()[axis])
         continue;
       if (cost < bestCost) {
         best = &signature;
@@ -229,8 +233,8 @@ LogicalResult Propagation::annotateReturn(func::ReturnOp op) {
 
 LogicalResult Propagation::run() {
   func.walk([&](Operation *op) {
-    if (isOptimizerUpdate(op))
-      gradients.insert(op->getOperand(1));
+    if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op))
+      gradients.insert(update.getGradient());
     if (auto variable = dyn_cast<nn::VariableOp>(op))
       variables[variable.getName()] = variable;
   });

@@ -65,7 +65,7 @@ private:
                   Role role);
   void partitionVariable(nn::VariableOp variable);
   void gatherUses(nn::VariableOp param, RankedTensorType logicalType);
-  LogicalResult rewriteUpdate(Operation *update);
+  LogicalResult rewriteUpdate(nn::OptimizerUpdateOpInterface update);
   /// Points the assigns that store `oldValue` (directly, through SBP casts,
   /// or narrowed by an nn.cast) at `shard`, gathering it back where the
   /// variable is not partitioned.
@@ -154,7 +154,7 @@ void StageRewriter::gatherUses(nn::VariableOp param,
   SmallVector<OpOperand *> phaseUses[2];
   for (OpOperand &use : param.getResult().getUses()) {
     Operation *user = use.getOwner();
-    if (isOptimizerUpdate(user) || isa<nn::AssignOp>(user))
+    if (isa<nn::OptimizerUpdateOpInterface, nn::AssignOp>(user))
       continue;
     phaseUses[forward.contains(user) ? 0 : 1].push_back(&use);
   }
@@ -231,8 +231,9 @@ static void eraseDeadUsers(Operation *op) {
     }
 }
 
-LogicalResult StageRewriter::rewriteUpdate(Operation *update) {
-  Value paramValue = update->getOperand(0);
+LogicalResult
+StageRewriter::rewriteUpdate(nn::OptimizerUpdateOpInterface update) {
+  Value paramValue = update.getParameter();
   auto param = paramValue.getDefiningOp<nn::VariableOp>();
   if (!param)
     return update->emitOpError("updates a value that is not a variable; "
@@ -245,7 +246,7 @@ LogicalResult StageRewriter::rewriteUpdate(Operation *update) {
 
   Location loc = update->getLoc();
   // The gradient: the partial sum, before propagation's all-reduce.
-  Value partialGrad = uncast(update->getOperand(1));
+  Value partialGrad = uncast(update.getGradient());
   if (Operation *producer = partialGrad.getDefiningOp(); producer && stage >= 2)
     builder.setInsertionPointAfter(producer);
   else
@@ -259,25 +260,25 @@ LogicalResult StageRewriter::rewriteUpdate(Operation *update) {
   Value paramShard = logicalTypes.count(param)
                          ? param.getResult()
                          : toShard(loc, paramValue, Role::param);
-  SmallVector<Value> operands = {paramShard, gradShard};
-  SmallVector<Type> resultTypes = {paramShard.getType()};
-  for (auto [index, state] :
-       llvm::enumerate(update->getOperands().drop_front(2))) {
-    // Operands 2 .. numResults are the states results 1 .. numResults - 1
-    // replace; the rest (the step counter) pass through unchanged.
-    if (index + 2 > update->getNumResults()) {
-      operands.push_back(state);
-      continue;
-    }
-    auto variable = state.getDefiningOp<nn::VariableOp>();
+  // The update again, on the shards: the parameter, the gradient and the
+  // states are replaced; other operands (the step counter) pass through.
+  SmallVector<Value> operands(update->getOperands());
+  SmallVector<Type> resultTypes(update->getResultTypes());
+  operands[update.getParameterMutable().getOperandNumber()] = paramShard;
+  operands[update.getGradientMutable().getOperandNumber()] = gradShard;
+  resultTypes[update.getUpdatedParameter().getResultNumber()] =
+      paramShard.getType();
+  for (auto [operand, result] :
+       llvm::zip_equal(update.getStatesMutable(), update.getUpdatedStates())) {
+    auto variable = operand.get().getDefiningOp<nn::VariableOp>();
     if (!variable || variable.getRole() != Role::opt_state)
       return update->emitOpError("zero-stage: operand ")
-             << index + 2
+             << operand.getOperandNumber()
              << " is not an opt_state variable; zero-stage expects "
                 "zero-optimizer's output";
     partitionVariable(variable);
-    operands.push_back(variable.getResult());
-    resultTypes.push_back(variable.getResult().getType());
+    operands[operand.getOperandNumber()] = variable.getResult();
+    resultTypes[result.getResultNumber()] = variable.getResult().getType();
   }
 
   OperationState state(loc, update->getName());
@@ -387,8 +388,7 @@ LogicalResult StageRewriter::run() {
       gatherUses(param, type);
     }
   }
-  SmallVector<Operation *> updates = collectOptimizerUpdates(func);
-  for (Operation *update : updates)
+  for (nn::OptimizerUpdateOpInterface update : collectOptimizerUpdates(func))
     if (failed(rewriteUpdate(update)))
       return failure();
   eraseDeadOps(func);

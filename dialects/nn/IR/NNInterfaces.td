@@ -27,4 +27,79 @@ def NN_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def NN_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
+  let cppNamespace = "::mlir::nn";
+  let description = [{
+    An optimizer update reads a parameter, its gradient and the optimizer
+    states (in a fixed order) and yields the next value of the parameter and
+    of each state; every result is one of these. Other operands (Adam's step)
+    are only read. The passes find the roles here, never by position
+    (docs/ir.md#optimizer-updates).
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The operand of the parameter this op updates (default: `param`).",
+      "::mlir::OpOperand &", "getParameterMutable", (ins), [{}], [{
+        return $_op.getParamMutable();
+      }]>,
+    InterfaceMethod<
+      "The operand of the parameter's gradient (default: `grad`).",
+      "::mlir::OpOperand &", "getGradientMutable", (ins), [{}], [{
+        return $_op.getGradMutable();
+      }]>,
+    InterfaceMethod<"The operands of the optimizer states, in order.",
+      "::mlir::MutableOperandRange", "getStatesMutable">,
+    InterfaceMethod<[{
+        The result that is the parameter's next value (default:
+        `new_param`).
+      }],
+      "::mlir::OpResult", "getUpdatedParameter", (ins), [{}], [{
+        return ::llvm::cast<::mlir::OpResult>($_op.getNewParam());
+      }]>,
+    InterfaceMethod<
+      "The results that are the states' next values, in the states' order.",
+      "::mlir::ResultRange", "getUpdatedStates">,
+    InterfaceMethod<[{
+        The loss scale the gradient is divided by; null when unset, which
+        means 1.
+      }],
+      "::mlir::FloatAttr", "getGradScaleAttr", (ins), [{}], [{
+        return $_op.getGradScaleAttr();
+      }]>,
+    InterfaceMethod<"Sets the loss scale the gradient is divided by.",
+      "void", "setGradScaleAttr", (ins "::mlir::FloatAttr":$scale), [{}], [{
+        $_op.setGradScaleAttr(scale);
+      }]>,
+  ];
+  let extraSharedClassDeclaration = [{
+    ::mlir::Value getParameter() { return $_op.getParameterMutable().get(); }
+    ::mlir::Value getGradient() { return $_op.getGradientMutable().get(); }
+    ::mlir::OperandRange getStates() { return $_op.getStatesMutable(); }
+
+    /// The operand `result` is the next value of: the parameter for the
+    /// updated parameter, the matching state for an updated state.
+    ::mlir::OpOperand &getUpdatedOperand(::mlir::OpResult result) {
+      if (result == $_op.getUpdatedParameter())
+        return $_op.getParameterMutable();
+      for (auto [state, updated] : ::llvm::zip_equal(
+               $_op.getStatesMutable(), $_op.getUpdatedStates()))
+        if (updated == result)
+          return state;
+      llvm_unreachable("not a result of this optimizer update");
+    }
+  }];
+  // The passes map every result back to the operand it replaces.
+  let verify = [{
+    auto update = ::llvm::cast<::mlir::nn::OptimizerUpdateOpInterface>($_op);
+    ::mlir::ResultRange states = update.getUpdatedStates();
+    if (update.getStatesMutable().size() != states.size() ||
+        $_op->getNumResults() != states.size() + 1 ||
+        ::llvm::is_contained(states, update.getUpdatedParameter()))
+      return $_op->emitOpError(
+          "must pair each optimizer state with one result and have no "
+          "other results than the parameter's");
+    return ::mlir::success();
+  }];
+}
+
 #endif // ZEROSBP_DIALECTS_NN_IR_NNINTERFACES_TD

@@ -1038,6 +1038,35 @@ LogicalResult SgdOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+// SGD keeps no state.
+MutableOperandRange SgdOp::getStatesMutable() {
+  return MutableOperandRange(getOperation(), getOperation()->getNumOperands(),
+                             0);
+}
+
+ResultRange SgdOp::getUpdatedStates() {
+  return getOperation()->getResults().slice(getOperation()->getNumResults(), 0);
+}
+
+// Adam's states are the moments, declared next to each other with their
+// results in the same order (NNOps.td); the step is only read.
+template <typename OpTy> static MutableOperandRange adamStates(OpTy op) {
+  return MutableOperandRange(op, op.getExpAvgMutable().getOperandNumber(), 2);
+}
+
+template <typename OpTy> static ResultRange adamUpdatedStates(OpTy op) {
+  return op->getResults().slice(
+      cast<OpResult>(op.getNewExpAvg()).getResultNumber(), 2);
+}
+
+MutableOperandRange AdamOp::getStatesMutable() { return adamStates(*this); }
+
+ResultRange AdamOp::getUpdatedStates() { return adamUpdatedStates(*this); }
+
+MutableOperandRange AdamWOp::getStatesMutable() { return adamStates(*this); }
+
+ResultRange AdamWOp::getUpdatedStates() { return adamUpdatedStates(*this); }
+
 template <typename Adaptor>
 static LogicalResult inferAdam(StringRef opName, std::optional<Location> loc,
                                Adaptor adaptor, SmallVectorImpl<Type> &types) {

@@ -42,6 +42,12 @@ class NN_InferredOp<string mnemonic, list<Trait> traits = []>
 // A differentiable op: implements GradientOpInterface (NNGradients.cpp).
 defvar NN_Differentiable = DeclareOpInterfaceMethods<NN_GradientOpInterface>;
 
+// An optimizer update: names its states for OptimizerUpdateOpInterface
+// (NNOps.cpp); the parameter, gradient and result are $param, $grad and
+// $new_param.
+defvar NN_OptimizerUpdate =
+    DeclareOpInterfaceMethods<NN_OptimizerUpdateOpInterface>;
+
 class NN_UnaryOp<string mnemonic, string desc>
     : NN_InferredOp<mnemonic, [NN_Differentiable]> {
   let summary = desc;
@@ -467,7 +473,7 @@ def NN_ClipCoefficientOp : NN_InferredOp<"clip_coefficient"> {
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_SgdOp : NN_InferredOp<"sgd"> {
+def NN_SgdOp : NN_InferredOp<"sgd", [NN_OptimizerUpdate]> {
   let summary = "param - lr * grad / grad_scale";
   let description = [{
     Under mixed precision the gradient may be fp16/bf16 while the parameter
@@ -480,7 +486,8 @@ def NN_SgdOp : NN_InferredOp<"sgd"> {
   let results = (outs NN_FloatTensor:$new_param);
 }
 
-class NN_AdamBase<string mnemonic, string desc> : NN_InferredOp<mnemonic> {
+class NN_AdamBase<string mnemonic, string desc>
+    : NN_InferredOp<mnemonic, [NN_OptimizerUpdate]> {
   let summary = desc;
   let arguments = (ins NN_FloatTensor:$param, NN_FloatTensor:$grad,
                        NN_FloatTensor:$exp_avg, NN_FloatTensor:$exp_avg_sq,
