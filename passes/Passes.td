@@ -217,6 +217,8 @@ def ZeroPartition : Pass<"zero-partition", "::mlir::ModuleOp"> {
     local part padded with zeros to the unsplit size. Casts that change no
     axis fold away.
 
+    Ops rewrite their attributes that refer to global sizes through
+    SbpOpInterface's `localizeAttrs` (docs/ir.md#the-local-view):
     `nn.cross_entropy`, `nn.cross_entropy_grad` and `nn.reduce_mean` get the
     global element count they divide by in `count`; `nn.slice` sizes along
     split dims become local. `nn.variable` and `nn.input` keep their global

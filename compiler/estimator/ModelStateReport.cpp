@@ -5,6 +5,7 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 using namespace mlir;
 using namespace mlir::sbp;
@@ -54,7 +55,7 @@ static Value fullGradient(Value grad) {
 
 FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
   ModelStateReport report;
-  if (auto stage = func->getAttrOfType<IntegerAttr>("zero.stage"))
+  if (auto stage = func->getAttrOfType<IntegerAttr>(kStageAttr))
     report.stage = stage.getInt();
   for (const char *role : {"param", "grad", "master", "opt_state"})
     report.bytesPerRank[role] = 0;

@@ -9,6 +9,7 @@
 
 #include "passes/Passes.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 
@@ -85,7 +86,7 @@ LogicalResult ZeroAmpPass::addMasters(func::FuncOp func, OpBuilder &builder) {
         param.getInitScaleAttr(), /*frozen=*/nullptr,
         /*logical_shape=*/nullptr);
     // The runtime draws the master's initial value as the parameter's.
-    master->setAttr("zero.copy_of", param.getNameAttr());
+    master->setAttr(kCopyOfAttr, param.getNameAttr());
 
     update.getParameterMutable().set(master.getResult());
     // A dynamic scale is divided out by zero-loss-scale instead.
@@ -130,7 +131,7 @@ LogicalResult ZeroAmpPass::reinferTypes(func::FuncOp func, OpBuilder &builder) {
     if (auto fill = dyn_cast<nn::FillOp>(op)) {
       // The seed stays fp32 and carries the loss scale; other fills follow
       // the compute precision.
-      if (fill->hasAttr("zero.loss_seed"))
+      if (fill->hasAttr(kLossSeedAttr))
         fill.setValueAttr(
             builder.getF64FloatAttr(lossScale == 0 ? 1.0 : lossScale));
       else if (isF32Tensor(fill.getResult().getType()))
@@ -191,7 +192,7 @@ void ZeroAmpPass::addDynamicScale(func::FuncOp func, OpBuilder &builder) {
   state("amp.good_steps", 0.0);
   state("amp.hysteresis", static_cast<double>(hysteresis));
   for (auto fill : llvm::make_early_inc_range(body.getOps<nn::FillOp>())) {
-    if (!fill->hasAttr("zero.loss_seed"))
+    if (!fill->hasAttr(kLossSeedAttr))
       continue;
     fill.getResult().replaceAllUsesWith(scale.getResult());
     fill.erase();

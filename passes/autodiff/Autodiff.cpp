@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -174,7 +175,8 @@ struct ZeroAutodiffPass
                            RankedTensorType::get({}, lossType.getElementType()),
                            builder.getF64FloatAttr(1.0));
     // zero-amp finds the seed by this mark to apply the loss scale.
-    seed.getDefiningOp()->setAttr("zero.loss_seed", builder.getUnitAttr());
+    seed.getDefiningOp()->setAttr(zerosbp::kLossSeedAttr,
+                                  builder.getUnitAttr());
     grads.accumulate(*loss, seed, loss->getLoc());
     for (Operation *op : llvm::reverse(forward))
       if (failed(backpropagate(op, builder, grads)))

@@ -10,6 +10,7 @@
 
 #include "passes/Passes.h"
 #include "passes/common/LocalUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
@@ -129,12 +130,11 @@ FailureOr<PlacementAttr> Bucketer::placementOf(Operation *op, StringRef grid,
   auto gridOp = SymbolTable::lookupNearestSymbolFrom(
       op, StringAttr::get(op->getContext(), grid));
   auto placement =
-      gridOp ? gridOp->getAttrOfType<PlacementAttr>("zero.placement") : nullptr;
+      gridOp ? gridOp->getAttrOfType<PlacementAttr>(kPlacementAttr) : nullptr;
   if (!placement)
     return op->emitOpError("zero-bucketing: grid @")
-           << grid
-           << " carries no zero.placement; run zero-partition to make the "
-              "local view";
+           << grid << " carries no " << kPlacementAttr
+           << "; run zero-partition to make the local view";
   if (axes.size() != 1)
     return op->emitOpError("zero-bucketing: expected one grid axis, got ")
            << axes.size() << "; zero-partition emits one collective per axis";

@@ -1,6 +1,7 @@
 //===- LocalUtils.cpp - helpers for the local-view passes -----------------===//
 
 #include "passes/common/LocalUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -87,7 +88,7 @@ int64_t zerosbp::OpPositions::readEnd(Value value, Operation *ignore) const {
 
 int64_t zerosbp::backwardStart(Block &block, const OpPositions &positions) {
   for (Operation &op : block)
-    if (op.hasAttr("zero.loss_seed"))
+    if (op.hasAttr(kLossSeedAttr))
       return positions[&op];
   return positions[block.getTerminator()];
 }

@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 #include "passes/common/LocalUtils.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 #include "passes/inference/InferenceAttrs.h"
 #include "passes/memory/PlanAttrs.h"
 
@@ -204,7 +205,7 @@ void Exporter::writeShards(llvm::json::OStream &json, RankedTensorType global) {
 void Exporter::writeTensorEntry(llvm::json::OStream &json, Operation *op,
                                 Value value, StringRef name) {
   auto local = cast<RankedTensorType>(value.getType());
-  auto globalAttr = op->getAttrOfType<TypeAttr>("zero.global_type");
+  auto globalAttr = op->getAttrOfType<TypeAttr>(kGlobalTypeAttr);
   auto global =
       globalAttr ? cast<RankedTensorType>(globalAttr.getValue()) : local;
   json.attribute("name", name);
@@ -293,7 +294,7 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
     json.attributeObject("attrs", [&] {
       for (NamedAttribute attr : op.getAttrs()) {
         StringRef name = attr.getName().getValue();
-        if (name.starts_with("zero."))
+        if (name.starts_with(kZeroAttrPrefix))
           continue;
         if (name == "grid") {
           // shard.all_slice: the grid is the plan's placement.
@@ -301,7 +302,7 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
         }
         json.attribute(name, toJson(attr.getValue()));
       }
-      if (op.hasAttr("zero.loss_seed"))
+      if (op.hasAttr(kLossSeedAttr))
         json.attribute("loss_seed", true);
     });
     common();
@@ -323,7 +324,7 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
   // The plan's placement: the one grid of the module.
   auto module = func->getParentOfType<ModuleOp>();
   for (auto grid : module.getOps<shard::GridOp>()) {
-    auto attr = grid->getAttrOfType<PlacementAttr>("zero.placement");
+    auto attr = grid->getAttrOfType<PlacementAttr>(kPlacementAttr);
     if (!attr)
       continue;
     if (placement && placement != attr)
@@ -333,8 +334,8 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     placement = attr;
   }
   if (!placement)
-    return func.emitError("zero-export-plan: no shard.grid with a "
-                          "zero.placement; run zero-partition first");
+    return func.emitError("zero-export-plan: no shard.grid with a ")
+           << kPlacementAttr << "; run zero-partition first";
 
   // Buffers released after each op: those whose last read is there.
   llvm::DenseMap<int64_t, SmallVector<int64_t>> freesAt;
@@ -354,7 +355,7 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     // Inference plans say so; a training plan has no `mode`, as before.
     if (func->hasAttr(kInferenceAttr))
       json.attribute("mode", "eval");
-    if (auto stage = func->getAttrOfType<IntegerAttr>("zero.stage"))
+    if (auto stage = func->getAttrOfType<IntegerAttr>(kStageAttr))
       json.attribute("stage", stage.getInt());
     json.attribute("world", placement.getNumRanks());
     json.attributeObject("placement", [&] {
@@ -405,7 +406,7 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
           if (std::optional<ArrayRef<int64_t>> logical =
                   variable.getLogicalShape())
             json.attribute("logical_shape", llvm::json::Array(*logical));
-          if (auto copyOf = variable->getAttrOfType<StringAttr>("zero.copy_of"))
+          if (auto copyOf = variable->getAttrOfType<StringAttr>(kCopyOfAttr))
             json.attribute("copy_of", copyOf.getValue());
         });
     });

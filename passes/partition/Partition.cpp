@@ -17,6 +17,7 @@
 
 #include "passes/Passes.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
@@ -25,7 +26,6 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace zerosbp {
 #define GEN_PASS_DEF_ZEROPARTITION
@@ -34,13 +34,11 @@ namespace zerosbp {
 
 using namespace mlir;
 using namespace mlir::sbp;
+using zerosbp::kGlobalTypeAttr;
+using zerosbp::kPlacementAttr;
+using zerosbp::kRankAttr;
 using zerosbp::localShape;
 using zerosbp::UnevenSplit;
-
-/// Discardable attributes this pass writes.
-static constexpr llvm::StringLiteral kGlobalTypeAttr = "zero.global_type";
-static constexpr llvm::StringLiteral kPlacementAttr = "zero.placement";
-static constexpr llvm::StringLiteral kRankAttr = "zero.rank";
 
 namespace {
 
@@ -506,67 +504,20 @@ void Partitioner::lowerCast(CastOp cast) {
   cast.erase();
 }
 
-/// Product of the dims of `shape` listed in `axes`.
-static int64_t productOf(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes) {
-  int64_t product = 1;
-  for (int64_t axis : axes)
-    product *= shape[axis];
-  return product;
-}
-
-/// The samples of logits `(..., classes)`: the product of the leading dims.
-static int64_t sampleCount(ArrayRef<int64_t> logits) {
-  int64_t product = 1;
-  for (int64_t dim : logits.drop_back())
-    product *= dim;
-  return product;
-}
-
 LogicalResult Partitioner::rewriteOp(Operation &op) {
   for (OpResult result : op.getResults())
     if (globalTypes.count(result))
       result.setType(localType(result));
 
-  // Sizes and counts that refer to the global tensors.
-  llvm::TypeSwitch<Operation *>(&op)
-      .Case<nn::VariableOp, nn::InputOp>([&](auto source) {
-        source->setAttr(kGlobalTypeAttr,
-                        TypeAttr::get(globalTypes.lookup(source.getResult())));
-      })
-      .Case([&](nn::SliceOp slice) {
-        // Only whole dims may be split: they keep the whole local dim.
-        ArrayRef<int64_t> global =
-            globalTypes.lookup(slice.getInput()).getShape();
-        ArrayRef<int64_t> local = slice.getInput().getType().getShape();
-        SmallVector<int64_t> sizes(slice.getSizes());
-        for (auto [axis, size] : llvm::enumerate(sizes))
-          if (slice.getOffsets()[axis] == 0 && size == global[axis])
-            size = local[axis];
-        slice.setSizesAttr(builder.getDenseI64ArrayAttr(sizes));
-      })
-      .Case([&](nn::CrossEntropyOp loss) {
-        loss.setCountAttr(builder.getI64IntegerAttr(
-            sampleCount(globalTypes.lookup(loss.getLogits()).getShape())));
-      })
-      .Case([&](nn::CrossEntropyGradOp grad) {
-        grad.setCountAttr(builder.getI64IntegerAttr(
-            sampleCount(globalTypes.lookup(grad.getLogits()).getShape())));
-      })
-      .Case([&](nn::ReduceMeanOp mean) {
-        mean.setCountAttr(builder.getI64IntegerAttr(productOf(
-            globalTypes.lookup(mean.getInput()).getShape(), mean.getAxes())));
-      })
-      .Case([&](nn::DropoutOp dropout) {
-        // The mask follows global indices; the runtime finds this rank's
-        // offsets from the split dims (docs/compiler.md, "Dropout").
-        RankedTensorType global = globalTypes.lookup(dropout.getResult());
-        SmallVector<int64_t> splitDims;
-        for (SbpAttr sbp : getGlobalEncoding(global).getSbp())
-          splitDims.push_back(sbp.isSplit() ? sbp.getAxis() : -1);
-        dropout.setGlobalShapeAttr(
-            builder.getDenseI64ArrayAttr(global.getShape()));
-        dropout.setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDims));
-      });
+  // Sources keep their global type in this pass's attribute, for checkpoints
+  // and the plan; other ops rewrite their own attributes that refer to global
+  // sizes (docs/ir.md#the-local-view).
+  if (isa<nn::VariableOp, nn::InputOp>(op))
+    op.setAttr(kGlobalTypeAttr,
+               TypeAttr::get(globalTypes.lookup(op.getResult(0))));
+  if (auto sbpOp = dyn_cast<SbpOpInterface>(op))
+    sbpOp.localizeAttrs([&](Value value) { return globalTypes.lookup(value); },
+                        builder);
 
   // The local op must still be well formed.
   if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {

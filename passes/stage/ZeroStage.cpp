@@ -18,6 +18,7 @@
 
 #include "passes/Passes.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -346,7 +347,7 @@ LogicalResult StageRewriter::run() {
            << "]; variables must be captured Broadcast (B on every axis): "
               "ZeRO splits them";
   }
-  func->setAttr("zero.stage", builder.getI64IntegerAttr(stage));
+  func->setAttr(kStageAttr, builder.getI64IntegerAttr(stage));
   if (stage == 0)
     return success();
 

@@ -103,8 +103,9 @@ std::string timeoutMessage(std::chrono::milliseconds timeout,
 /// counts the collectives it has begun per slot (a group, or the records
 /// gather); the rank that timed out asks every peer for its count of the
 /// slot over a duplicate of the world, and peers answer while they poll
-/// their own waits. A peer that does not answer within a second (stopped,
-/// killed, or busy outside this communicator) or has begun fewer collectives
+/// their own waits. A peer that does not answer within a second (five while
+/// several are silent; stopped, killed, or busy outside this communicator)
+/// or has begun fewer collectives
 /// has not arrived; when some do not answer, only they are named, since the
 /// ones behind are waiting for them.
 class RollCall {
@@ -194,10 +195,15 @@ std::vector<int> RollCall::absent(const std::vector<int> &members, int me,
               &receives[i]);
   }
   // Peers that wait answer within milliseconds; a second is for loaded
-  // machines.
-  Clock::time_point deadline = Clock::now() + std::chrono::seconds(1);
+  // machines. A peer in a long kernel answers only at its next wait: while
+  // more than one is silent, give them up to 5 s, so that a stopped rank is
+  // named alone rather than with a busy one.
+  Clock::time_point start = Clock::now();
+  auto deadline = [&](size_t silent) {
+    return start + std::chrono::seconds(silent > 1 ? 5 : 1);
+  };
   size_t left = n;
-  while (left > 0 && Clock::now() < deadline) {
+  while (left > 0 && Clock::now() < deadline(left)) {
     answer(/*now=*/true); // Peers that timed out too ask this rank.
     for (size_t i = 0; i < n; ++i) {
       int done = 0;

@@ -21,15 +21,20 @@ def NN_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def NN_StepTensor : 0DTensorOf<[I64]>;
 
-class NN_Op<string mnemonic, list<Trait> traits = []>
+// `sbpMethods` names the SbpOpInterface methods with a default that the op
+// overrides, as NN_LocalView.
+class NN_Op<string mnemonic, list<Trait> traits = [],
+            list<string> sbpMethods = []>
     : Op<NN_Dialect, mnemonic,
-         !listconcat(traits, [DeclareOpInterfaceMethods<Sbp_SbpOpInterface>])>;
+         !listconcat(traits, [DeclareOpInterfaceMethods<Sbp_SbpOpInterface,
+                                                         sbpMethods>])>;
 
 // An op whose result types follow from its operands and attributes. The
 // inferred types carry no SBP encoding; annotated results still verify.
-class NN_InferredOp<string mnemonic, list<Trait> traits = []>
+class NN_InferredOp<string mnemonic, list<Trait> traits = [],
+                    list<string> sbpMethods = []>
     : NN_Op<mnemonic, !listconcat(traits, [Pure,
-          InferTypeOpAdaptorWithIsCompatible])> {
+          InferTypeOpAdaptorWithIsCompatible]), sbpMethods> {
   let extraClassDefinition = [{
     bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
                                             ::mlir::TypeRange r) {
@@ -47,6 +52,10 @@ defvar NN_Differentiable = DeclareOpInterfaceMethods<NN_GradientOpInterface>;
 // $new_param.
 defvar NN_OptimizerUpdate =
     DeclareOpInterfaceMethods<NN_OptimizerUpdateOpInterface>;
+
+// An op with attributes that refer to global sizes: rewrites them for the
+// local view (NNLocalView.cpp, docs/ir.md#the-local-view).
+defvar NN_LocalView = ["localizeAttrs"];
 
 class NN_UnaryOp<string mnemonic, string desc>
     : NN_InferredOp<mnemonic, [NN_Differentiable]> {
@@ -221,7 +230,8 @@ def NN_ScaleOp : NN_InferredOp<"scale", [NN_Differentiable]> {
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_DropoutOp : NN_InferredOp<"dropout", [NN_Differentiable]> {
+def NN_DropoutOp : NN_InferredOp<"dropout", [NN_Differentiable],
+                                 NN_LocalView> {
   let summary = "zeroes elements with probability p, scales the rest by 1/(1-p)";
   let description = [{
     The mask is a counter-based random function (Philox4x32-10) of `seed`,
@@ -295,7 +305,8 @@ def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable]> {
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_CrossEntropyOp : NN_InferredOp<"cross_entropy", [NN_Differentiable]> {
+def NN_CrossEntropyOp : NN_InferredOp<"cross_entropy", [NN_Differentiable],
+                                      NN_LocalView> {
   let summary = "softmax cross-entropy, mean over every sample";
   let description = [{
     `logits` is `(..., classes)`, `labels` the leading dims. The result is a
@@ -335,7 +346,7 @@ def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
   let results = (outs AnyStaticShapeTensor:$result);
 }
 
-def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable]> {
+def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable], NN_LocalView> {
   let summary = "a static strided window: result dim i has sizes[i] elements";
   let arguments = (ins AnyStaticShapeTensor:$input,
                        DenseI64ArrayAttr:$offsets,
@@ -364,7 +375,8 @@ def NN_ReduceSumOp : NN_InferredOp<"reduce_sum", [NN_Differentiable]> {
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_ReduceMeanOp : NN_InferredOp<"reduce_mean", [NN_Differentiable]> {
+def NN_ReduceMeanOp : NN_InferredOp<"reduce_mean", [NN_Differentiable],
+                                    NN_LocalView> {
   let summary = "mean over the given axes (divides by the global count)";
   let description = [{
     `count`: the number of elements the mean divides by; defaults to the
@@ -406,7 +418,8 @@ def NN_SoftmaxGradOp : NN_InferredOp<"softmax_grad"> {
   }];
 }
 
-def NN_CrossEntropyGradOp : NN_InferredOp<"cross_entropy_grad"> {
+def NN_CrossEntropyGradOp : NN_InferredOp<"cross_entropy_grad", [],
+                                          NN_LocalView> {
   let summary = "d loss / d logits: dloss (softmax(logits) - onehot) / count";
   let description = [{
     `count`: the number of elements the mean divides by; defaults to the

@@ -4,7 +4,9 @@
 #define ZEROSBP_DIALECTS_SBP_IR_SBPINTERFACES_H
 
 #include "dialects/sbp/IR/SbpDialect.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>

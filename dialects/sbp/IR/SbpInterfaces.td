@@ -21,6 +21,20 @@ def Sbp_SbpOpInterface : OpInterface<"SbpOpInterface"> {
       "Appends the op's legal 1-D SBP signatures to `signatures`.",
       "void", "getSbpSignatures",
       (ins "::llvm::SmallVectorImpl<::mlir::sbp::SbpSignature> &":$signatures)>,
+    InterfaceMethod<[{
+        The local-view hook: rewrites the attributes that refer to global
+        sizes for the view of one rank. zero-partition calls it once the
+        op's operands and results have their per-rank types;
+        `globalTypeOf(value)` is the global type of any operand or result
+        (docs/ir.md#the-local-view). Most ops have no such attribute, and
+        the default does nothing.
+      }],
+      "void", "localizeAttrs",
+      (ins "::llvm::function_ref<::mlir::RankedTensorType(::mlir::Value)>":$globalTypeOf,
+           "::mlir::Builder &":$builder),
+      [{}], [{
+        return;
+      }]>,
   ];
   // The signature rules read operand ranks and attributes (axes,
   // permutations, offsets), so they may only run once the op itself is known

@@ -1,0 +1,43 @@
+//===- ZeroAttrNames.h - discardable attributes of the passes ---*- C++ -*-===//
+//
+// The `zero.*` attributes that one pass writes and later passes, the
+// estimators or zero-export-plan read (docs/ir.md#the-local-view), spelled
+// once. The memory plan's attributes are in passes/memory/PlanAttrs.h and
+// `zero.inference` in passes/inference/InferenceAttrs.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_PASSES_COMMON_ZEROATTRNAMES_H
+#define ZEROSBP_PASSES_COMMON_ZEROATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace zerosbp {
+
+/// The prefix of every discardable attribute of the passes; the plan drops
+/// them from an op's attributes.
+inline constexpr llvm::StringLiteral kZeroAttrPrefix = "zero.";
+
+/// func: the ZeRO stage (zero-stage).
+inline constexpr llvm::StringLiteral kStageAttr = "zero.stage";
+
+/// nn.fill: marks the seed of the backward, d loss / d loss (zero-autodiff).
+inline constexpr llvm::StringLiteral kLossSeedAttr = "zero.loss_seed";
+
+/// nn.variable: a master's parameter, whose initial value it copies
+/// (zero-amp).
+inline constexpr llvm::StringLiteral kCopyOfAttr = "zero.copy_of";
+
+/// shard.grid: the placement the grid stands for (zero-partition).
+inline constexpr llvm::StringLiteral kPlacementAttr = "zero.placement";
+
+/// nn.variable, nn.input: the global type in the local view
+/// (zero-partition).
+inline constexpr llvm::StringLiteral kGlobalTypeAttr = "zero.global_type";
+
+/// func: the rank a per-rank program is for (zero-partition with `rank=N`).
+inline constexpr llvm::StringLiteral kRankAttr = "zero.rank";
+
+} // namespace zerosbp
+
+#endif // ZEROSBP_PASSES_COMMON_ZEROATTRNAMES_H
