@@ -53,6 +53,25 @@ def ZeroAccumulate : Pass<"zero-accumulate", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroRemat : Pass<"zero-remat", "::mlir::func::FuncOp"> {
+  let summary = "Activation checkpointing: recomputes checkpointed segments";
+  let description = [{
+    Runs right after zero-autodiff. The forward ops of a checkpointed
+    segment carry `zero.checkpoint = N` (the graph builder sets it around a
+    checkpointed module or GPT-2 block). A value of a segment that only the
+    backward reads is recomputed, by copies of the segment's ops placed
+    right before the first backward op that reads it; the backward reads
+    the copies. The forward's values then die after their last forward use,
+    and the segment keeps only its inputs and outputs from the forward to
+    the backward. Copies of a segment made by zero-accumulate are
+    recomputed each where its own backward needs it. The copies compute the
+    same ops on the same values, so losses and parameters are the same bit
+    for bit (docs/design.md#activation-checkpointing). Without marks it does
+    nothing.
+  }];
+  let dependentDialects = ["::mlir::nn::NNDialect"];
+}
+
 def ZeroOptimizer : Pass<"zero-optimizer", "::mlir::func::FuncOp"> {
   let summary = "Turns parameter gradients into optimizer updates";
   let description = [{

@@ -83,8 +83,14 @@ public:
     // (batch, seq, embed) + (seq, embed): positions broadcast over batch.
     Value x = b.add(b.embedding(wte, tokens), wpe);
     x = b.reshape(x, {rows(), c.embed});
-    for (int64_t i = 0; i < c.layers; ++i)
+    int64_t every = c.checkpointLayers;
+    for (int64_t i = 0; i < c.layers; ++i) {
+      if (every > 0 && i % every == 0)
+        b.beginCheckpoint();
       x = block("h." + std::to_string(i), x);
+      if (every > 0 && ((i + 1) % every == 0 || i + 1 == c.layers))
+        b.endCheckpoint();
+    }
     x = b.layerNormLayer("ln_f", x);
     Value logits = b.matmul(x, wte, /*transposeLhs=*/false,
                             /*transposeRhs=*/true);

@@ -22,6 +22,10 @@ struct Gpt2Config {
   int64_t heads = 12;
   int64_t layers = 12;
   int64_t batch = 8;
+  /// Activation checkpointing: every `checkpointLayers` consecutive blocks
+  /// form one segment, recomputed in the backward (Megatron's
+  /// --checkpoint-activations with --checkpoint-num-layers); 0: none.
+  int64_t checkpointLayers = 0;
 
   /// Presets: "tiny" (tests), "small" (124M), "medium" (350M), "large"
   /// (774M), "xl" (1.5B, DeepSpeed's Megatron GPT-2 tutorial).

@@ -22,7 +22,28 @@ GraphBuilder::GraphBuilder(MLIRContext &context, StringRef name,
       func::FuncOp::create(builder, NameLoc::get(builder.getStringAttr(name)),
                            name, builder.getFunctionType({}, {}));
   builder.setInsertionPointToEnd(func.addEntryBlock());
+  builder.setListener(&checkpoints);
 }
+
+void GraphBuilder::CheckpointMarker::notifyOperationInserted(
+    Operation *op, OpBuilder::InsertPoint) {
+  // Sources are not recomputed: a parameter first used inside the segment
+  // stays a variable of the graph.
+  if (segment < 0 || isa<nn::VariableOp, nn::InputOp, nn::StepOp>(op))
+    return;
+  op->setAttr(
+      nn::kCheckpointAttr,
+      IntegerAttr::get(IntegerType::get(op->getContext(), 64), segment));
+}
+
+void GraphBuilder::beginCheckpoint() {
+  if (checkpoints.segment >= 0)
+    return fail("checkpoint segments do not nest: a checkpointed module is "
+                "called inside another");
+  checkpoints.segment = nextSegment++;
+}
+
+void GraphBuilder::endCheckpoint() { checkpoints.segment = -1; }
 
 sbp::PlacementAttr GraphBuilder::cpuPlacement(MLIRContext &context,
                                               int64_t numRanks) {

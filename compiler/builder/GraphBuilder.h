@@ -39,6 +39,12 @@ public:
                                                 int64_t numRanks);
 
   mlir::MLIRContext &getContext() { return context; }
+
+  /// Every op built from here to endCheckpoint() belongs to a new
+  /// activation-checkpointing segment: its activations are recomputed in
+  /// the backward instead of kept (zero-remat). Segments do not nest.
+  void beginCheckpoint();
+  void endCheckpoint();
   mlir::Type f32() { return builder.getF32Type(); }
   mlir::Type i64() { return builder.getI64Type(); }
 
@@ -148,8 +154,17 @@ private:
                                     mlir::sbp::Role role);
   mlir::Location loc();
 
+  /// Marks each op inserted while a segment is open.
+  struct CheckpointMarker : mlir::OpBuilder::Listener {
+    void notifyOperationInserted(mlir::Operation *op,
+                                 mlir::OpBuilder::InsertPoint) override;
+    int64_t segment = -1; // -1: none open.
+  };
+
   mlir::MLIRContext &context;
   mlir::OpBuilder builder;
+  CheckpointMarker checkpoints;
+  int64_t nextSegment = 0;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   mlir::sbp::PlacementAttr placement;

@@ -119,9 +119,14 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
 
   // One pass manager runs the whole pipeline; the recorder times each pass
   // and reads the global view before zero-partition.
+  // Checkpointed segments (docs/design.md#activation-checkpointing) bring
+  // zero-remat into the pipeline.
+  bool checkpointed = false;
+  func.walk(
+      [&](Operation *op) { checkpointed |= op->hasAttr(nn::kCheckpointAttr); });
   PassManager pm(module->getContext());
-  if (llvm::Error error =
-          buildCompilePipeline(pm, config, options.kind, options.planFile))
+  if (llvm::Error error = buildCompilePipeline(pm, config, options.kind,
+                                               options.planFile, checkpointed))
     return std::move(error);
   auto recorder = std::make_unique<PassRecorder>(module, func, options);
   PassRecorder &passes = *recorder;

@@ -39,7 +39,8 @@ static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
 }
 
 llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
-                                     const ZeroConfig &config, GraphKind kind) {
+                                     const ZeroConfig &config, GraphKind kind,
+                                     bool checkpointed) {
   if (llvm::Error error = checkPipelineConfig(config))
     return error;
   const PrecisionConfig &precision = config.precision;
@@ -62,6 +63,8 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
     pm.addPass(createZeroAccumulate(
         {/*steps=*/config.gradientAccumulationSteps, /*world=*/config.world}));
   pm.addPass(createZeroAutodiff());
+  if (checkpointed)
+    pm.addPass(createZeroRemat());
   const OptimizerConfig &opt = config.optimizer;
   ZeroOptimizerOptions optimizer;
   optimizer.optimizer = opt.kind;
@@ -134,9 +137,10 @@ void zerosbp::buildLocalPipeline(OpPassManager &pm, const ZeroConfig &config,
 llvm::Error zerosbp::buildCompilePipeline(OpPassManager &pm,
                                           const ZeroConfig &config,
                                           GraphKind kind,
-                                          llvm::StringRef planFile) {
+                                          llvm::StringRef planFile,
+                                          bool checkpointed) {
   if (llvm::Error error =
-          addGlobalPasses(pm.nest<func::FuncOp>(), config, kind))
+          addGlobalPasses(pm.nest<func::FuncOp>(), config, kind, checkpointed))
     return error;
   buildLocalPipeline(pm, config, planFile);
   return llvm::Error::success();

@@ -19,8 +19,11 @@ llvm::Error checkPipelineConfig(const ZeroConfig &config);
 /// Adds the global-view passes `config` asks for to `pm`, a pass manager on
 /// `func.func`, each created from its options struct; or returns
 /// checkPipelineConfig's error.
+/// `checkpointed`: the graph has activation-checkpointing segments, so
+/// zero-remat runs after zero-autodiff.
 llvm::Error addGlobalPasses(mlir::OpPassManager &pm, const ZeroConfig &config,
-                            GraphKind kind = GraphKind::Training);
+                            GraphKind kind = GraphKind::Training,
+                            bool checkpointed = false);
 
 /// Adds the global-view pipeline for `config` to `pm`, a pass manager on
 /// `builtin.module`.
@@ -47,7 +50,8 @@ void buildLocalPipeline(mlir::OpPassManager &pm, const ZeroConfig &config,
 /// global-view passes on functions, then buildLocalPipeline's passes.
 llvm::Error buildCompilePipeline(mlir::OpPassManager &pm,
                                  const ZeroConfig &config, GraphKind kind,
-                                 llvm::StringRef planFile);
+                                 llvm::StringRef planFile,
+                                 bool checkpointed = false);
 
 /// Registers `--zero-pipeline='stage=2 world=4 ...'` (parsePipelineOptions
 /// syntax) for zero-opt.

@@ -253,6 +253,14 @@ std::vector<int> GraphCapture::split(int value, int64_t axis,
   return handles;
 }
 
+void GraphCapture::beginCheckpoint() {
+  impl->builder.beginCheckpoint();
+  if (!impl->builder.ok())
+    fail(impl->builder.error());
+}
+
+void GraphCapture::endCheckpoint() { impl->builder.endCheckpoint(); }
+
 std::vector<int64_t> GraphCapture::shape(int value) const {
   llvm::ArrayRef<int64_t> shape = GraphBuilder::shapeOf(impl->value(value));
   return {shape.begin(), shape.end()};

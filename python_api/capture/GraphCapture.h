@@ -80,6 +80,11 @@ public:
   std::vector<int> split(int value, int64_t axis,
                          const std::vector<int64_t> &sizes);
 
+  /// Ops applied from here to endCheckpoint() form an activation-
+  /// checkpointing segment, recomputed in the backward (zero-remat).
+  void beginCheckpoint();
+  void endCheckpoint();
+
   std::vector<int64_t> shape(int value) const;
   /// f32, f16, bf16, i64, i32, ...
   std::string dtype(int value) const;

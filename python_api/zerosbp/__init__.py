@@ -43,6 +43,7 @@ from ._placement import placement  # noqa: E402
 from ._distributed import rank, world_size  # noqa: E402
 from ._tensor import Tensor  # noqa: E402
 from ._serialization import save, load  # noqa: E402
+from ._checkpoint import checkpoint  # noqa: E402
 from . import nn, optim  # noqa: E402
 
 float32 = "f32"
@@ -50,6 +51,7 @@ float16 = "fp16"
 bfloat16 = "bf16"
 
 __all__ = [
+    "checkpoint",
     "Error",
     "Tensor",
     "initial_seed",

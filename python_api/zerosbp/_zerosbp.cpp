@@ -461,6 +461,8 @@ PYBIND11_MODULE(_zerosbp, m) {
           py::arg("op"), py::arg("operands"))
       .def("split", &python::GraphCapture::split, py::arg("value"),
            py::arg("axis"), py::arg("sizes"))
+      .def("begin_checkpoint", &python::GraphCapture::beginCheckpoint)
+      .def("end_checkpoint", &python::GraphCapture::endCheckpoint)
       .def("shape", &python::GraphCapture::shape)
       .def("dtype", &python::GraphCapture::dtype)
       .def(

@@ -57,14 +57,15 @@ def expect_error(flags, *needles):
 
 @pytest.mark.parametrize("flags", [
     # The tutorial's two launch-script changes, as written, plus the world
-    # and the switch the launch script passes (10B without
-    # --checkpoint-activations, which is refused below).
+    # and the switch the launch script passes; the 10B model with the
+    # tutorial's --checkpoint-activations.
     ["--deepspeed", "--model-parallel-size", "1", "--num-layers", "48",
      "--hidden-size", "1600", "--num-attention-heads", "16",
      "--batch-size", "1", "--deepspeed_config", STAGE1, "--world", "8"],
     ["--deepspeed", "--model-parallel-size", "1", "--num-layers", "50",
      "--hidden-size", "4096", "--num-attention-heads", "32",
-     "--batch-size", "1", "--deepspeed_config", STAGE2, "--world", "32"],
+     "--batch-size", "1", "--deepspeed_config", STAGE2, "--world", "32",
+     "--checkpoint-activations"],
 ])
 def test_tutorial_command_lines_compile(flags):
     result = run(flags + ["--report=none"])
@@ -121,9 +122,10 @@ def test_train_batch_size_disagreeing_with_the_flags(tmp_path):
 
 
 @pytest.mark.parametrize("flags,needles", [
-    (["--checkpoint-activations"],
-     ["--checkpoint-activations: activation checkpointing is not "
-      "supported"]),
+    (["--checkpoint-num-layers", "0", "--checkpoint-activations"],
+     ["--checkpoint-num-layers: expected an integer >= 1, got 0"]),
+    (["--checkpoint-num-layers", "2"],
+     ["--checkpoint-num-layers needs --checkpoint-activations"]),
     (["--model-parallel-size", "2"],
      ["--model-parallel-size 2: only data parallelism"]),
     (["--deepspeed_config", STAGE1, "--config", STAGE2],

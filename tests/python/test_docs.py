@@ -103,7 +103,8 @@ def compile_with_plan(*flags):
 
 CASES = {
     "Training graphs": {
-        "every": lambda: compile_with_plan("--pipeline=" + EVERY_PASS),
+        "every": lambda: compile_with_plan("--pipeline=" + EVERY_PASS,
+                                           "--checkpoint-activations"),
         "always": lambda: compiled_passes(),
     },
     "Inference graphs": {

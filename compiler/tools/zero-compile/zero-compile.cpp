@@ -110,7 +110,12 @@ static cl::opt<bool> evalGraph(
              "as training at the same stage lays them out"));
 static cl::opt<bool> checkpointActivations(
     "checkpoint-activations", cl::init(false), cl::cat(category),
-    cl::desc("Megatron's activation checkpointing: refused (not supported)"));
+    cl::desc("Megatron's activation checkpointing: each GPT-2 block's "
+             "activations are recomputed in the backward (zero-remat)"));
+static cl::opt<int64_t> checkpointNumLayers(
+    "checkpoint-num-layers", cl::init(1), cl::cat(category),
+    cl::desc("with --checkpoint-activations, GPT-2 blocks per checkpointed "
+             "segment (Megatron's; default 1)"));
 
 /// The most GPT-2 layers zero-compile builds. Compile time and memory grow
 /// with every layer (about 30 ms each at stage 3 in a fastbuild), and this
@@ -187,9 +192,11 @@ static llvm::Error checkMegatronFlags() {
   if (modelParallelSize != 1)
     return error("--model-parallel-size " + llvm::Twine(modelParallelSize) +
                  ": only data parallelism is supported (1)");
-  if (checkpointActivations)
-    return error("--checkpoint-activations: activation checkpointing is not "
-                 "supported");
+  if (given(checkpointNumLayers) && checkpointNumLayers < 1)
+    return error("--checkpoint-num-layers: expected an integer >= 1, got " +
+                 llvm::Twine(checkpointNumLayers));
+  if (given(checkpointNumLayers) && !checkpointActivations)
+    return error("--checkpoint-num-layers needs --checkpoint-activations");
   return llvm::Error::success();
 }
 
@@ -282,6 +289,11 @@ static llvm::Error checkGpt2Sizes(const zerosbp::Gpt2Config &config) {
 static FailureOr<OwningOpRef<ModuleOp>>
 loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
   if (!inputFile.empty()) {
+    if (checkpointActivations) {
+      fail("--checkpoint-activations checkpoints GPT-2 blocks; in a .mlir "
+           "graph, mark each segment's ops with zero.checkpoint = N");
+      return failure();
+    }
     if (wantsGpt2() || given(batchSize)) {
       fail("give either a .mlir file or the GPT-2 flags, not both");
       return failure();
@@ -334,6 +346,8 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
     return failure();
   }
   config.batch = *globalBatch;
+  if (checkpointActivations)
+    config.checkpointLayers = checkpointNumLayers;
   if (config.layers < 1 || config.embed < 1 || config.heads < 1 ||
       config.embed % config.heads || config.seqLen < 1 || config.vocab < 1 ||
       config.batch < 1) {

@@ -37,6 +37,9 @@ class Module:
             f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if getattr(self, "_checkpointed", False):
+            from .._checkpoint import checkpoint
+            return checkpoint(self.forward, *args, **kwargs)
         return self.forward(*args, **kwargs)
 
     def named_parameters(self, prefix="", remove_duplicate=True):
