@@ -70,6 +70,7 @@ const llvm::StringRef kTopLevelKeys[] = {
     "fp16",
     "bf16",
     "zero_optimization",
+    "activation_checkpointing",
     // No effect on the compiled graph.
     "steps_per_print",
     "wall_clock_breakdown",
@@ -81,7 +82,6 @@ const llvm::StringRef kTopLevelKeys[] = {
     "communication_data_type",
     // Refused.
     "scheduler",
-    "activation_checkpointing",
     "amp",
     "bfloat16",
 };
@@ -149,6 +149,7 @@ private:
   void readZeroOptimization(JsonObjectReader &root);
   void readOffload(JsonObjectReader &zero, llvm::StringRef key,
                    llvm::ArrayRef<MemberSpec> members);
+  void readActivationCheckpointing(JsonObjectReader &root);
   void readOptimizer(JsonObjectReader &root);
   void readAdamParams(JsonObjectReader &params, bool typeIsAdamW);
   void readSgdParams(JsonObjectReader &params);
@@ -166,8 +167,6 @@ DeepSpeedParser::parse(const llvm::json::Object &root) {
   top.checkKeys(kTopLevelKeys);
   top.reject("scheduler", "learning-rate schedulers are not supported (the "
                           "learning rate stays optimizer.params.lr)");
-  top.reject("activation_checkpointing",
-             "activation checkpointing is not supported");
   top.reject("amp", "NVIDIA Apex AMP is not supported; use fp16 or bf16");
   top.reject("bfloat16", "this old spelling is not supported; write bf16");
   top.requireDefault("prescale_gradients", false);
@@ -176,6 +175,7 @@ DeepSpeedParser::parse(const llvm::json::Object &root) {
   top.requireDefault("communication_data_type", nullptr);
 
   readZeroOptimization(top);
+  readActivationCheckpointing(top);
   readOptimizer(top);
   readPrecision(top);
   readBatchSizes(top);
@@ -281,6 +281,49 @@ void DeepSpeedParser::readOffload(JsonObjectReader &zero, llvm::StringRef key,
       break;
     }
     }
+  }
+}
+
+/// DeepSpeed's `activation_checkpointing` configures how its runtime keeps
+/// the checkpoints that the model code asks for; here the segments come
+/// from the model (zs.checkpoint, --checkpoint-activations) and zero-remat
+/// (docs/design.md#activation-checkpointing).
+void DeepSpeedParser::readActivationCheckpointing(JsonObjectReader &root) {
+  const llvm::json::Object *object =
+      root.readObject("activation_checkpointing");
+  if (!object)
+    return;
+  JsonObjectReader section(*object, "activation_checkpointing", sink);
+  section.checkKeys({"partition_activations", "cpu_checkpointing",
+                     "contiguous_memory_optimization", "number_checkpoints",
+                     "synchronize_checkpoint_boundary", "profile"});
+  auto refuseTrue = [&](llvm::StringRef key, llvm::StringRef reason) {
+    bool value = false;
+    section.readBool(key, value);
+    if (value && !sink.failed())
+      section.error(key, reason);
+  };
+  refuseTrue("partition_activations",
+             "true is not supported: checkpoints are split across "
+             "model-parallel ranks, and there is no model parallelism here");
+  refuseTrue("cpu_checkpointing",
+             "true is not supported: checkpoints stay in device memory "
+             "(offload is not implemented)");
+  // Accepted: the memory plan already lays every checkpoint out in the
+  // rank's one arena, the number of checkpoints is the graph's, and the
+  // streams order each recomputation after what it reads.
+  bool flag = false;
+  section.readBool("contiguous_memory_optimization", flag);
+  section.readBool("synchronize_checkpoint_boundary", flag);
+  section.readBool("profile", flag);
+  const llvm::json::Value *count = section.get("number_checkpoints");
+  if (count && !count->getAsNull()) {
+    std::optional<int64_t> value;
+    section.readInteger("number_checkpoints", value);
+    if (value && *value < 1 && !sink.failed())
+      section.error("number_checkpoints", "expected an integer >= 1 or "
+                                          "null, got " +
+                                              std::to_string(*value));
   }
 }
 

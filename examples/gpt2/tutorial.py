@@ -12,9 +12,9 @@ The tutorial trains Megatron-LM's GPT-2 with two launch-script changes:
       --num-attention-heads 32 --batch-size 1
       --deepspeed_config ds_zero_stage_2.config --checkpoint-activations
 
-`zero-compile` takes these flags as written (less --checkpoint-activations,
-which it refuses: activation checkpointing is not implemented), with the two
-configs shipped verbatim next to this script. Each model is compiled for 8
+`zero-compile` takes these flags as written (--checkpoint-activations
+recomputes each block's activations in the backward, zero-remat), with the
+two configs shipped verbatim next to this script. Each model is compiled for 8
 and 32 ranks; the table compares the planned per-rank model states with the
 formula of docs/design.md#model-state-memory, computed here from the GPT-2
 parameter count V E + T E + L (12 E^2 + 13 E) + 2 E and the padding rule
@@ -49,7 +49,8 @@ TUTORIAL = [
     ("1.5B", {"num-layers": 48, "hidden-size": 1600,
               "num-attention-heads": 16}, "ds_zero_stage_1.config"),
     ("10B", {"num-layers": 50, "hidden-size": 4096,
-             "num-attention-heads": 32}, "ds_zero_stage_2.config"),
+             "num-attention-heads": 32, "checkpoint-activations": None},
+     "ds_zero_stage_2.config"),
 ]
 # Megatron's GPT-2 defaults the tutorial keeps.
 VOCAB, SEQ = 50257, 1024
@@ -64,7 +65,8 @@ def megatron_command(zero_compile, model, config, ranks, batch_per_gpu=1):
     """The tutorial's launch flags, as zero-compile takes them."""
     command = [zero_compile, "--deepspeed", "--model-parallel-size", "1"]
     for flag, value in model.items():
-        command += ["--" + flag, str(value)]
+        # A switch (None) has no value.
+        command += ["--" + flag] + ([] if value is None else [str(value)])
     command += ["--batch-size", str(batch_per_gpu), "--deepspeed_config",
                 os.path.join(HERE, config), "--world", str(ranks)]
     return command

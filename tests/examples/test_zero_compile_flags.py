@@ -159,5 +159,5 @@ def test_refused_config_key_names_the_file_and_key(tmp_path):
         "zero_optimization": {"stage": 2},
         "activation_checkpointing": {"partition_activations": True}})
     expect_error(SMALL + ["--deepspeed_config", config],
-                 "ds.config", "activation_checkpointing",
-                 "activation checkpointing is not supported")
+                 "ds.config", "activation_checkpointing.partition_activations",
+                 "there is no model parallelism here")

@@ -496,8 +496,29 @@ TEST(DeepSpeedConfigErrors, UnsupportedFeatures) {
             "learning rate stays optimizer.params.lr)");
   EXPECT_EQ(deepSpeedError(R"({"activation_checkpointing": {
       "partition_activations": true}})"),
-            "activation_checkpointing: activation checkpointing is not "
-            "supported");
+            "activation_checkpointing.partition_activations: true is not "
+            "supported: checkpoints are split across model-parallel ranks, "
+            "and there is no model parallelism here");
+  EXPECT_EQ(deepSpeedError(R"({"activation_checkpointing": {
+      "cpu_checkpointing": true}})"),
+            "activation_checkpointing.cpu_checkpointing: true is not "
+            "supported: checkpoints stay in device memory (offload is not "
+            "implemented)");
+  EXPECT_EQ(deepSpeedError(R"({"activation_checkpointing": {
+      "number_checkpoints": 0}})"),
+            "activation_checkpointing.number_checkpoints: expected an "
+            "integer >= 1 or null, got 0");
+  EXPECT_EQ(deepSpeedError(R"({"activation_checkpointing": {
+      "profile": "yes"}})"),
+            "activation_checkpointing.profile: expected true or false, got "
+            "\"yes\"");
+  // DeepSpeed's Megatron GPT-2 section, accepted: the segments come from
+  // the model.
+  EXPECT_EQ(deepSpeedError(R"({"activation_checkpointing": {
+      "partition_activations": false, "contiguous_memory_optimization": true,
+      "cpu_checkpointing": false, "number_checkpoints": 4,
+      "synchronize_checkpoint_boundary": false, "profile": false}})"),
+            "<no error>");
   EXPECT_EQ(deepSpeedError(R"({"amp": {"enabled": true}})"),
             "amp: NVIDIA Apex AMP is not supported; use fp16 or bf16");
   EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""Activation checkpointing (zero-remat) on the GPT-2 of bench/stages with 8
+layers: activation memory, peak memory per rank and step time, with no
+checkpointing and with every block checkpointed, at ZeRO stages 0 and 3 on
+4 in-process ranks, with bench/stages' vocabulary (8192) and a small one
+(512).
+
+The model is bench/common/bench_model.py's (hidden 256, 4 heads, sequence
+128, vocabulary 8192, a global batch of 8 sequences) with 8 layers instead
+of 4 (and vocabulary 512 too), written with the zerosbp Python API, fp32 Adam, every tensor
+partitioned, thresholds 0, `overlap_comm` on. *activation MiB/rank* is the
+measured peak of role `activation` (equal to the plan's, checked); *peak
+MiB/rank* the measured peak of all roles; *step ms* the median of
+`--repeats` steps after two warm-up steps. The losses of the checkpointed
+runs must equal the others' bit for bit (the benchmark fails otherwise).
+
+Usage (through Bazel, which puts the zerosbp package on the path):
+  bazel run -c opt //bench/remat -- --csv=$PWD/bench/results/remat.csv \\
+      --json=$PWD/bench/results/remat.json
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "chargpt"))
+import bench_report  # noqa: E402
+from model import Gpt2  # noqa: E402
+
+import zerosbp as zs  # noqa: E402
+from zerosbp import nn  # noqa: E402
+
+MIB = 1024.0 * 1024.0
+SEQ, EMBED, HEADS, LAYERS, BATCH, RANKS = 128, 256, 4, 8, 8, 4
+# bench/stages' vocabulary, and a small one: the LM head's logits and their
+# gradient (vocabulary x tokens each) are live together at the start of the
+# backward whatever is checkpointed, so a small vocabulary shows the
+# blocks' own saving.
+VOCABS = [8192, 512]
+PIPELINE = ("overlap-comm=true stage3-param-persistence-threshold=0 "
+            "reduce-bucket-size=500000 allgather-bucket-size=500000 "
+            "stage3-prefetch-bucket-size=500000")
+COLUMNS = [
+    ("vocab", "vocabulary"),
+    ("stage", "stage"),
+    ("checkpointing", "checkpointing"),
+    ("activation_mib", "activation MiB/rank"),
+    ("activation_planned_mib", "planned"),
+    ("peak_mib", "peak MiB/rank"),
+    ("step_ms", "step ms"),
+    ("activation_cut", "activation cut"),
+    ("step_ratio", "step time ratio"),
+    ("final_loss", "final loss"),
+]
+
+
+def train(vocab, stage, checkpoint, batches, repeats):
+    zs.manual_seed(0)
+    model = Gpt2(vocab, SEQ, EMBED, HEADS, LAYERS, seed=0)
+    if checkpoint:
+        for block in model.h:
+            zs.checkpoint(block)
+    optimizer = zs.optim.Adam(model.parameters(), lr=1e-3)
+
+    class Train(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model, self.loss_fn = model, nn.CrossEntropyLoss()
+            self.add_optimizer(optimizer)
+            self.config.enable_zero(stage > 0, stage=max(stage, 1),
+                                    shard_min_size=1)
+            self.config.set_pipeline_options(PIPELINE)
+
+        def build(self, tokens, labels):
+            loss = self.loss_fn(self.model(tokens).reshape(-1, vocab),
+                                labels.reshape(-1))
+            loss.backward()
+            return loss
+
+    graph = Train().to(zs.placement("cpu", ranks=range(RANKS)))
+    losses = [float(graph(*b)) for b in batches[:2]]
+    times = []
+    for batch in batches[2:2 + repeats]:
+        begin = time.perf_counter()
+        losses.append(float(graph(*batch)))
+        times.append((time.perf_counter() - begin) * 1000)
+    report = graph.memory_report()
+    planned = report["planned"]["peak_bytes_by_role"]["activation"]
+    measured = max(r["by_role"]["activation"] for r in report["measured"])
+    if measured != planned:
+        bench_report.fail(f"stage {stage}: measured activation peak "
+                          f"{measured} != planned {planned}")
+    return {
+        "losses": losses,
+        "activation": measured,
+        "planned": planned,
+        "peak": max(r["total"] for r in report["measured"]),
+        "step_ms": statistics.median(times),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--csv")
+    parser.add_argument("--json")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--stages", default="0,3")
+    args = parser.parse_args()
+    if args.repeats < 1:
+        bench_report.fail("--repeats must be at least 1")
+    try:
+        stages = [int(s) for s in args.stages.split(",")]
+    except ValueError:
+        bench_report.fail(f"--stages: bad list '{args.stages}'")
+    if any(s not in (0, 1, 2, 3) for s in stages):
+        bench_report.fail("--stages takes stages 0 to 3")
+    info, date = bench_report.machine(), bench_report.now()
+    rows = []
+    for vocab in VOCABS:
+        rng = np.random.default_rng(5)
+        batches = [(rng.integers(0, vocab, (BATCH, SEQ)),
+                    rng.integers(0, vocab, (BATCH, SEQ)))
+                   for _ in range(2 + args.repeats)]
+        for stage in stages:
+            print(f"remat: vocabulary {vocab}, stage {stage} ...",
+                  file=sys.stderr, flush=True)
+            plain = train(vocab, stage, False, batches, args.repeats)
+            blocks = train(vocab, stage, True, batches, args.repeats)
+            if blocks["losses"] != plain["losses"]:
+                bench_report.fail(
+                    f"stage {stage}: checkpointed losses differ: "
+                    f"{blocks['losses']} != {plain['losses']}")
+            for name, run in (("none", plain), ("every block", blocks)):
+                rows.append({
+                    "vocab": vocab,
+                    "stage": stage,
+                    "checkpointing": name,
+                    "activation_mib": round(run["activation"] / MIB, 2),
+                    "activation_planned_mib": round(run["planned"] / MIB, 2),
+                    "peak_mib": round(run["peak"] / MIB, 2),
+                    "step_ms": round(run["step_ms"], 1),
+                    "activation_cut": round(plain["activation"] /
+                                            run["activation"], 2),
+                    "step_ratio": round(run["step_ms"] / plain["step_ms"],
+                                        2),
+                    "final_loss": "%.6f" % run["losses"][-1],
+                })
+    bench_report.print_table(COLUMNS, rows)
+    print(f"\nGPT-2: {LAYERS} layers, hidden {EMBED}, {HEADS} heads, sequence "
+          f"{SEQ}, vocabulary 8192 or 512, global batch {BATCH}; {RANKS} "
+          f"in-process ranks, fp32 Adam; median of {args.repeats} steps; "
+          f"losses identical with and without checkpointing. "
+          f"{bench_report.describe(info)}; {date}.")
+    if args.csv:
+        bench_report.write_csv(args.csv, COLUMNS, rows)
+    if args.json:
+        bench_report.write_json(args.json, "remat", {
+            "layers": LAYERS, "vocabularies": VOCABS, "pipeline": PIPELINE,
+            "ranks": RANKS,
+            "repeats": args.repeats}, info, date, rows)
+
+
+if __name__ == "__main__":
+    main()
