@@ -33,6 +33,11 @@ std::optional<Gpt2Config> Gpt2Config::preset(StringRef name) {
       .Default(std::nullopt);
 }
 
+double Gpt2Config::blockForwardFlops(int64_t sequences) const {
+  double b = sequences, t = seqLen, e = embed;
+  return 24 * b * t * e * e + 4 * b * t * t * e;
+}
+
 int64_t Gpt2Config::numParameters() const {
   return vocab * embed + seqLen * embed +
          layers * (12 * embed * embed + 13 * embed) + 2 * embed;
@@ -85,10 +90,11 @@ public:
     x = b.reshape(x, {rows(), c.embed});
     int64_t every = c.checkpointLayers;
     for (int64_t i = 0; i < c.layers; ++i) {
-      if (every > 0 && i % every == 0)
+      bool alone = every == 0 && i < c.checkpointedBlocks;
+      if (alone || (every > 0 && i % every == 0))
         b.beginCheckpoint();
       x = block("h." + std::to_string(i), x);
-      if (every > 0 && ((i + 1) % every == 0 || i + 1 == c.layers))
+      if (alone || (every > 0 && ((i + 1) % every == 0 || i + 1 == c.layers)))
         b.endCheckpoint();
     }
     x = b.layerNormLayer("ln_f", x);

@@ -233,6 +233,14 @@ std::vector<int> RollCall::absent(const std::vector<int> &members, int me,
     else if (replies[i][0] != slot || replies[i][1] < mine)
       behind.push_back(peers[i]);
   }
+  // Peers that timed out at about the same time are asking this rank too:
+  // answer them a while longer before this rank stops, so that they do not
+  // take it for a silent one.
+  Clock::time_point linger = Clock::now() + std::chrono::seconds(1);
+  while (Clock::now() < linger) {
+    answer(/*now=*/true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   // A peer that answers but is behind is itself waiting, in an earlier
   // collective, for one that does not answer: that one is the cause.
   return silent.empty() ? behind : silent;

@@ -132,3 +132,47 @@ def test_zero_compile_checkpoint_activations(tmp_path):
     assert peak(every)["param"] == peak(plain)["param"]
     assert [p["pass"] for p in every["pass_ms"]][1:3] == \
         ["zero-autodiff", "zero-remat"]
+
+
+def test_activation_memory_budget(tmp_path):
+    """--activation-memory-budget checkpoints the fewest blocks whose
+    planned activation peak fits; it never exceeds the budget and never
+    recomputes more than checkpointing every block at the same peak."""
+    def report(*flags, check=True):
+        done = subprocess.run(
+            [os.environ["ZEROSBP_COMPILE"], "--preset=tiny", "--world=2",
+             "--stage=2", "--num-layers=8", "--report=json", *flags],
+            capture_output=True, text=True)
+        if check:
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout)
+        return done
+    activation = lambda r: \
+        r["plan"]["memory_plan"]["peak_bytes_by_role"]["activation"]
+    plain = activation(report())
+    every = activation(report("--checkpoint-activations"))
+    assert every < plain
+    for budget in (plain, (plain + every) // 2, every):
+        chosen = report(f"--activation-memory-budget={budget}")
+        choice = chosen["activation_checkpointing"]
+        blocks = len(choice["checkpointed_blocks"])
+        assert activation(chosen) == choice["activation_peak_bytes"] <= \
+            budget
+        assert choice["activation_peak_without_bytes"] == plain
+        assert 0 <= blocks <= 8
+        if budget == plain:
+            assert blocks == 0 and choice["recompute_flops_per_rank"] == 0
+    per_block = report(f"--activation-memory-budget={every}")
+    assert len(per_block["activation_checkpointing"]
+               ["checkpointed_blocks"]) <= 8
+    done = report(f"--activation-memory-budget={every - 1}", check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"zero-compile: --activation-memory-budget {every - 1}: with every "
+        f"one of the 8 blocks checkpointed the planned activation peak per "
+        f"rank is {every} bytes (without, {plain})")
+    done = report("--activation-memory-budget=5", "--checkpoint-activations",
+                  check=False)
+    assert done.stderr.strip() == (
+        "zero-compile: --activation-memory-budget picks the checkpoints "
+        "itself; drop --checkpoint-activations")

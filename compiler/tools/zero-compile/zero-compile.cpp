@@ -112,6 +112,10 @@ static cl::opt<bool> checkpointActivations(
     "checkpoint-activations", cl::init(false), cl::cat(category),
     cl::desc("Megatron's activation checkpointing: each GPT-2 block's "
              "activations are recomputed in the backward (zero-remat)"));
+static cl::opt<int64_t> activationMemoryBudget(
+    "activation-memory-budget", cl::init(0), cl::cat(category),
+    cl::desc("GPT-2: checkpoint the fewest blocks for which the planned "
+             "activation peak per rank fits this many bytes (zero-remat)"));
 static cl::opt<int64_t> checkpointNumLayers(
     "checkpoint-num-layers", cl::init(1), cl::cat(category),
     cl::desc("with --checkpoint-activations, GPT-2 blocks per checkpointed "
@@ -197,6 +201,21 @@ static llvm::Error checkMegatronFlags() {
                  llvm::Twine(checkpointNumLayers));
   if (given(checkpointNumLayers) && !checkpointActivations)
     return error("--checkpoint-num-layers needs --checkpoint-activations");
+  if (given(activationMemoryBudget)) {
+    if (activationMemoryBudget < 1)
+      return error("--activation-memory-budget: expected a number of bytes "
+                   ">= 1, got " +
+                   llvm::Twine(activationMemoryBudget));
+    if (checkpointActivations)
+      return error("--activation-memory-budget picks the checkpoints itself; "
+                   "drop --checkpoint-activations");
+    if (evalGraph)
+      return error("--activation-memory-budget: an inference graph keeps no "
+                   "activations for a backward");
+    if (!inputFile.empty())
+      return error("--activation-memory-budget checkpoints GPT-2 blocks; "
+                   "give the GPT-2 flags");
+  }
   return llvm::Error::success();
 }
 
@@ -287,7 +306,9 @@ static llvm::Error checkGpt2Sizes(const zerosbp::Gpt2Config &config) {
 }
 
 static FailureOr<OwningOpRef<ModuleOp>>
-loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
+loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
+          int64_t checkpointedBlocks = 0,
+          zerosbp::Gpt2Config *built = nullptr) {
   if (!inputFile.empty()) {
     if (checkpointActivations) {
       fail("--checkpoint-activations checkpoints GPT-2 blocks; in a .mlir "
@@ -348,6 +369,9 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
   config.batch = *globalBatch;
   if (checkpointActivations)
     config.checkpointLayers = checkpointNumLayers;
+  config.checkpointedBlocks = checkpointedBlocks;
+  if (built)
+    *built = config;
   if (config.layers < 1 || config.embed < 1 || config.heads < 1 ||
       config.embed % config.heads || config.seqLen < 1 || config.vocab < 1 ||
       config.batch < 1) {
@@ -373,6 +397,97 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
   if (failed(module))
     fail(builder.error());
   return module;
+}
+
+/// The planned activation peak per rank of GPT-2 with its first `blocks`
+/// blocks checkpointed (a compile without a plan file).
+static llvm::Expected<int64_t> activationPeak(MLIRContext &context,
+                                              const zerosbp::ZeroConfig &zero,
+                                              int64_t blocks) {
+  auto module = loadModel(context, zero, blocks);
+  if (failed(module))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the GPT-2 graph could not be built");
+  auto compiled = zerosbp::compileGraph(**module, zero, {});
+  if (!compiled)
+    return compiled.takeError();
+  const llvm::json::Object *plan = compiled->getObject("plan");
+  const llvm::json::Object *memory =
+      plan ? plan->getObject("memory_plan") : nullptr;
+  const llvm::json::Object *roles =
+      memory ? memory->getObject("peak_bytes_by_role") : nullptr;
+  std::optional<int64_t> peak =
+      roles ? roles->getInteger("activation") : std::nullopt;
+  if (!peak)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the report has no activation peak");
+  return *peak;
+}
+
+/// --activation-memory-budget: the fewest leading blocks to checkpoint for
+/// the planned activation peak per rank to fit the budget (binary search:
+/// the peak does not grow as blocks are checkpointed, and equal blocks
+/// cost equal recomputation, so the fewest is the least recomputation),
+/// and what to report of the choice (docs/design.md#activation-
+/// checkpointing).
+static llvm::Expected<std::pair<int64_t, llvm::json::Object>>
+chooseCheckpoints(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
+  zerosbp::Gpt2Config gpt2;
+  if (failed(loadModel(context, zero, 0, &gpt2)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the GPT-2 graph could not be built");
+  int64_t budget = activationMemoryBudget;
+  int64_t trials = 0;
+  auto peakOf = [&](int64_t blocks) {
+    ++trials;
+    return activationPeak(context, zero, blocks);
+  };
+  auto without = peakOf(0);
+  if (!without)
+    return without.takeError();
+  int64_t lo = 0, hi = 0, best = *without;
+  if (*without > budget) {
+    auto all = peakOf(gpt2.layers);
+    if (!all)
+      return all.takeError();
+    if (*all > budget)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("--activation-memory-budget {0}: with every one of "
+                        "the {1} blocks checkpointed the planned activation "
+                        "peak per rank is {2} bytes (without, {3})",
+                        budget, gpt2.layers, *all, *without));
+    // peak(lo) > budget >= peak(hi).
+    lo = 0;
+    hi = gpt2.layers;
+    best = *all;
+    while (hi - lo > 1) {
+      int64_t mid = lo + (hi - lo) / 2;
+      auto peak = peakOf(mid);
+      if (!peak)
+        return peak.takeError();
+      if (*peak <= budget) {
+        hi = mid;
+        best = *peak;
+      } else {
+        lo = mid;
+      }
+    }
+  }
+  llvm::json::Array blocks;
+  for (int64_t i = 0; i < hi; ++i)
+    blocks.push_back("h." + std::to_string(i));
+  int64_t perRank = gpt2.batch / std::max<int64_t>(zero.world, 1);
+  llvm::json::Object report{
+      {"budget_bytes", budget},
+      {"checkpointed_blocks", std::move(blocks)},
+      {"activation_peak_bytes", best},
+      {"activation_peak_without_bytes", *without},
+      {"recompute_flops_per_rank",
+       static_cast<double>(hi) * gpt2.blockForwardFlops(perRank)},
+      {"compiles", trials},
+  };
+  return std::make_pair(hi, std::move(report));
 }
 
 /// The keys of a JSON object in sorted order (llvm::json::Object is
@@ -543,7 +658,16 @@ int main(int argc, char **argv) {
   context.disableMultithreading();
   zerosbp::loadAllDialects(context);
   zerosbp::registerZeroPasses();
-  auto module = loadModel(context, *config);
+  std::optional<llvm::json::Object> budgetReport;
+  int64_t checkpointedBlocks = 0;
+  if (given(activationMemoryBudget)) {
+    auto chosen = chooseCheckpoints(context, *config);
+    if (!chosen)
+      return fail(llvm::toString(chosen.takeError()));
+    checkpointedBlocks = chosen->first;
+    budgetReport = std::move(chosen->second);
+  }
+  auto module = loadModel(context, *config, checkpointedBlocks);
   if (failed(module))
     return 1;
   double captureMs = msSince(start);
@@ -563,6 +687,8 @@ int main(int argc, char **argv) {
     passMs->insert(passMs->begin(),
                    llvm::json::Object{{"pass", "capture"}, {"ms", captureMs}});
   json["compile_ms"] = msSince(start);
+  if (budgetReport)
+    json["activation_checkpointing"] = std::move(*budgetReport);
 
   if (irFile == "-") {
     (*module)->print(llvm::outs());
