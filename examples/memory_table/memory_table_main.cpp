@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "examples/memory_table/ActivationMemory.h"
 #include "examples/memory_table/PaperTables.h"
 
 #include <cstdio>
@@ -106,6 +107,46 @@ static void printMaxModelPerDataParallel() {
   }
 }
 
+/// The DeepSpeed tutorial's two GPT-2 configurations per GPU: model states
+/// at the stage the tutorial runs them, and activations without and with
+/// activation checkpointing (the 10B launch passes
+/// --checkpoint-activations). Parameters: V E + T E + L (12 E^2 + 13 E) +
+/// 2 E with V = 50257, T = 1024 (Megatron's GPT-2).
+struct TutorialModel {
+  const char *name;
+  double numParams;
+  ZeroStage stage;
+  int64_t gpus;
+  TransformerShape shape;
+};
+static const TutorialModel kTutorialModels[] = {
+    {"1.5B",
+     1.5576112e9,
+     ZeroStage::OptimizerStates,
+     8,
+     {48, 1600, 16, 1024, 1}},
+    {"10B", 10279047168.0, ZeroStage::Gradients, 32, {50, 4096, 32, 1024, 1}},
+};
+
+static void printActivations() {
+  std::printf("\nThe DeepSpeed tutorial's GPT-2 per GPU (GB): model states "
+              "(mixed-precision Adam) and activations (Korthikanti et al. "
+              "2022, 16-bit, micro-batch 1, sequence 1024)\n");
+  std::printf("%6s %6s %5s %13s %12s %14s %13s %15s\n", "model", "stage",
+              "GPUs", "model states", "activations", "checkpointed", "total",
+              "checkpointed");
+  for (const TutorialModel &model : kTutorialModels) {
+    double states = modelStateBytes(model.stage, model.numParams, model.gpus,
+                                    kMixedPrecisionAdamK);
+    double plain = activationBytes(model.shape);
+    double kept = checkpointedActivationBytes(model.shape);
+    std::printf("%6s %6d %5lld %13.2f %12.2f %14.2f %13.2f %15.2f\n",
+                model.name, static_cast<int>(model.stage),
+                static_cast<long long>(model.gpus), states / 1e9, plain / 1e9,
+                kept / 1e9, (states + plain) / 1e9, (states + kept) / 1e9);
+  }
+}
+
 /// `bazel run` starts in the runfiles tree; relative paths mean the caller's
 /// directory.
 static std::string resolveOutputPath(const std::string &path) {
@@ -161,6 +202,7 @@ int main(int argc, char **argv) {
   printTable1();
   printTable2();
   printMaxModelPerDataParallel();
+  printActivations();
   if (!csvPath.empty() && !writeCsv(csvPath)) {
     std::fprintf(stderr, "memory_table: cannot write '%s'\n", csvPath.c_str());
     return 1;

@@ -4,6 +4,7 @@
 // transcribed as printed, against the formulas rounded the paper's way; and
 // the formulas against hand-computed byte counts.
 
+#include "examples/memory_table/ActivationMemory.h"
 #include "examples/memory_table/PaperTables.h"
 #include "examples/memory_table/ZeroMemory.h"
 
@@ -196,3 +197,26 @@ TEST(PaperTable2Test, ScaledCellsDifferFromDirectRounding) {
 }
 
 } // namespace
+
+// Korthikanti et al.'s eq. 1 by hand for the tutorial's 10B model (L 50,
+// h 4096, a 32, s 1024, b 1): 34 + 5 a s / h = 34 + 40 = 74 bytes per
+// s b h element per layer; checkpointed, 2 s b h per layer plus one layer.
+TEST(ActivationMemoryTest, TutorialTenBillionByHand) {
+  TransformerShape shape{50, 4096, 32, 1024, 1};
+  double sbh = 1024.0 * 4096.0;
+  EXPECT_DOUBLE_EQ(layerActivationBytes(shape), sbh * 74);
+  EXPECT_DOUBLE_EQ(activationBytes(shape), 50 * sbh * 74);
+  EXPECT_DOUBLE_EQ(checkpointedActivationBytes(shape), 2 * sbh * 50 + sbh * 74);
+  // 15.5 GB without checkpointing, 0.73 GB with: the 10B model's 25.1 GB
+  // of stage-2 model states on 32 GPUs fit a 32 GB V100 only with it.
+  EXPECT_NEAR(activationBytes(shape) / 1e9, 15.52, 0.01);
+  EXPECT_NEAR(checkpointedActivationBytes(shape) / 1e9, 0.73, 0.01);
+  EXPECT_GT(modelStateBytes(ZeroStage::Gradients, 10279047168.0, 32,
+                            kMixedPrecisionAdamK) +
+                activationBytes(shape),
+            32e9);
+  EXPECT_LT(modelStateBytes(ZeroStage::Gradients, 10279047168.0, 32,
+                            kMixedPrecisionAdamK) +
+                checkpointedActivationBytes(shape),
+            32e9);
+}
