@@ -20,9 +20,12 @@ Usage (through Bazel, which puts the zerosbp package on the path):
 """
 
 import argparse
+import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -105,6 +108,84 @@ def train(vocab, stage, checkpoint, batches, repeats):
     }
 
 
+BUDGET_COLUMNS = [
+    ("checkpointing", "checkpointing"),
+    ("budget_mib", "budget MiB"),
+    ("blocks", "blocks checkpointed"),
+    ("activation_mib", "activation MiB/rank (run)"),
+    ("activation_planned_mib", "planned"),
+    ("peak_mib", "peak MiB/rank"),
+    ("step_ms", "step ms"),
+    ("recompute_gflops", "recompute GFLOP/rank/step"),
+]
+
+
+def budgets(args):
+    """zero-compile --activation-memory-budget on the same model (vocabulary
+    512, stage 3): no checkpointing, every block, and two budgets between,
+    each trained by zero-run for `--repeats` steps after one."""
+    tools = os.environ.get("ZEROSBP_COMPILE"), os.environ.get("ZEROSBP_RUN")
+    if not all(tools):
+        bench_report.fail("ZEROSBP_COMPILE and ZEROSBP_RUN must name the tools")
+    compile_tool, run_tool = tools
+    model = ["--num-layers=%d" % LAYERS, "--hidden-size=%d" % EMBED,
+             "--num-attention-heads=%d" % HEADS, "--seq-length=%d" % SEQ,
+             "--vocab-size=512", "--batch-size=%d" % BATCH,
+             "--world=%d" % RANKS, "--stage=3", "--pipeline=" + PIPELINE]
+    work = tempfile.mkdtemp(prefix="remat-bench-")
+
+    def compile_plan(name, *flags):
+        plan = os.path.join(work, name + ".zplan")
+        report = json.loads(bench_report.run(
+            [compile_tool, *model, *flags, "--report=json", "-o", plan]))
+        return plan, report
+
+    activation = lambda r: r["plan"]["memory_plan"]["peak_bytes_by_role"][
+        "activation"]
+    _, plain = compile_plan("none")
+    _, every = compile_plan("every", "--checkpoint-activations")
+    top, bottom = activation(plain), activation(every)
+    configs = [("none", [], None), ("every block",
+                                    ["--checkpoint-activations"], None)]
+    for fraction in (0.5, 0.25):
+        budget = int(bottom + fraction * (top - bottom))
+        configs.append(("budget", ["--activation-memory-budget=%d" % budget],
+                        budget))
+    rows = []
+    for name, flags, budget in configs:
+        print(f"remat: zero-run, {name} {budget or ''}", file=sys.stderr,
+              flush=True)
+        plan, report = compile_plan(name.replace(" ", "-") + str(budget),
+                                    *flags)
+        choice = report.get("activation_checkpointing", {})
+        blocks = (len(choice["checkpointed_blocks"]) if choice else
+                  LAYERS if flags else 0)
+        run = bench_report.run_report(
+            [run_tool, plan, "--ranks=%d" % RANKS,
+             "--steps=%d" % (1 + args.repeats), "--quiet"],
+            os.path.join(work, "report.json"))
+        measured = max(r["by_role"]["activation"]
+                       for r in run["peak_bytes"])
+        if measured != activation(report):
+            bench_report.fail(f"{name}: measured activation peak {measured} "
+                              f"!= planned {activation(report)}")
+        flops = choice.get("recompute_flops_per_rank")
+        rows.append({
+            "checkpointing": name,
+            "budget_mib": round(budget / MIB, 2) if budget else "",
+            "blocks": blocks,
+            "activation_mib": round(measured / MIB, 2),
+            "activation_planned_mib": round(activation(report) / MIB, 2),
+            "peak_mib": round(max(r["total"] for r in run["peak_bytes"]) /
+                              MIB, 2),
+            "step_ms": round(run["mean_step_ms"], 1),
+            "recompute_gflops": round(flops / 1e9, 3) if flops is not None
+            else "",
+        })
+    shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--csv")
@@ -151,7 +232,10 @@ def main():
                                         2),
                     "final_loss": "%.6f" % run["losses"][-1],
                 })
+    budget_rows = budgets(args)
     bench_report.print_table(COLUMNS, rows)
+    print()
+    bench_report.print_table(BUDGET_COLUMNS, budget_rows)
     print(f"\nGPT-2: {LAYERS} layers, hidden {EMBED}, {HEADS} heads, sequence "
           f"{SEQ}, vocabulary 8192 or 512, global batch {BATCH}; {RANKS} "
           f"in-process ranks, fp32 Adam; median of {args.repeats} steps; "
@@ -160,6 +244,7 @@ def main():
     if args.csv:
         bench_report.write_csv(args.csv, COLUMNS, rows)
     if args.json:
+        rows = rows + [dict(r, table="budget") for r in budget_rows]
         bench_report.write_json(args.json, "remat", {
             "layers": LAYERS, "vocabularies": VOCABS, "pipeline": PIPELINE,
             "ranks": RANKS,
