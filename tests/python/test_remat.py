@@ -176,3 +176,31 @@ def test_activation_memory_budget(tmp_path):
     assert done.stderr.strip() == (
         "zero-compile: --activation-memory-budget picks the checkpoints "
         "itself; drop --checkpoint-activations")
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_stage3_recompute_gathers_match_the_formula(world):
+    """At stage 3 a recomputed op reads its parameters like the forward:
+    with stage3_max_reuse_distance 0 every parameter the recomputation reads
+    and the backward does not (per GPT-2 block: the layer-norm betas 2E and
+    the biases of c_attn 3E, c_proj E and c_fc 4E, 10E in all) is gathered
+    once more, so all-gathers send 10 E L (N-1)/N elements more; at the
+    default distance the forward's copies serve it and nothing more is
+    sent (docs/design.md#activation-checkpointing)."""
+    embed, layers = 64, 4
+
+    def sent(distance, *flags):
+        out = subprocess.run(
+            [os.environ["ZEROSBP_COMPILE"], "--preset=tiny",
+             f"--world={world}", "--stage=3", f"--num-layers={layers}",
+             "--pipeline=stage3-param-persistence-threshold=0 "
+             f"stage3-max-reuse-distance={distance}", "--report=json",
+             *flags], check=True, capture_output=True, text=True).stdout
+        return json.loads(out)["comm_bytes_per_step"]
+
+    for distance, extra in ((0, 10 * embed * layers * 4 * (world - 1) //
+                             world), (1000000000, 0)):
+        plain = sent(distance)
+        checkpointed = sent(distance, "--checkpoint-activations")
+        assert checkpointed["all_gather"] - plain["all_gather"] == extra
+        assert checkpointed["reduce_scatter"] == plain["reduce_scatter"]
