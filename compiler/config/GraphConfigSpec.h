@@ -41,6 +41,9 @@ struct GraphConfigSpec {
   /// Further `key=value` pairs (zero-opt --zero-pipeline syntax) applied
   /// last, e.g. "overlap-comm=true reduce-bucket-size=1000".
   std::string overrides;
+  /// set_activation_memory_budget: bytes of planned activations per rank
+  /// that the checkpointed modules must fit (the fewest are kept); 0: none.
+  int64_t activationMemoryBudget = 0;
 };
 
 } // namespace zerosbp

@@ -2,6 +2,8 @@
 
 #include "compiler/driver/CompileDriver.h"
 
+#include "compiler/driver/ActivationBudget.h"
+
 #include "compiler/driver/PassRecorder.h"
 #include "compiler/estimator/PlanReport.h"
 #include "compiler/pipeline/Pipeline.h"
@@ -117,6 +119,15 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
   if (llvm::Error error = checkSizes(func))
     return std::move(error);
 
+  std::optional<llvm::json::Object> budgetChoice;
+  if (options.activationBudget > 0 && options.kind == GraphKind::Training) {
+    auto choice =
+        chooseCheckpointsForBudget(module, config, options.activationBudget);
+    if (!choice)
+      return choice.takeError();
+    budgetChoice = std::move(*choice);
+  }
+
   // One pass manager runs the whole pipeline; the recorder times each pass
   // and reads the global view before zero-partition.
   // Checkpointed segments (docs/design.md#activation-checkpointing) bring
@@ -169,6 +180,8 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
   json["plan"] = std::move(planJson);
   if (!options.planFile.empty())
     json["plan_file"] = options.planFile;
+  if (budgetChoice)
+    json["activation_checkpointing"] = std::move(*budgetChoice);
   return json;
 }
 

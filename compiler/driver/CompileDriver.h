@@ -36,6 +36,11 @@ struct CompileOptions {
   /// Called once on the global view after the last global pass, where
   /// roles and SBP are still on every value.
   llvm::function_ref<void(mlir::func::FuncOp func)> onGlobalView = nullptr;
+  /// Training graphs: checkpoint the fewest of the graph's segments for
+  /// the planned activation peak per rank to fit this many bytes (0: all
+  /// marked segments, no budget). The report's `activation_checkpointing`
+  /// says what was chosen (compiler/driver/ActivationBudget.h).
+  int64_t activationBudget = 0;
 };
 
 /// Compiles `module` (one graph function) for `config`. Returns

@@ -311,6 +311,7 @@ CompiledGraph GraphCapture::compileGraph(const std::vector<int> &results,
   compiled.config = config.str();
   CompileOptions options;
   options.kind = inference ? GraphKind::Inference : GraphKind::Training;
+  options.activationBudget = spec.activationMemoryBudget;
   options.planFile = planFile;
   auto print = [&](llvm::StringRef pass, ModuleOp op) {
     std::string text;

@@ -388,6 +388,8 @@ python::ConfigSpec configSpec(const py::dict &dict) {
       spec.clipping = value.cast<double>();
     else if (key == "overrides")
       spec.overrides = value.cast<std::string>();
+    else if (key == "activation_memory_budget")
+      spec.activationMemoryBudget = value.cast<int64_t>();
     else
       throw py::type_error("unknown config field '" + key + "'");
   }

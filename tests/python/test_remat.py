@@ -168,9 +168,9 @@ def test_activation_memory_budget(tmp_path):
     done = report(f"--activation-memory-budget={every - 1}", check=False)
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        f"zero-compile: --activation-memory-budget {every - 1}: with every "
-        f"one of the 8 blocks checkpointed the planned activation peak per "
-        f"rank is {every} bytes (without, {plain})")
+        f"zero-compile: activation memory budget: {every - 1} bytes cannot "
+        f"be met: with all 8 segments checkpointed the planned activation "
+        f"peak per rank is {every} bytes (without, {plain})")
     done = report("--activation-memory-budget=5", "--checkpoint-activations",
                   check=False)
     assert done.stderr.strip() == (
@@ -204,3 +204,34 @@ def test_stage3_recompute_gathers_match_the_formula(world):
         checkpointed = sent(distance, "--checkpoint-activations")
         assert checkpointed["all_gather"] - plain["all_gather"] == extra
         assert checkpointed["reduce_scatter"] == plain["reduce_scatter"]
+
+
+def test_python_activation_memory_budget():
+    """set_activation_memory_budget keeps the fewest checkpointed modules
+    that fit, in call order; the losses stay exact."""
+    plain_losses, _, plain = run(2, checkpoint=False)
+    _, _, every = run(2, checkpoint=True)
+    top = plain.memory_report()["planned"]["peak_bytes_by_role"]["activation"]
+    bottom = every.memory_report()["planned"]["peak_bytes_by_role"][
+        "activation"]
+    budget = (top + bottom) // 2
+    zs.manual_seed(1)
+    model = models.Gpt2(VOCAB, SEQ, EMBED, HEADS, LAYERS)
+    for block in model.h:
+        zs.checkpoint(block)
+    graph = models.train_graph(
+        model, zs.optim.Adam(model.parameters(), lr=0.01), stage=2, world=2,
+        configure=lambda g: g.config.set_activation_memory_budget(budget))
+    batches = models.gpt2_batches(3, 8, SEQ, VOCAB)
+    assert [float(graph(*b)) for b in batches] == plain_losses
+    choice = graph.report["activation_checkpointing"]
+    kept = choice["checkpointed_segments"]
+    assert 0 < len(kept) < LAYERS and kept == list(range(len(kept)))
+    peak = graph.memory_report()["planned"]["peak_bytes_by_role"][
+        "activation"]
+    assert peak == choice["activation_peak_bytes"] <= budget
+    assert choice["activation_peak_without_bytes"] == top
+    for measured in graph.memory_report()["measured"]:
+        assert measured["by_role"]["activation"] == peak
+    with pytest.raises(ValueError, match="expected a number of bytes >= 1"):
+        graph.config.set_activation_memory_budget(0)

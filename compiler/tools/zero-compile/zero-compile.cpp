@@ -399,97 +399,6 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
   return module;
 }
 
-/// The planned activation peak per rank of GPT-2 with its first `blocks`
-/// blocks checkpointed (a compile without a plan file).
-static llvm::Expected<int64_t> activationPeak(MLIRContext &context,
-                                              const zerosbp::ZeroConfig &zero,
-                                              int64_t blocks) {
-  auto module = loadModel(context, zero, blocks);
-  if (failed(module))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the GPT-2 graph could not be built");
-  auto compiled = zerosbp::compileGraph(**module, zero, {});
-  if (!compiled)
-    return compiled.takeError();
-  const llvm::json::Object *plan = compiled->getObject("plan");
-  const llvm::json::Object *memory =
-      plan ? plan->getObject("memory_plan") : nullptr;
-  const llvm::json::Object *roles =
-      memory ? memory->getObject("peak_bytes_by_role") : nullptr;
-  std::optional<int64_t> peak =
-      roles ? roles->getInteger("activation") : std::nullopt;
-  if (!peak)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the report has no activation peak");
-  return *peak;
-}
-
-/// --activation-memory-budget: the fewest leading blocks to checkpoint for
-/// the planned activation peak per rank to fit the budget (binary search:
-/// the peak does not grow as blocks are checkpointed, and equal blocks
-/// cost equal recomputation, so the fewest is the least recomputation),
-/// and what to report of the choice (docs/design.md#activation-
-/// checkpointing).
-static llvm::Expected<std::pair<int64_t, llvm::json::Object>>
-chooseCheckpoints(MLIRContext &context, const zerosbp::ZeroConfig &zero) {
-  zerosbp::Gpt2Config gpt2;
-  if (failed(loadModel(context, zero, 0, &gpt2)))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the GPT-2 graph could not be built");
-  int64_t budget = activationMemoryBudget;
-  int64_t trials = 0;
-  auto peakOf = [&](int64_t blocks) {
-    ++trials;
-    return activationPeak(context, zero, blocks);
-  };
-  auto without = peakOf(0);
-  if (!without)
-    return without.takeError();
-  int64_t lo = 0, hi = 0, best = *without;
-  if (*without > budget) {
-    auto all = peakOf(gpt2.layers);
-    if (!all)
-      return all.takeError();
-    if (*all > budget)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("--activation-memory-budget {0}: with every one of "
-                        "the {1} blocks checkpointed the planned activation "
-                        "peak per rank is {2} bytes (without, {3})",
-                        budget, gpt2.layers, *all, *without));
-    // peak(lo) > budget >= peak(hi).
-    lo = 0;
-    hi = gpt2.layers;
-    best = *all;
-    while (hi - lo > 1) {
-      int64_t mid = lo + (hi - lo) / 2;
-      auto peak = peakOf(mid);
-      if (!peak)
-        return peak.takeError();
-      if (*peak <= budget) {
-        hi = mid;
-        best = *peak;
-      } else {
-        lo = mid;
-      }
-    }
-  }
-  llvm::json::Array blocks;
-  for (int64_t i = 0; i < hi; ++i)
-    blocks.push_back("h." + std::to_string(i));
-  int64_t perRank = gpt2.batch / std::max<int64_t>(zero.world, 1);
-  llvm::json::Object report{
-      {"budget_bytes", budget},
-      {"checkpointed_blocks", std::move(blocks)},
-      {"activation_peak_bytes", best},
-      {"activation_peak_without_bytes", *without},
-      {"recompute_flops_per_rank",
-       static_cast<double>(hi) * gpt2.blockForwardFlops(perRank)},
-      {"compiles", trials},
-  };
-  return std::make_pair(hi, std::move(report));
-}
-
 /// The keys of a JSON object in sorted order (llvm::json::Object is
 /// unordered).
 static std::vector<std::string> sortedKeys(const llvm::json::Object *object) {
@@ -658,16 +567,11 @@ int main(int argc, char **argv) {
   context.disableMultithreading();
   zerosbp::loadAllDialects(context);
   zerosbp::registerZeroPasses();
-  std::optional<llvm::json::Object> budgetReport;
-  int64_t checkpointedBlocks = 0;
-  if (given(activationMemoryBudget)) {
-    auto chosen = chooseCheckpoints(context, *config);
-    if (!chosen)
-      return fail(llvm::toString(chosen.takeError()));
-    checkpointedBlocks = chosen->first;
-    budgetReport = std::move(chosen->second);
-  }
-  auto module = loadModel(context, *config, checkpointedBlocks);
+  // With a budget every block is a candidate segment; the driver keeps the
+  // fewest that fit.
+  zerosbp::Gpt2Config gpt2;
+  auto module = loadModel(
+      context, *config, given(activationMemoryBudget) ? kMaxLayers : 0, &gpt2);
   if (failed(module))
     return 1;
   double captureMs = msSince(start);
@@ -676,6 +580,8 @@ int main(int argc, char **argv) {
   options.planFile = planTemporary;
   if (evalGraph)
     options.kind = zerosbp::GraphKind::Inference;
+  if (given(activationMemoryBudget))
+    options.activationBudget = activationMemoryBudget;
   auto compiled = zerosbp::compileGraph(**module, *config, options);
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
@@ -687,8 +593,21 @@ int main(int argc, char **argv) {
     passMs->insert(passMs->begin(),
                    llvm::json::Object{{"pass", "capture"}, {"ms", captureMs}});
   json["compile_ms"] = msSince(start);
-  if (budgetReport)
-    json["activation_checkpointing"] = std::move(*budgetReport);
+  if (auto *choice = json.getObject("activation_checkpointing")) {
+    // Segment i is block h.i; recomputing one costs its forward again.
+    llvm::json::Array blocks;
+    int64_t count = 0;
+    if (const llvm::json::Array *segments =
+            choice->getArray("checkpointed_segments"))
+      for (const llvm::json::Value &segment : *segments) {
+        blocks.push_back("h." + std::to_string(*segment.getAsInteger()));
+        ++count;
+      }
+    (*choice)["checkpointed_blocks"] = std::move(blocks);
+    int64_t perRank = gpt2.batch / std::max<int64_t>(config->world, 1);
+    (*choice)["recompute_flops_per_rank"] =
+        static_cast<double>(count) * gpt2.blockForwardFlops(perRank);
+  }
 
   if (irFile == "-") {
     (*module)->print(llvm::outs());

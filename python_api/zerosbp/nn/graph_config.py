@@ -91,6 +91,17 @@ class GraphConfig:
         reduce-bucket-size=1000"``."""
         self._set(overrides=str(options))
 
+    def set_activation_memory_budget(self, budget_bytes):
+        """Of the modules marked with ``zs.checkpoint``, checkpoint the
+        fewest (in call order) for which the planned activation peak per
+        rank fits ``budget_bytes``; ``g.report["activation_checkpointing"]``
+        says which (docs/design.md#activation-checkpointing)."""
+        if isinstance(budget_bytes, bool) or \
+                not isinstance(budget_bytes, int) or budget_bytes < 1:
+            raise ValueError("set_activation_memory_budget: expected a "
+                             f"number of bytes >= 1, got {budget_bytes!r}")
+        self._set(activation_memory_budget=budget_bytes)
+
     @property
     def stage(self):
         if self._spec.get("zero"):
