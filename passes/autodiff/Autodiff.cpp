@@ -56,7 +56,13 @@ public:
   /// embedding and LM head) gets the sum.
   void accumulate(Value value, Value grad, Location loc) {
     Value &total = grads[value];
-    total = total ? nn::AddOp::create(builder, loc, total, grad) : grad;
+    if (!total) {
+      total = grad;
+      return;
+    }
+    auto sum = nn::AddOp::create(builder, loc, total, grad);
+    sum->setAttr(zerosbp::kGradSumAttr, builder.getUnitAttr());
+    total = sum;
   }
 
 private:

@@ -28,6 +28,13 @@ inline constexpr llvm::StringLiteral kLossSeedAttr = "zero.loss_seed";
 /// (zero-amp).
 inline constexpr llvm::StringLiteral kCopyOfAttr = "zero.copy_of";
 
+/// nn.add: adds one more contribution to a gradient (zero-autodiff: a
+/// value read several times, a tied parameter). zero-memory-plan may write
+/// the sum over its first operand, the running total, as a `.grad` buffer
+/// accumulates, so that the total is one buffer from its first
+/// contribution on.
+inline constexpr llvm::StringLiteral kGradSumAttr = "zero.grad_sum";
+
 /// shard.grid: the placement the grid stands for (zero-partition).
 inline constexpr llvm::StringLiteral kPlacementAttr = "zero.placement";
 

@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 #include "passes/common/LocalUtils.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 #include "passes/memory/PlanAttrs.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -195,6 +196,22 @@ void Planner::assignSlots() {
         placeFresh(result, gather ? "comm_buffer" : "activation");
       }
       continue;
+    }
+    if (auto add = dyn_cast<nn::AddOp>(op);
+        add && add->hasAttr(zerosbp::kGradSumAttr)) {
+      // Accumulating a gradient: the sum goes over the running total once
+      // nothing else reads it, so the total stays one buffer.
+      auto total = slots.find(add.getLhs());
+      auto other = slots.find(add.getRhs());
+      if (total != slots.end() &&
+          add.getLhs().getType() == add.getResult().getType() &&
+          !buffers[total->second.buffer].persistent &&
+          (other == slots.end() ||
+           other->second.buffer != total->second.buffer) &&
+          readsEndBy(total->second.buffer, at)) {
+        place(add.getResult(), total->second);
+        continue;
+      }
     }
     for (Value result : op.getResults())
       if (isa<RankedTensorType>(result.getType()))

@@ -127,7 +127,9 @@ def test_zero_compile_checkpoint_activations(tmp_path):
     every = report("--checkpoint-activations")
     pairs = report("--checkpoint-activations", "--checkpoint-num-layers=2")
     peak = lambda r: r["plan"]["memory_plan"]["peak_bytes_by_role"]
-    assert peak(every)["activation"] < peak(pairs)["activation"] < \
+    # Two blocks per segment keep fewer block inputs but recompute two
+    # blocks at once; here the LM head sets the peak of both.
+    assert peak(every)["activation"] <= peak(pairs)["activation"] < \
         peak(plain)["activation"]
     assert peak(every)["param"] == peak(plain)["param"]
     assert [p["pass"] for p in every["pass_ms"]][1:3] == \

@@ -65,7 +65,9 @@ func.func @mlp() -> tensor<f32> {
 // CHECK-NEXT: %[[DHEAD:.*]] = nn.matmul %[[DLOGITS]], %[[H]] {transpose_lhs} : (tensor<16x64xf32>, tensor<16x16xf32>) -> tensor<64x16xf32>
 // CHECK-NEXT: %[[DE:.*]] = nn.reshape %[[DH]] : tensor<16x16xf32> to tensor<2x8x16xf32>
 // CHECK-NEXT: %[[DEMB:.*]] = nn.embedding_grad %[[DE]], %[[IDS]] {vocab_size = 64 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<64x16xf32>
-// CHECK-NEXT: %[[SUM:.*]] = nn.add %[[DHEAD]], %[[DEMB]] : (tensor<64x16xf32>, tensor<64x16xf32>) -> tensor<64x16xf32>
+// The sum of a tied weight's gradients is marked, so that the memory plan
+// may accumulate it in place (zero.grad_sum).
+// CHECK-NEXT: %[[SUM:.*]] = nn.add %[[DHEAD]], %[[DEMB]] {zero.grad_sum} : (tensor<64x16xf32>, tensor<64x16xf32>) -> tensor<64x16xf32>
 // CHECK-NEXT: nn.gradient "wte.weight", %[[SUM]] : tensor<64x16xf32>
 // CHECK-NEXT: return
 func.func @tied(%ids: tensor<2x8xi64>, %labels: tensor<16xi64>) -> tensor<f32> {
