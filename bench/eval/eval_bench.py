@@ -48,9 +48,6 @@ from zerosbp import nn  # noqa: E402
 
 MIB = 1024.0 * 1024.0
 VOCAB, SEQ, EMBED, HEADS, LAYERS, BATCH, RANKS = 8192, 128, 256, 4, 4, 8, 4
-PIPELINE = ("overlap-comm=true stage3-param-persistence-threshold=0 "
-            "reduce-bucket-size=500000 allgather-bucket-size=500000 "
-            "stage3-prefetch-bucket-size=500000")
 COLUMNS = [
     ("stage", "stage"),
     ("train_step_ms", "train step ms"),
@@ -67,41 +64,25 @@ COLUMNS = [
 
 
 def graphs(stage):
+    """The training graph of a fresh model, and the class of an inference
+    graph (the mean loss) on the same model."""
     zs.manual_seed(0)
     model = Gpt2(VOCAB, SEQ, EMBED, HEADS, LAYERS, seed=0)
-    optimizer = zs.optim.Adam(model.parameters(), lr=1e-3)
-
-    def configure(graph):
-        graph.config.enable_zero(stage > 0, stage=max(stage, 1),
-                                 shard_min_size=1)
-        graph.config.set_pipeline_options(PIPELINE)
-
-    class Train(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model, self.loss_fn = model, nn.CrossEntropyLoss()
-            self.add_optimizer(optimizer)
-            configure(self)
-
-        def build(self, tokens, labels):
-            loss = self.loss_fn(self.model(tokens).reshape(-1, VOCAB),
-                                labels.reshape(-1))
-            loss.backward()
-            return loss
 
     class Eval(nn.Graph):
         def __init__(self, own_config=False):
             super().__init__()
             self.model, self.loss_fn = model, nn.CrossEntropyLoss()
             if own_config:
-                configure(self)
+                bench_model.configure_zero(self, stage)
 
         def build(self, tokens, labels):
             return self.loss_fn(self.model(tokens).reshape(-1, VOCAB),
                                 labels.reshape(-1))
 
     placement = zs.placement("cpu", ranks=range(RANKS))
-    return Train().to(placement), Eval, placement
+    return (bench_model.train_graph(model, VOCAB, stage, RANKS), Eval,
+            placement)
 
 
 def median_ms(call, repeats):
@@ -180,7 +161,8 @@ def main():
         bench_report.write_csv(args.csv, COLUMNS, rows)
     if args.json:
         bench_report.write_json(args.json, "eval", {
-            "model": bench_model.GPT2_FLAGS, "pipeline": PIPELINE,
+            "model": bench_model.GPT2_FLAGS,
+            "pipeline": bench_model.PYTHON_PIPELINE,
             "ranks": RANKS, "repeats": args.repeats}, info, date, rows)
 
 

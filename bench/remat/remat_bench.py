@@ -33,11 +33,11 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "chargpt"))
+import bench_model  # noqa: E402
 import bench_report  # noqa: E402
 from model import Gpt2  # noqa: E402
 
 import zerosbp as zs  # noqa: E402
-from zerosbp import nn  # noqa: E402
 
 MIB = 1024.0 * 1024.0
 SEQ, EMBED, HEADS, LAYERS, BATCH, RANKS = 128, 256, 4, 8, 8, 4
@@ -46,9 +46,7 @@ SEQ, EMBED, HEADS, LAYERS, BATCH, RANKS = 128, 256, 4, 8, 8, 4
 # backward whatever is checkpointed, so a small vocabulary shows the
 # blocks' own saving.
 VOCABS = [8192, 512]
-PIPELINE = ("overlap-comm=true stage3-param-persistence-threshold=0 "
-            "reduce-bucket-size=500000 allgather-bucket-size=500000 "
-            "stage3-prefetch-bucket-size=500000")
+PIPELINE = bench_model.PYTHON_PIPELINE
 COLUMNS = [
     ("vocab", "vocabulary"),
     ("stage", "stage"),
@@ -69,24 +67,7 @@ def train(vocab, stage, checkpoint, batches, repeats):
     if checkpoint:
         for block in model.h:
             zs.checkpoint(block)
-    optimizer = zs.optim.Adam(model.parameters(), lr=1e-3)
-
-    class Train(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model, self.loss_fn = model, nn.CrossEntropyLoss()
-            self.add_optimizer(optimizer)
-            self.config.enable_zero(stage > 0, stage=max(stage, 1),
-                                    shard_min_size=1)
-            self.config.set_pipeline_options(PIPELINE)
-
-        def build(self, tokens, labels):
-            loss = self.loss_fn(self.model(tokens).reshape(-1, vocab),
-                                labels.reshape(-1))
-            loss.backward()
-            return loss
-
-    graph = Train().to(zs.placement("cpu", ranks=range(RANKS)))
+    graph = bench_model.train_graph(model, vocab, stage, RANKS)
     losses = [float(graph(*b)) for b in batches[:2]]
     times = []
     for batch in batches[2:2 + repeats]:
