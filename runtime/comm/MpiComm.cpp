@@ -28,6 +28,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -99,13 +102,14 @@ std::string timeoutMessage(std::chrono::milliseconds timeout,
 
 } // namespace
 
-/// Who has arrived at a collective, asked when one times out. Each rank
-/// counts the collectives it has begun per slot (a group, or the records
-/// gather); the rank that timed out asks every peer for its count of the
-/// slot over a duplicate of the world, and peers answer while they poll
-/// their own waits. A peer that does not answer within a second (five while
-/// several are silent; stopped, killed, or busy outside this communicator)
-/// or has begun fewer collectives
+/// Who has arrived at a collective, asked when one times out. A process has
+/// one, shared by the session and its communicators, so that a rank answers
+/// whichever of them it waits in. Each rank counts the collectives it has
+/// begun per slot (a communicator's group, or the records gather); the rank
+/// that timed out asks every peer for its count of the slot over a duplicate of
+/// the world, and peers answer while they poll their own waits. A peer that
+/// does not answer within a second (five while several are silent; stopped,
+/// killed, or busy outside this communicator) or has begun fewer collectives
 /// has not arrived; when some do not answer, only they are named, since the
 /// ones behind are waiting for them.
 class RollCall {
@@ -121,9 +125,21 @@ public:
       MPI_Comm_free(&control);
   }
 
-  void begin(int slot) {
-    if (slot >= static_cast<int>(begun.size()))
-      begun.resize(slot + 1, 0);
+  /// The slot of group `group` of the `owner`th communicator; owner 0 is
+  /// the session's records gather.
+  static int64_t slotOf(int64_t owner, int group) {
+    return (owner << 32) + group;
+  }
+
+  /// A new communicator's owner number; every rank creates communicators
+  /// in the same order, so the numbers agree.
+  int64_t newOwner() {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
+    return ++owners;
+  }
+
+  void begin(int64_t slot) {
+    std::lock_guard<std::recursive_mutex> lock(mutex);
     ++begun[slot];
   }
 
@@ -133,20 +149,30 @@ public:
 
   /// The `members` other than `me` that do not answer; when all answer,
   /// those that have not begun as many collectives of `slot` as this rank.
-  std::vector<int> absent(const std::vector<int> &members, int me, int slot);
+  std::vector<int> absent(const std::vector<int> &members, int me,
+                          int64_t slot);
 
 private:
   static constexpr int kQueryTag = 1;
   static constexpr int kReplyTag = 2;
 
+  int64_t begunOf(int64_t slot) const {
+    auto found = begun.find(slot);
+    return found == begun.end() ? 0 : found->second;
+  }
+
   MPI_Comm control = MPI_COMM_NULL;
-  std::vector<int64_t> begun;
+  /// The session's threads may wait in several communicators at once.
+  std::recursive_mutex mutex;
+  int64_t owners = 0;
+  std::map<int64_t, int64_t> begun;
   /// Buffers of sends whose requests were freed: they live as long as this.
   std::deque<std::array<int64_t, 2>> sent;
   Clock::time_point lastPoll;
 };
 
 void RollCall::answer(bool now) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
   Clock::time_point at = Clock::now();
   if (!now && at - lastPoll < std::chrono::milliseconds(10))
     return;
@@ -163,10 +189,7 @@ void RollCall::answer(bool now) {
                  control, MPI_STATUS_IGNORE) != MPI_SUCCESS)
       return;
     int64_t slot = query[0];
-    int64_t count = slot >= 0 && slot < static_cast<int64_t>(begun.size())
-                        ? begun[slot]
-                        : 0;
-    sent.push_back({slot, count});
+    sent.push_back({slot, begunOf(slot)});
     MPI_Request request;
     if (MPI_Isend(sent.back().data(), 2, MPI_INT64_T, status.MPI_SOURCE,
                   kReplyTag, control, &request) == MPI_SUCCESS)
@@ -175,8 +198,9 @@ void RollCall::answer(bool now) {
 }
 
 std::vector<int> RollCall::absent(const std::vector<int> &members, int me,
-                                  int slot) {
-  int64_t mine = slot < static_cast<int>(begun.size()) ? begun[slot] : 0;
+                                  int64_t slot) {
+  std::lock_guard<std::recursive_mutex> lock(mutex);
+  int64_t mine = begunOf(slot);
   std::vector<int> peers;
   for (int member : members)
     if (member != me)
@@ -266,7 +290,8 @@ public:
 
 class MpiComm : public Communicator {
 public:
-  explicit MpiComm(MPI_Comm world) : world(world), roll(world) {
+  MpiComm(MPI_Comm world, std::shared_ptr<RollCall> roll)
+      : world(world), roll(std::move(roll)), owner(this->roll->newOwner()) {
     MPI_Comm_rank(world, &myRank);
     MPI_Comm_size(world, &mySize);
   }
@@ -305,7 +330,9 @@ private:
   int myRank = 0;
   int mySize = 1;
   std::vector<std::unique_ptr<MpiGroup>> groups;
-  RollCall roll;
+  std::shared_ptr<RollCall> roll;
+  /// This communicator's number in the roll call's slots.
+  int64_t owner;
   /// Set when a collective timed out; every later call throws it.
   std::string broken;
 };
@@ -374,7 +401,7 @@ MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
   if (limit > INT_MAX)
     throw RuntimeError(what + ": more than " + std::to_string(INT_MAX) +
                        " elements for MPI");
-  roll.begin(found->slot);
+  roll->begin(RollCall::slotOf(owner, found->slot));
   return *found;
 }
 
@@ -391,11 +418,12 @@ void MpiComm::wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
           std::string("MPI error in ") + collectiveKindName(kind));
     if (done)
       return;
-    roll.answer();
+    roll->answer();
     Clock::time_point now = Clock::now();
     if (now >= deadline) {
       broken = timeoutMessage(timeout,
-                              roll.absent(group.ranks(), myRank, group.slot),
+                              roll->absent(group.ranks(), myRank,
+                                           RollCall::slotOf(owner, group.slot)),
                               std::string(collectiveKindName(kind)) +
                                   " on group " + formatRanks(group.ranks()));
       throw RuntimeError(broken);
@@ -545,7 +573,7 @@ MpiSession::MpiSession(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
   MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
-  roll = std::make_unique<RollCall>(MPI_COMM_WORLD);
+  roll = std::make_shared<RollCall>(MPI_COMM_WORLD);
 }
 
 MpiSession::~MpiSession() {
@@ -564,7 +592,7 @@ std::unique_ptr<Communicator> MpiSession::communicator() {
   MPI_Comm comm = MPI_COMM_NULL;
   check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  return std::make_unique<MpiComm>(comm);
+  return std::make_unique<MpiComm>(comm, roll);
 }
 
 std::vector<double>
@@ -573,7 +601,7 @@ MpiSession::gatherRecords(const std::vector<double> &mine,
   // Nonblocking and polled like the collectives, so that a rank that never
   // comes (stopped between its last collective and this gather) is named
   // instead of holding the others forever.
-  roll->begin(0);
+  roll->begin(RollCall::slotOf(0, 0));
   gathered.assign(mine.size() * worldSize, 0.0);
   MPI_Request request;
   check(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
@@ -594,9 +622,9 @@ MpiSession::gatherRecords(const std::vector<double> &mine,
       std::vector<int> all(worldSize);
       for (int r = 0; r < worldSize; ++r)
         all[r] = r;
-      throw RuntimeError(timeoutMessage(timeout,
-                                        roll->absent(all, worldRank, 0),
-                                        "the gather of step records"));
+      throw RuntimeError(timeoutMessage(
+          timeout, roll->absent(all, worldRank, RollCall::slotOf(0, 0)),
+          "the gather of step records"));
     }
     if (now - start < std::chrono::milliseconds(50))
       std::this_thread::yield();

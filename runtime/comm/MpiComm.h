@@ -74,7 +74,8 @@ public:
 private:
   int worldRank = 0;
   int worldSize = 1;
-  std::unique_ptr<RollCall> roll;
+  /// Shared with the communicators (see RollCall in MpiComm.cpp).
+  std::shared_ptr<RollCall> roll;
   /// The records gather's buffer: it outlives a gather that timed out,
   /// which MPI may still write.
   std::vector<double> gathered;

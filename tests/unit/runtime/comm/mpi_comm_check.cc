@@ -14,6 +14,10 @@
 //   --kill-rank=R     the same, but the second thread SIGKILLs the process.
 //   --timeout-rank=R  rank R stays away; the others time out after 500 ms
 //                     and abort.
+//   --stop-rank=R --gather-rank=G
+//                     rank R stops itself (SIGSTOP); rank G waits in the
+//                     session's records gather, the others in a collective:
+//                     every message names R alone.
 //   --tag=TEXT        ignored; lets a test find its processes.
 //
 //===----------------------------------------------------------------------===//
@@ -43,6 +47,10 @@ struct Options {
   int abortRank = -1;
   int killRank = -1;
   int timeoutRank = -1;
+  /// Stops itself (SIGSTOP) after the first collective, while `gatherRank`
+  /// waits in the session's records gather and the others in a collective.
+  int stopRank = -1;
+  int gatherRank = -1;
 };
 
 bool parseFlag(const char *arg, const char *name, int &value) {
@@ -159,6 +167,25 @@ void injectFault(MpiSession &session, Communicator &comm,
   float value = 1.0f;
   comm.allReduce(world, DType::F32, &value, 1, ReduceOp::Sum);
 
+  if (options.stopRank >= 0) {
+    if (rank == options.stopRank) {
+      std::fflush(stderr);
+      ::raise(SIGSTOP);
+      return;
+    }
+    try {
+      if (rank == options.gatherRank) {
+        session.gatherRecords({value}, 500ms);
+      } else {
+        comm.setTimeout(500ms);
+        comm.allReduce(world, DType::F32, &value, 1, ReduceOp::Sum);
+      }
+    } catch (const RuntimeError &error) {
+      comm.abort(error.what());
+    }
+    return;
+  }
+
   int failing =
       std::max({options.abortRank, options.killRank, options.timeoutRank});
   if (rank == failing) {
@@ -196,6 +223,8 @@ int main(int argc, char **argv) {
     if (parseFlag(argv[i], "--abort-rank", options.abortRank) ||
         parseFlag(argv[i], "--kill-rank", options.killRank) ||
         parseFlag(argv[i], "--timeout-rank", options.timeoutRank) ||
+        parseFlag(argv[i], "--stop-rank", options.stopRank) ||
+        parseFlag(argv[i], "--gather-rank", options.gatherRank) ||
         std::strncmp(argv[i], "--tag=", 6) == 0)
       continue;
     std::fprintf(stderr, "mpi_comm_check: unknown argument '%s'\n", argv[i]);
@@ -208,7 +237,7 @@ int main(int argc, char **argv) {
     MpiSession session(&argc, &argv);
     std::unique_ptr<Communicator> comm = session.communicator();
     if (options.abortRank >= 0 || options.killRank >= 0 ||
-        options.timeoutRank >= 0) {
+        options.timeoutRank >= 0 || options.stopRank >= 0) {
       injectFault(session, *comm, options);
       std::fprintf(stderr,
                    "mpi_comm_check: rank %d: the fault did not stop "

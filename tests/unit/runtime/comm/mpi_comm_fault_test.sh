@@ -9,14 +9,14 @@ export ZEROSBP_MPIRUN_TIMEOUT=60
 
 failures=0
 
-# expect_failure NAME RANKS EXPECTED_TEXT BINARY_FLAG
+# expect_failure NAME RANKS EXPECTED_TEXT BINARY_FLAGS [UNEXPECTED_TEXT]
 expect_failure() {
-  local name=$1 ranks=$2 expected=$3 flag=$4
+  local name=$1 ranks=$2 expected=$3 flags=$4 unexpected=${5:-}
   local tag="fault-$name-$$-$RANDOM"
   local start status output elapsed
   start=$(date +%s)
   status=0
-  output=$(zerosbp_mpirun -n "$ranks" "$binary" "$flag" "--tag=$tag" 2>&1) ||
+  output=$(zerosbp_mpirun -n "$ranks" "$binary" $flags "--tag=$tag" 2>&1) ||
     status=$?
   elapsed=$(($(date +%s) - start))
   echo "--- $name ($ranks ranks): status $status after ${elapsed}s"
@@ -30,6 +30,10 @@ expect_failure() {
   fi
   if ! grep -qF -- "$expected" <<<"$output"; then
     echo "FAIL: $name: output does not contain '$expected'"
+    failures=$((failures + 1))
+  fi
+  if [[ -n $unexpected ]] && grep -qF -- "$unexpected" <<<"$output"; then
+    echo "FAIL: $name: output contains '$unexpected'"
     failures=$((failures + 1))
   fi
   # mpirun reaps its ranks before it exits; allow a moment all the same.
@@ -56,6 +60,11 @@ expect_failure kill 2 "process rank 0 with PID" --kill-rank=0
 expect_failure timeout 3 \
   "failed: timed out after 500 ms waiting for rank 2 in all_reduce on group [0, 1, 2]" \
   --timeout-rank=2
+# Rank 1 stops; rank 0 waits in the records gather, rank 2 in a collective.
+# They answer each other's roll call whichever they wait in, so whichever
+# prints names rank 1 alone.
+expect_failure stopped 3 "failed: timed out after 500 ms waiting for rank 1 in" \
+  "--stop-rank=1 --gather-rank=0" "waiting for ranks"
 
 if [[ $failures -ne 0 ]]; then
   echo "FAIL: $failures checks failed"
