@@ -17,10 +17,26 @@ def ZeroAutodiff : Pass<"zero-autodiff", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroFoldTransposes : Pass<"zero-fold-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Folds transposes into the matmuls that read them";
+  let description = [{
+    Runs first on a captured graph. An `nn.matmul` operand produced by an
+    `nn.transpose` of its two axes (an `nn.batch_matmul` operand by a
+    transpose of its last two axes, the others fixed) reads the transpose's
+    input instead, with its `transpose_lhs` / `transpose_rhs` flag flipped,
+    and a transpose left without users is erased. So `x @ w.T` (a tied LM
+    head) keeps no transposed copy of `w` from the forward to the backward,
+    and the backward's weight gradient comes out in `w`'s layout rather
+    than through a second transpose. The matmul kernels compute the same
+    product either way.
+  }];
+  let dependentDialects = ["::mlir::nn::NNDialect"];
+}
+
 def ZeroInference : Pass<"zero-inference", "::mlir::func::FuncOp"> {
   let summary = "Makes a captured forward graph an inference graph";
   let description = [{
-    Runs first on a graph compiled for prediction or evaluation (a build
+    Runs on a graph compiled for prediction or evaluation (a build
     that returns outputs without calling backward): dropout becomes the
     identity, and ops that belong to training (`nn.gradient`, `nn.assign`,
     optimizer updates) are refused. The function is marked

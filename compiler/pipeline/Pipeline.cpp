@@ -44,6 +44,7 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
   if (llvm::Error error = checkPipelineConfig(config))
     return error;
   const PrecisionConfig &precision = config.precision;
+  pm.addPass(createZeroFoldTransposes());
   if (kind == GraphKind::Inference) {
     // The forward alone, at the training graph's precision and layout, so
     // that its parameters are the training graph's (docs/compiler.md).

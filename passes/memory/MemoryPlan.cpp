@@ -213,6 +213,20 @@ void Planner::assignSlots() {
         continue;
       }
     }
+    if (auto lossGrad = dyn_cast<nn::CrossEntropyGradOp>(op)) {
+      // The gradient goes over the logits when nothing reads them after: an
+      // LM head's two largest activations (tokens x vocabulary each) are
+      // then one buffer. The kernels read a row before writing it.
+      auto logits = slots.find(lossGrad.getLogits());
+      if (logits != slots.end() &&
+          lossGrad.getLogits().getType() == lossGrad.getResult().getType() &&
+          !buffers[logits->second.buffer].persistent &&
+          buffers[logits->second.buffer].role == "activation" &&
+          readsEndBy(logits->second.buffer, at)) {
+        place(lossGrad.getResult(), logits->second);
+        continue;
+      }
+    }
     for (Value result : op.getResults())
       if (isa<RankedTensorType>(result.getType()))
         placeFresh(result, "activation");

@@ -109,7 +109,7 @@ def test_stage_table_matches_the_formulas(demo):
 def test_artifacts(demo):
     out, stdout, _ = demo
     ir = sorted(os.listdir(out / "ir"))
-    assert ir[0] == "00-capture.mlir" and "04-zero-stage.mlir" in ir
+    assert ir[0] == "00-capture.mlir" and "05-zero-stage.mlir" in ir
     for name in ("memory_by_role.svg", "timeline.svg"):
         ET.parse(out / name)
     trace = json.loads((out / "timeline.json").read_text())

@@ -71,17 +71,21 @@ void crossEntropyGradKernel(const AttrMap &attrs, const Tensors &operands,
   // dx = dloss (softmax(x) - onehot(label)) / count
   auto factor = static_cast<float>(static_cast<double>(readScalar(gradLoss)) /
                                    layout.count);
+  // The memory plan may put the gradient over the logits (docs/design.md#
+  // memory-plan): a row is read whole into `e` before its gradient is
+  // written, so replacing the logits needs no full-size copy.
   FloatInput x(logits);
-  FloatOutput out(result, overlapsAny(result, operands));
+  FloatOutput out(result, overlapsOtherThanReplaced(result, operands));
+  std::vector<float> e(static_cast<size_t>(classes));
   for (int64_t s = 0; s < layout.samples; ++s) {
     const float *row = x.data() + s * classes;
     float *dx = out.data() + s * classes;
     float max;
-    double sum = shiftedExp(row, dx, classes, max);
+    double sum = shiftedExp(row, e.data(), classes, max);
     auto inverse = static_cast<float>(1.0 / sum);
-    float atLabel = dx[labels[s]] * inverse;
+    float atLabel = e[labels[s]] * inverse;
     for (int64_t j = 0; j < classes; ++j)
-      dx[j] = dx[j] * inverse * factor;
+      dx[j] = e[j] * inverse * factor;
     dx[labels[s]] = (atLabel - 1.0f) * factor;
   }
   out.finish();
