@@ -71,9 +71,9 @@ void crossEntropyGradKernel(const AttrMap &attrs, const Tensors &operands,
   // dx = dloss (softmax(x) - onehot(label)) / count
   auto factor = static_cast<float>(static_cast<double>(readScalar(gradLoss)) /
                                    layout.count);
-  // The memory plan may put the gradient over the logits (docs/design.md#
-  // memory-plan): a row is read whole into `e` before its gradient is
-  // written, so replacing the logits needs no full-size copy.
+  // The memory plan may put the gradient over the logits
+  // (docs/plan-format.md#values): a row is read whole into `e` before its
+  // gradient is written, so replacing the logits needs no full-size copy.
   FloatInput x(logits);
   FloatOutput out(result, overlapsOtherThanReplaced(result, operands));
   std::vector<float> e(static_cast<size_t>(classes));

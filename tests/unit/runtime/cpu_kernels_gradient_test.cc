@@ -287,6 +287,21 @@ TEST(CpuKernelsGradient, CrossEntropyGradWithAndWithoutCount) {
   }
 }
 
+TEST(CpuKernelsGradient, CrossEntropyGradOverItsLogits) {
+  // The memory plan may give the gradient the logits' bytes: the same
+  // values, bit for bit, as into a buffer of its own.
+  const int64_t classes = 301;
+  Buffer logits = randomTensor(DType::F32, {5, classes}, 32, -4.0, 4.0);
+  Buffer labels = randomIndices(DType::I64, {5}, 33, classes);
+  Buffer gradLoss = makeTensor(DType::F32, {}, {1.3});
+  Buffer separate(DType::F32, {5, classes});
+  runKernel("nn.cross_entropy_grad", {}, {gradLoss.ref, logits.ref, labels.ref},
+            {separate.ref});
+  runKernel("nn.cross_entropy_grad", {}, {gradLoss.ref, logits.ref, labels.ref},
+            {logits.ref});
+  expectClose(logits.values(), separate.values(), 0, 0, "in place");
+}
+
 TEST(CpuKernelsGradient, EmbeddingGradAccumulatesRepeatedIds) {
   const int64_t vocab = 5, dim = 3;
   for (DType idType : {DType::I32, DType::I64}) {
