@@ -41,10 +41,10 @@ import zerosbp as zs  # noqa: E402
 
 MIB = 1024.0 * 1024.0
 SEQ, EMBED, HEADS, LAYERS, BATCH, RANKS = 128, 256, 4, 8, 8, 4
-# bench/stages' vocabulary, and a small one: the LM head's logits and their
-# gradient (vocabulary x tokens each) are live together at the start of the
-# backward whatever is checkpointed, so a small vocabulary shows the
-# blocks' own saving.
+# bench/stages' vocabulary, and a small one: the LM head's logits (their
+# gradient takes their bytes) are live at the start of the backward
+# whatever is checkpointed, so a small vocabulary shows the blocks' own
+# saving.
 VOCABS = [8192, 512]
 PIPELINE = bench_model.PYTHON_PIPELINE
 COLUMNS = [
@@ -57,6 +57,7 @@ COLUMNS = [
     ("step_ms", "step ms"),
     ("activation_cut", "activation cut"),
     ("step_ratio", "step time ratio"),
+    ("recompute_gflops", "recompute GFLOP/rank/step"),
     ("final_loss", "final loss"),
 ]
 
@@ -77,6 +78,7 @@ def train(vocab, stage, checkpoint, batches, repeats):
     report = graph.memory_report()
     planned = report["planned"]["peak_bytes_by_role"]["activation"]
     measured = max(r["by_role"]["activation"] for r in report["measured"])
+    flops = graph.report.get("remat", {}).get("recompute_flops_per_rank", 0)
     if measured != planned:
         bench_report.fail(f"stage {stage}: measured activation peak "
                           f"{measured} != planned {planned}")
@@ -86,6 +88,7 @@ def train(vocab, stage, checkpoint, batches, repeats):
         "planned": planned,
         "peak": max(r["total"] for r in report["measured"]),
         "step_ms": statistics.median(times),
+        "recompute_gflops": round(flops / 1e9, 3),
     }
 
 
@@ -150,7 +153,7 @@ def budgets(args):
         if measured != activation(report):
             bench_report.fail(f"{name}: measured activation peak {measured} "
                               f"!= planned {activation(report)}")
-        flops = choice.get("recompute_flops_per_rank")
+        flops = report.get("remat", {}).get("recompute_flops_per_rank", 0)
         rows.append({
             "checkpointing": name,
             "budget_mib": round(budget / MIB, 2) if budget else "",
@@ -160,8 +163,7 @@ def budgets(args):
             "peak_mib": round(max(r["total"] for r in run["peak_bytes"]) /
                               MIB, 2),
             "step_ms": round(run["mean_step_ms"], 1),
-            "recompute_gflops": round(flops / 1e9, 3) if flops is not None
-            else "",
+            "recompute_gflops": round(flops / 1e9, 3),
         })
     shutil.rmtree(work, ignore_errors=True)
     return rows
@@ -212,6 +214,7 @@ def main():
                     "step_ratio": round(run["step_ms"] / plain["step_ms"],
                                         2),
                     "final_loss": "%.6f" % run["losses"][-1],
+                    "recompute_gflops": run["recompute_gflops"],
                 })
     budget_rows = budgets(args)
     bench_report.print_table(COLUMNS, rows)

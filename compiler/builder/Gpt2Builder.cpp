@@ -33,11 +33,6 @@ std::optional<Gpt2Config> Gpt2Config::preset(StringRef name) {
       .Default(std::nullopt);
 }
 
-double Gpt2Config::blockForwardFlops(int64_t sequences) const {
-  double b = sequences, t = seqLen, e = embed;
-  return 24 * b * t * e * e + 4 * b * t * t * e;
-}
-
 int64_t Gpt2Config::numParameters() const {
   return vocab * embed + seqLen * embed +
          layers * (12 * embed * embed + 13 * embed) + 2 * embed;

@@ -30,10 +30,6 @@ struct Gpt2Config {
   /// checkpointed, one segment each (zero-compile's activation memory
   /// budget picks how many).
   int64_t checkpointedBlocks = 0;
-  /// The forward FLOPs of one block (Megatron's count: 24 B T E^2 for the
-  /// matmuls, 4 B T^2 E for attention), which recomputing it costs again;
-  /// `batch` sequences.
-  double blockForwardFlops(int64_t batch) const;
 
   /// Presets: "tiny" (tests), "small" (124M), "medium" (350M), "large"
   /// (774M), "xl" (1.5B, DeepSpeed's Megatron GPT-2 tutorial).

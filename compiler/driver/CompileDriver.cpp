@@ -9,6 +9,7 @@
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/nn/IR/NNOps.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 #include "passes/memory/PlanAttrs.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -180,6 +181,17 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
   json["plan"] = std::move(planJson);
   if (!options.planFile.empty())
     json["plan_file"] = options.planFile;
+  // zero-remat counts the matmul FLOPs its copies add over the global
+  // batch; each rank runs its share of the batch.
+  auto flops = func->getAttrOfType<FloatAttr>(kRecomputeFlopsAttr);
+  double total = flops ? flops.getValueAsDouble() : 0.0;
+  double perRank =
+      total / static_cast<double>(std::max<int64_t>(config.world, 1));
+  if (flops)
+    json["remat"] = llvm::json::Object{{"recompute_flops", total},
+                                       {"recompute_flops_per_rank", perRank}};
+  if (budgetChoice)
+    (*budgetChoice)["recompute_flops_per_rank"] = perRank;
   if (budgetChoice)
     json["activation_checkpointing"] = std::move(*budgetChoice);
   return json;

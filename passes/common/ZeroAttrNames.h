@@ -21,6 +21,11 @@ inline constexpr llvm::StringLiteral kZeroAttrPrefix = "zero.";
 /// func: the ZeRO stage (zero-stage).
 inline constexpr llvm::StringLiteral kStageAttr = "zero.stage";
 
+/// func: the matmul FLOPs per step that zero-remat's recomputation adds,
+/// over the global batch (2 m n k per product; other ops are not counted).
+inline constexpr llvm::StringLiteral kRecomputeFlopsAttr =
+    "zero.recompute_flops";
+
 /// nn.fill: marks the seed of the backward, d loss / d loss (zero-autodiff).
 inline constexpr llvm::StringLiteral kLossSeedAttr = "zero.loss_seed";
 

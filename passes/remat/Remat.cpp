@@ -64,6 +64,25 @@ SmallVector<Unit> unitsOf(ArrayRef<Operation *> forward) {
   return units;
 }
 
+/// 2 m n k for a matmul or batched matmul (k the contracted extent, m n
+/// the result's elements), else 0.
+double matmulFlops(Operation *op) {
+  auto flops = [](Value lhs, bool transposeLhs, Value result) {
+    auto lhsType = cast<ShapedType>(lhs.getType());
+    int64_t rank = lhsType.getRank();
+    int64_t k = lhsType.getDimSize(transposeLhs ? rank - 2 : rank - 1);
+    return 2.0 * static_cast<double>(k) *
+           static_cast<double>(
+               cast<ShapedType>(result.getType()).getNumElements());
+  };
+  if (auto matmul = dyn_cast<nn::MatmulOp>(op))
+    return flops(matmul.getLhs(), matmul.getTransposeLhs(), matmul.getResult());
+  if (auto batched = dyn_cast<nn::BatchMatmulOp>(op))
+    return flops(batched.getLhs(), batched.getTransposeLhs(),
+                 batched.getResult());
+  return 0.0;
+}
+
 struct ZeroRematPass : public zerosbp::impl::ZeroRematBase<ZeroRematPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -86,6 +105,14 @@ struct ZeroRematPass : public zerosbp::impl::ZeroRematBase<ZeroRematPass> {
     if (seed)
       for (Unit &unit : unitsOf(forward))
         recompute(unit, seed);
+    // What the recomputation costs, for the compile report.
+    double flops = 0;
+    body.walk([&](Operation *op) {
+      if (op->hasAttr(kRecomputedAttr))
+        flops += matmulFlops(op);
+    });
+    func->setAttr(zerosbp::kRecomputeFlopsAttr,
+                  FloatAttr::get(Float64Type::get(func.getContext()), flops));
     // The marks have done their job; copies and originals alike.
     body.walk([](Operation *op) {
       op->removeAttr(nn::kCheckpointAttr);

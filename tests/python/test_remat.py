@@ -132,6 +132,20 @@ def test_zero_compile_checkpoint_activations(tmp_path):
     assert peak(every)["activation"] <= peak(pairs)["activation"] < \
         peak(plain)["activation"]
     assert peak(every)["param"] == peak(plain)["param"]
+    # The recomputed matmuls, per rank (B = 1 sequence, zero-compile's
+    # default batch of one per rank, of T = 32 tokens; E = 64):
+    # a block recomputes QKV (6 B T E^2), attention (4 B T^2 E), the
+    # projection (2 B T E^2) and fc (8 B T E^2), not fc2, whose input the
+    # backward reads and whose output feeds the block's output. A segment
+    # of two blocks also recomputes the first block's fc2.
+    b, t, e = 1, 32, 64
+    block = 16 * b * t * e * e + 4 * b * t * t * e
+    fc2 = 8 * b * t * e * e
+    assert "remat" not in plain
+    assert every["remat"]["recompute_flops_per_rank"] == 4 * block
+    assert every["remat"]["recompute_flops"] == 2 * 4 * block
+    assert pairs["remat"]["recompute_flops_per_rank"] == \
+        2 * (2 * block + fc2)
     assert [p["pass"] for p in every["pass_ms"]][2:4] == \
         ["zero-autodiff", "zero-remat"]
 

@@ -594,19 +594,13 @@ int main(int argc, char **argv) {
                    llvm::json::Object{{"pass", "capture"}, {"ms", captureMs}});
   json["compile_ms"] = msSince(start);
   if (auto *choice = json.getObject("activation_checkpointing")) {
-    // Segment i is block h.i; recomputing one costs its forward again.
+    // Segment i is block h.i.
     llvm::json::Array blocks;
-    int64_t count = 0;
     if (const llvm::json::Array *segments =
             choice->getArray("checkpointed_segments"))
-      for (const llvm::json::Value &segment : *segments) {
+      for (const llvm::json::Value &segment : *segments)
         blocks.push_back("h." + std::to_string(*segment.getAsInteger()));
-        ++count;
-      }
     (*choice)["checkpointed_blocks"] = std::move(blocks);
-    int64_t perRank = gpt2.batch / std::max<int64_t>(config->world, 1);
-    (*choice)["recompute_flops_per_rank"] =
-        static_cast<double>(count) * gpt2.blockForwardFlops(perRank);
   }
 
   if (irFile == "-") {
