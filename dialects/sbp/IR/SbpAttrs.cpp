@@ -53,16 +53,43 @@ Attribute PlacementAttr::parse(AsmParser &parser, Type) {
   }
   if (parser.parseComma() || parseIntList(parser, ranks))
     return {};
-  if (succeeded(parser.parseOptionalComma())) {
-    if (parser.parseKeyword("hierarchy") || parser.parseEqual() ||
-        parseIntList(parser, hierarchy))
+  MemoryKind memory = MemoryKind::device;
+  bool seenHierarchy = false, seenMemory = false;
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc keyLoc = parser.getCurrentLocation();
+    StringRef key;
+    if (parser.parseKeyword(&key) || parser.parseEqual())
       return {};
+    if (key == "hierarchy" && !seenHierarchy && !seenMemory) {
+      seenHierarchy = true;
+      if (parseIntList(parser, hierarchy))
+        return {};
+      continue;
+    }
+    if (key == "memory" && !seenMemory) {
+      seenMemory = true;
+      StringRef kindName;
+      if (parser.parseKeyword(&kindName))
+        return {};
+      std::optional<MemoryKind> kind = symbolizeMemoryKind(kindName);
+      if (!kind) {
+        parser.emitError(keyLoc, "unknown memory kind '")
+            << kindName << "' (expected 'device', 'host' or 'nvme')";
+        return {};
+      }
+      memory = *kind;
+      continue;
+    }
+    parser.emitError(keyLoc, "expected 'hierarchy = [...]' then 'memory = "
+                             "<kind>' after the ranks, got '")
+        << key << "'";
+    return {};
   }
   if (parser.parseGreater())
     return {};
   return PlacementAttr::getChecked([&]() { return parser.emitError(loc); },
                                    parser.getContext(), *device, ranks,
-                                   hierarchy);
+                                   hierarchy, memory);
 }
 
 void PlacementAttr::print(AsmPrinter &printer) const {
@@ -74,12 +101,20 @@ void PlacementAttr::print(AsmPrinter &printer) const {
     llvm::interleaveComma(getHierarchy(), printer);
     printer << "]";
   }
+  if (getMemory() != MemoryKind::device)
+    printer << ", memory = " << stringifyMemoryKind(getMemory());
   printer << ">";
+}
+
+PlacementAttr PlacementAttr::withMemory(MemoryKind memory) const {
+  return PlacementAttr::get(getContext(), getDevice(), getRanks(),
+                            getHierarchy(), memory);
 }
 
 LogicalResult
 PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError, DeviceKind,
-                      ArrayRef<int64_t> ranks, ArrayRef<int64_t> hierarchy) {
+                      ArrayRef<int64_t> ranks, ArrayRef<int64_t> hierarchy,
+                      MemoryKind) {
   if (ranks.empty())
     return emitError() << "placement has no ranks";
   llvm::SmallSet<int64_t, 16> seen;

@@ -18,20 +18,36 @@ def Sbp_CollectiveKindAttr
 
 def Sbp_ReduceKindAttr : EnumAttr<Sbp_Dialect, Sbp_ReduceKind, "reduce">;
 
+def Sbp_MemoryKindAttr : EnumAttr<Sbp_Dialect, Sbp_MemoryKind, "memory">;
+
 def Sbp_PlacementAttr : Sbp_Attr<"Placement", "placement"> {
-  let summary = "device kind, ranks and an optional 2-D rank hierarchy";
+  let summary = "device kind, ranks, an optional 2-D rank hierarchy and "
+                "the memory kind";
   let description = [{
     `#sbp.placement<cpu, [0, 1, 2, 3]>` places a tensor on four CPU ranks;
     `#sbp.placement<cuda, [0, 1, 2, 3, 4, 5, 6, 7], hierarchy = [2, 4]>`
     arranges eight GPUs as 2 x 4 (row-major). Without a hierarchy the ranks
     form one axis. Ranks are distinct and non-negative; the hierarchy's
     product equals the rank count.
+
+    `memory = host` or `memory = nvme` puts the tensors in each rank's host
+    memory or in a file on its NVMe drive instead of the device's memory
+    (the default, not printed): ZeRO-Offload and ZeRO-Infinity as
+    placement. A tensor moves between memory kinds by `sbp.cast`, which
+    becomes an asynchronous transfer (docs/ir.md#memory-kinds).
   }];
   let parameters = (ins
     EnumParameter<Sbp_DeviceKind>:$device,
     ArrayRefParameter<"int64_t", "ranks">:$ranks,
-    OptionalArrayRefParameter<"int64_t", "hierarchy">:$hierarchy
+    OptionalArrayRefParameter<"int64_t", "hierarchy">:$hierarchy,
+    DefaultValuedParameter<"MemoryKind", "MemoryKind::device">:$memory
   );
+  let builders = [
+    AttrBuilder<(ins "DeviceKind":$device, "::llvm::ArrayRef<int64_t>":$ranks,
+                     "::llvm::ArrayRef<int64_t>":$hierarchy), [{
+      return $_get($_ctxt, device, ranks, hierarchy, MemoryKind::device);
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -43,6 +59,10 @@ def Sbp_PlacementAttr : Sbp_Attr<"Placement", "placement"> {
     int64_t getNumHierarchyAxes() const {
       return getHierarchy().empty() ? 1 : getHierarchy().size();
     }
+    /// The same devices and ranks with tensors in `memory`.
+    PlacementAttr withMemory(MemoryKind memory) const;
+    /// The same placement in device memory: what the rank grid stands for.
+    PlacementAttr onDevice() const { return withMemory(MemoryKind::device); }
   }];
 }
 

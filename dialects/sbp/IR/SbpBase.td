@@ -42,6 +42,16 @@ def Sbp_DeviceKind : I32EnumAttr<"DeviceKind", "device kind of a placement", [
   let genSpecializedAttr = 0;
 }
 
+def Sbp_MemoryKind : I32EnumAttr<"MemoryKind",
+    "the memory a placement's tensors live in", [
+  I32EnumAttrCase<"device", 0>,
+  I32EnumAttrCase<"host", 1>,
+  I32EnumAttrCase<"nvme", 2>,
+]> {
+  let cppNamespace = "::mlir::sbp";
+  let genSpecializedAttr = 0;
+}
+
 def Sbp_SbpKind : I32EnumAttr<"SbpKind", "split, broadcast or partial", [
   I32EnumAttrCase<"broadcast", 0, "B">,
   I32EnumAttrCase<"split", 1, "S">,

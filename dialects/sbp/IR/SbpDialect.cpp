@@ -26,6 +26,8 @@ struct SbpOpAsmInterface : public OpAsmDialectInterface {
     if (auto placement = dyn_cast<PlacementAttr>(attr)) {
       os << (placement.getDevice() == DeviceKind::cuda ? "gpus" : "cpus")
          << placement.getNumRanks();
+      if (placement.getMemory() != MemoryKind::device)
+        os << "_" << stringifyMemoryKind(placement.getMemory());
       return AliasResult::FinalAlias;
     }
     return AliasResult::NoAlias;

@@ -31,6 +31,24 @@ static void printCollectiveKind(OpAsmPrinter &printer, Operation *,
   printer << stringifyCollectiveKind(kind.getValue());
 }
 
+static ParseResult parseMemoryKind(OpAsmParser &parser, MemoryKindAttr &kind) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<MemoryKind> parsed = symbolizeMemoryKind(keyword);
+  if (!parsed)
+    return parser.emitError(loc, "unknown memory kind '")
+           << keyword << "' (expected device, host or nvme)";
+  kind = MemoryKindAttr::get(parser.getContext(), *parsed);
+  return success();
+}
+
+static void printMemoryKind(OpAsmPrinter &printer, Operation *,
+                            MemoryKindAttr kind) {
+  printer << stringifyMemoryKind(kind.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "dialects/sbp/IR/SbpOps.cpp.inc"
 
@@ -60,10 +78,15 @@ LogicalResult CastOp::verify() {
     return emitOpError("changes the element type from ")
            << sourceType.getElementType() << " to "
            << targetType.getElementType() << "; use nn.cast";
-  if (source.getPlacement() != target.getPlacement())
+  PlacementAttr from = source.getPlacement(), to = target.getPlacement();
+  if (from.onDevice() != to.onDevice())
     return emitOpError("casts between different placements ")
-           << source.getPlacement() << " and " << target.getPlacement()
+           << from << " and " << to
            << "; only SBP changes on one placement are supported";
+  // A transfer between memory kinds moves each rank's part as it is.
+  if (from.getMemory() != to.getMemory() && source.getSbp() != target.getSbp())
+    return emitOpError("changes both the memory kind and the SBP; cast "
+                       "one, then the other");
   if (source.getRole() != target.getRole())
     return emitOpError("changes the role from ")
            << stringifyRole(source.getRole()) << " to "
@@ -238,6 +261,33 @@ LogicalResult CollectiveWaitOp::inferReturnTypes(
   if (!future)
     return failure();
   llvm::append_range(inferred, future.getValueTypes());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TransferStartOp, TransferWaitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransferStartOp::verify() {
+  ArrayRef<RankedTensorType> results = getFuture().getType().getValueTypes();
+  if (results.size() != 1 || results.front() != getInput().getType())
+    return emitOpError("must yield one tensor of its input's type ")
+           << getInput().getType();
+  if (getFrom() == getTo())
+    return emitOpError("copies from ")
+           << stringifyMemoryKind(getFrom()) << " to the same memory kind";
+  return success();
+}
+
+LogicalResult TransferWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  if (operands.size() != 1)
+    return failure();
+  auto future = dyn_cast<FutureType>(operands.front().getType());
+  if (!future || future.getValueTypes().size() != 1)
+    return failure();
+  inferred.push_back(future.getValueTypes().front());
   return success();
 }
 

@@ -102,4 +102,46 @@ def Sbp_CollectiveWaitOp : Sbp_Op<"collective_wait", [
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
 }
 
+def Sbp_TransferStartOp : Sbp_Op<"transfer_start", [
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "starts an async copy of a per-rank tensor to another memory";
+  let description = [{
+    Copies the rank's tensor from memory kind `from` to memory kind `to`
+    (device, host, nvme) and returns a future; `sbp.transfer_wait`
+    completes it. Transfers run on the rank's copy engine (a host thread
+    for NVMe files), so compute and collectives placed between the start
+    and the wait overlap with it. `zero-partition` makes one from each
+    `sbp.cast` that changes only the memory kind.
+
+    ```mlir
+    %f = sbp.transfer_start %m from nvme to host
+        : tensor<1024xf32> -> !sbp.future<tensor<1024xf32>>
+    %h = sbp.transfer_wait %f : !sbp.future<tensor<1024xf32>>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       Sbp_MemoryKindAttr:$from,
+                       Sbp_MemoryKindAttr:$to);
+  let results = (outs Sbp_FutureType:$future);
+  let assemblyFormat = [{
+    $input `from` custom<MemoryKind>($from) `to` custom<MemoryKind>($to)
+    attr-dict `:` type($input) `->` qualified(type($future))
+  }];
+  let hasVerifier = 1;
+}
+
+def Sbp_TransferWaitOp : Sbp_Op<"transfer_wait", [
+    MemoryEffects<[MemRead, MemWrite]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "waits for an async transfer and yields the copied tensor";
+  let arguments = (ins Sbp_FutureType:$future);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+  let extraClassDeclaration = [{
+    TransferStartOp getStart() {
+      return getFuture().getDefiningOp<TransferStartOp>();
+    }
+  }];
+}
+
 #endif // ZEROSBP_DIALECTS_SBP_IR_SBPOPS_TD

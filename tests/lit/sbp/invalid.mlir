@@ -463,3 +463,41 @@ func.func @bucket_negative(%a: tensor<8xf32>) {
 func.func @future_empty(%f: !sbp.future<>) {
   return
 }
+
+// -----
+
+// expected-error@+1 {{unknown memory kind 'disk' (expected 'device', 'host' or 'nvme')}}
+func.func @memory_unknown() attributes {p = #sbp.placement<cpu, [0], memory = disk>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{expected 'hierarchy = [...]' then 'memory = <kind>' after the ranks, got 'hierarchy'}}
+func.func @memory_before_hierarchy() attributes {p = #sbp.placement<cpu, [0, 1], memory = host, hierarchy = [2]>} {
+  return
+}
+
+// -----
+
+func.func @cast_memory_and_sbp(%x: tensor<8xf32, #sbp.global<[B], #sbp.placement<cpu, [0, 1]>>>) {
+  // expected-error@+1 {{changes both the memory kind and the SBP; cast one, then the other}}
+  %h = sbp.cast %x : tensor<8xf32, #sbp.global<[B], #sbp.placement<cpu, [0, 1]>>> to tensor<8xf32, #sbp.global<[S(0)], #sbp.placement<cpu, [0, 1], memory = host>>>
+  return
+}
+
+// -----
+
+func.func @transfer_same_memory(%x: tensor<8xf32>) {
+  // expected-error@+1 {{copies from host to the same memory kind}}
+  %f = sbp.transfer_start %x from host to host : tensor<8xf32> -> !sbp.future<tensor<8xf32>>
+  return
+}
+
+// -----
+
+func.func @transfer_changes_type(%x: tensor<8xf32>) {
+  // expected-error@+1 {{must yield one tensor of its input's type 'tensor<8xf32>'}}
+  %f = sbp.transfer_start %x from host to device : tensor<8xf32> -> !sbp.future<tensor<4xf32>>
+  return
+}

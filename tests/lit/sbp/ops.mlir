@@ -408,3 +408,30 @@ func.func @overlapped(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>)
   %ra = sbp.collective_wait %fa : !sbp.future<tensor<8x8xf32>>
   return %ra, %rb : tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Memory kinds: host and NVMe placements, a cast that moves a tensor between
+// them, and the per-rank transfer it becomes.
+//===----------------------------------------------------------------------===//
+
+// CHECK: #[[HOST:cpus2_host]] = #sbp.placement<cpu, [0, 1], memory = host>
+// CHECK: #[[NVME:gpus4_nvme]] = #sbp.placement<cuda, [0, 1, 2, 3], hierarchy = [2, 2], memory = nvme>
+// CHECK-LABEL: func.func @memory_kinds
+// CHECK-SAME: device = #cpus2
+// CHECK-SAME: host = #[[HOST]]
+// CHECK-SAME: nvme = #[[NVME]]
+// CHECK: sbp.cast %{{.*}} : tensor<8xf32, #sbp.global<[S(0)], #cpus2, opt_state>> to tensor<8xf32, #sbp.global<[S(0)], #[[HOST]], opt_state>>
+// CHECK: %[[F:.*]] = sbp.transfer_start %{{.*}} from nvme to host : tensor<4xf32> -> !sbp.future<tensor<4xf32>>
+// CHECK: sbp.transfer_wait %[[F]] : !sbp.future<tensor<4xf32>>
+func.func @memory_kinds(%x: tensor<8xf32, #sbp.global<[S(0)], #sbp.placement<cpu, [0, 1]>, opt_state>>, %l: tensor<4xf32>) attributes {
+  device = #sbp.placement<cpu, [0, 1], memory = device>,
+  host = #sbp.placement<cpu, [0, 1], memory = host>,
+  nvme = #sbp.placement<cuda, [0, 1, 2, 3], hierarchy = [2, 2], memory = nvme>
+} {
+  %h = sbp.cast %x : tensor<8xf32, #sbp.global<[S(0)], #sbp.placement<cpu, [0, 1]>, opt_state>> to tensor<8xf32, #sbp.global<[S(0)], #sbp.placement<cpu, [0, 1], memory = host>, opt_state>>
+  %f = sbp.transfer_start %l from nvme to host : tensor<4xf32> -> !sbp.future<tensor<4xf32>>
+  %w = sbp.transfer_wait %f : !sbp.future<tensor<4xf32>>
+  return
+}
