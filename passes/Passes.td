@@ -88,6 +88,34 @@ def ZeroRemat : Pass<"zero-remat", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroOffload : Pass<"zero-offload", "::mlir::func::FuncOp"> {
+  let summary = "ZeRO-Offload and ZeRO-Infinity: optimizer states off the device";
+  let description = [{
+    Runs last on the global view, after zero-stage has split the optimizer
+    states. Every `opt_state` and `master` variable moves to host memory
+    (`optimizer-device=cpu`) or to NVMe files (`nvme`): its placement gets
+    `memory = host` or `memory = nvme`. Each optimizer update then runs on
+    the host: operands in another memory (the gradient shard, the parameter
+    shard, the step; states on NVMe) are cast to host memory before it, its
+    results are in host memory, the new parameter is cast back to the
+    device for its consumers, and new states on NVMe are cast back there
+    before their assignment. zero-partition makes each of these casts an
+    asynchronous transfer (docs/design.md#offload).
+  }];
+  let options = [
+    Option<"device", "optimizer-device", "::zerosbp::OffloadDevice",
+           "::zerosbp::OffloadDevice::None", "none, cpu or nvme",
+           [{::llvm::cl::values(
+               clEnumValN(::zerosbp::OffloadDevice::None, "none",
+                          "states stay on the device"),
+               clEnumValN(::zerosbp::OffloadDevice::Cpu, "cpu",
+                          "states in host memory"),
+               clEnumValN(::zerosbp::OffloadDevice::Nvme, "nvme",
+                          "states in NVMe files"))}]>,
+  ];
+  let dependentDialects = ["::mlir::nn::NNDialect", "::mlir::sbp::SbpDialect"];
+}
+
 def ZeroOptimizer : Pass<"zero-optimizer", "::mlir::func::FuncOp"> {
   let summary = "Turns parameter gradients into optimizer updates";
   let description = [{

@@ -14,6 +14,7 @@
 
 #include "llvm/Support/ErrorHandling.h"
 
+#include <string>
 #include <type_traits>
 
 namespace zerosbp {
@@ -47,6 +48,10 @@ template <typename T> constexpr OptionType optionType() {
     return OptionType::Bool;
   else if constexpr (std::is_same_v<T, OptimizerKind>)
     return OptionType::Optimizer;
+  else if constexpr (std::is_same_v<T, OffloadDevice>)
+    return OptionType::Offload;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return OptionType::Text;
   else
     return OptionType::Precision;
 }

@@ -95,6 +95,10 @@ bool applies(const ConfigOption &option, const ZeroConfig &config) {
     return config.optimizer.kind != OptimizerKind::SGD;
   case OptionWhen::Fp16:
     return config.precision.precision == Precision::FP16;
+  case OptionWhen::Offload:
+    return config.zero.offloadOptimizer != OffloadDevice::None;
+  case OptionWhen::Nvme:
+    return config.zero.offloadOptimizer == OffloadDevice::Nvme;
   default:
     return true;
   }
@@ -143,6 +147,19 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
                      formatNumber(config.optimizer.weightDecay));
     if (option.field == ConfigField::TrainBatchSize)
       checkBatchRule(check, config);
+    // Offload moves the stage's optimizer-state partitions: stage 0 has
+    // none (DeepSpeed: "ZeRO-Offload requires ZeRO stage >= 1").
+    if (option.field == ConfigField::OffloadOptimizer &&
+        config.zero.offloadOptimizer != OffloadDevice::None &&
+        config.stage == 0)
+      check.fail(ConfigField::OffloadOptimizer,
+                 "needs ZeRO stage 1, 2 or 3 (stage 0 keeps whole optimizer "
+                 "states on every rank)");
+    if (option.field == ConfigField::OffloadOptimizerNvmePath &&
+        config.zero.offloadOptimizer == OffloadDevice::Nvme &&
+        config.zero.offloadOptimizerNvmePath.empty())
+      check.fail(ConfigField::OffloadOptimizerNvmePath,
+                 "expected the directory for the NVMe files, got none");
   }
   return check.takeError();
 }

@@ -34,11 +34,27 @@ inline constexpr size_t kNumConfigFields = 0
 /// The struct that holds an option's member (ConfigOptions.def).
 enum class OptionGroup { Config, Optimizer, Precision, Knobs };
 /// The type of an option's member.
-enum class OptionType { Integer, Number, Bool, Optimizer, Precision };
+enum class OptionType {
+  Integer,
+  Number,
+  Bool,
+  Optimizer,
+  Precision,
+  Offload,
+  Text
+};
 /// Its range (ConfigOptions.def).
 enum class OptionCheck { None, AtLeast, In, NonNegative, Probability, True };
 /// When it is used and printed (ConfigOptions.def).
-enum class OptionWhen { Always, NotSgd, PrintedNotSgd, Fp16, NonZero };
+enum class OptionWhen {
+  Always,
+  NotSgd,
+  PrintedNotSgd,
+  Fp16,
+  NonZero,
+  Offload,
+  Nvme
+};
 
 struct ConfigOption {
   ConfigField field;

@@ -4,6 +4,7 @@
 
 #include "compiler/config/ConfigAccess.h"
 #include "compiler/config/ConfigChecks.h"
+#include "compiler/config/Diagnostics.h"
 #include "compiler/config/JsonReader.h"
 #include "compiler/config/JsonText.h"
 
@@ -24,9 +25,11 @@ plainKeysOf(llvm::StringRef section) {
   llvm::SmallVector<std::pair<ConfigField, llvm::StringRef>> keys;
   for (const ConfigOption &option : configOptions()) {
     llvm::StringRef path = option.deepSpeed;
-    if (option.type != OptionType::Optimizer &&
-        option.type != OptionType::Precision && path.consume_front(section) &&
-        path.consume_front("."))
+    bool plain = option.type == OptionType::Integer ||
+                 option.type == OptionType::Number ||
+                 option.type == OptionType::Bool;
+    if (plain && path.consume_front(section) && path.consume_front(".") &&
+        !path.contains('.'))
       keys.emplace_back(option.field, path);
   }
   return keys;
@@ -246,13 +249,43 @@ void DeepSpeedParser::readOffload(JsonObjectReader &zero, llvm::StringRef key,
 
   std::optional<std::string> device;
   offload.readString("device", device);
-  if (device && *device != "none") {
-    if (*device == "cpu" || *device == "nvme")
-      offload.error("device", "offloading to " +
-                                  describeJson(*offload.get("device")) +
-                                  " is not supported (only \"none\")");
-    else
-      offload.typeError("device", "\"none\", \"cpu\" or \"nvme\"");
+  std::optional<OffloadDevice> kind =
+      device ? symbolizeOffloadDevice(*device) : OffloadDevice::None;
+  if (device && (!kind || *device != stringifyOffloadDevice(*kind)))
+    offload.typeError("device", "\"none\", \"cpu\" or \"nvme\"");
+  bool optimizer = key == "offload_optimizer";
+  if (kind && *kind != OffloadDevice::None && !optimizer)
+    offload.error("device", "offloading parameters to " +
+                                describeJson(*offload.get("device")) +
+                                " is not supported yet (only \"none\"); "
+                                "offload_optimizer is");
+  if (optimizer && kind && !sink.failed()) {
+    ZeroKnobs &knobs = config.zero;
+    knobs.offloadOptimizer = *kind;
+    if (const llvm::json::Value *path = offload.get("nvme_path"))
+      if (std::optional<llvm::StringRef> text = path->getAsString())
+        knobs.offloadOptimizerNvmePath = text->str();
+    std::optional<bool> pin;
+    offload.readBool("pin_memory", pin);
+    if (pin)
+      knobs.offloadOptimizerPinMemory = *pin;
+    std::optional<int64_t> buffers;
+    offload.readInteger("buffer_count", buffers);
+    if (buffers)
+      knobs.offloadOptimizerBufferCount = *buffers;
+    // A part of the states on the device (ratio < 1) and SuperOffload's
+    // GPU-side Adam are not implemented; the other members only tune
+    // DeepSpeed's swapper, whose work the schedule does here.
+    double ratio = 1.0;
+    offload.readNumber("ratio", ratio);
+    if (ratio != 1.0 && !sink.failed())
+      offload.error("ratio", "only 1 is supported (every optimizer state "
+                             "offloaded), got " +
+                                 formatNumber(ratio));
+    bool superOffload = false;
+    offload.readBool("super_offload", superOffload);
+    if (superOffload && !sink.failed())
+      offload.error("super_offload", "true is not supported");
   }
 
   // With device "none" the other members have no effect, in DeepSpeed as

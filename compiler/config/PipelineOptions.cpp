@@ -143,6 +143,16 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
     config.precision.precision = *precision;
     return llvm::Error::success();
   }
+  case ConfigField::OffloadOptimizer: {
+    std::optional<OffloadDevice> device = symbolizeOffloadDevice(value);
+    if (!device)
+      return expected("none, cpu or nvme");
+    config.zero.offloadOptimizer = *device;
+    return llvm::Error::success();
+  }
+  case ConfigField::OffloadOptimizerNvmePath:
+    config.zero.offloadOptimizerNvmePath = value.str();
+    return llvm::Error::success();
   case ConfigField::OverlapComm:
     if (!(overlapComm = parseBool(value)))
       return expected("true or false");
@@ -194,6 +204,14 @@ llvm::Error OptionsParser::checkContext() {
     if (option.when == OptionWhen::Fp16 &&
         config.precision.precision != Precision::FP16)
       return configError(option.key + ": only used with precision=fp16");
+    if (option.when == OptionWhen::Offload &&
+        config.zero.offloadOptimizer == OffloadDevice::None)
+      return configError(option.key +
+                         ": only used with offload-optimizer=cpu or nvme");
+    if (option.when == OptionWhen::Nvme &&
+        config.zero.offloadOptimizer != OffloadDevice::Nvme)
+      return configError(option.key +
+                         ": only used with offload-optimizer=nvme");
   }
   return llvm::Error::success();
 }

@@ -57,6 +57,10 @@ static bool isPrinted(const ConfigOption &option, const ZeroConfig &config) {
     return config.precision.precision == Precision::FP16;
   case OptionWhen::NonZero:
     return *optionMember<int64_t>(config, option.field) != 0;
+  case OptionWhen::Offload:
+    return config.zero.offloadOptimizer != OffloadDevice::None;
+  case OptionWhen::Nvme:
+    return config.zero.offloadOptimizer == OffloadDevice::Nvme;
   }
   llvm_unreachable("unknown OptionWhen");
 }
@@ -71,6 +75,10 @@ static std::string optionText(const ZeroConfig &config, ConfigField field) {
     return *value ? "true" : "false";
   if (const OptimizerKind *kind = optionMember<OptimizerKind>(config, field))
     return stringifyOptimizerKind(*kind).str();
+  if (const OffloadDevice *device = optionMember<OffloadDevice>(config, field))
+    return stringifyOffloadDevice(*device).str();
+  if (const std::string *text = optionMember<std::string>(config, field))
+    return *text;
   return stringifyPrecision(*optionMember<Precision>(config, field)).str();
 }
 
@@ -81,6 +89,10 @@ static llvm::json::Value optionJson(const ZeroConfig &config,
     return *value;
   if (const double *value = optionMember<double>(config, field))
     return *value;
+  if (const OffloadDevice *device = optionMember<OffloadDevice>(config, field))
+    return stringifyOffloadDevice(*device);
+  if (const std::string *text = optionMember<std::string>(config, field))
+    return *text;
   return *optionMember<bool>(config, field);
 }
 
@@ -111,14 +123,18 @@ llvm::json::Value ZeroConfig::toJson() const {
 
   llvm::json::Object fp16{{"enabled", precision.precision == Precision::FP16}};
 
+  llvm::json::Object offloadOptimizer{{"device", "none"}};
   llvm::json::Object zeroOptimization{
-      {"offload_optimizer", llvm::json::Object{{"device", "none"}}},
       {"offload_param", llvm::json::Object{{"device", "none"}}},
   };
-  // The plain keys under their DeepSpeed paths (ConfigOptions.def).
+  // The plain keys under their DeepSpeed paths (ConfigOptions.def); the
+  // offload section's members only when it is in use.
   for (const ConfigOption &option : configOptions()) {
     llvm::StringRef path = option.deepSpeed;
-    if (path.consume_front("zero_optimization."))
+    if (path.consume_front("zero_optimization.offload_optimizer.")) {
+      if (isPrinted(option, *this))
+        offloadOptimizer[path] = optionJson(*this, option.field);
+    } else if (path.consume_front("zero_optimization."))
       zeroOptimization[path] = optionJson(*this, option.field);
     else if (precision.precision == Precision::FP16 &&
              option.type != OptionType::Precision &&
@@ -126,6 +142,7 @@ llvm::json::Value ZeroConfig::toJson() const {
       fp16[path] = optionJson(*this, option.field);
   }
 
+  zeroOptimization["offload_optimizer"] = std::move(offloadOptimizer);
   llvm::json::Object result{
       {"zerosbp",
        llvm::json::Object{{"world", world},

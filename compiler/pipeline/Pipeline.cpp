@@ -99,6 +99,10 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
   }
   if (config.gradientClipping > 0)
     pm.addPass(createZeroGradClip({/*maxNorm=*/config.gradientClipping}));
+  // Last: the updates move to the host with the states they read, after
+  // the passes that act where the updates read their gradients.
+  if (config.zero.offloadOptimizer != OffloadDevice::None)
+    pm.addPass(createZeroOffload({/*device=*/config.zero.offloadOptimizer}));
   return llvm::Error::success();
 }
 

@@ -46,3 +46,24 @@ std::optional<Precision> zerosbp::symbolizePrecision(llvm::StringRef name) {
       return precision;
   return std::nullopt;
 }
+
+llvm::StringRef zerosbp::stringifyOffloadDevice(OffloadDevice device) {
+  switch (device) {
+  case OffloadDevice::None:
+    return "none";
+  case OffloadDevice::Cpu:
+    return "cpu";
+  case OffloadDevice::Nvme:
+    return "nvme";
+  }
+  llvm_unreachable("unknown OffloadDevice");
+}
+
+std::optional<OffloadDevice>
+zerosbp::symbolizeOffloadDevice(llvm::StringRef name) {
+  for (OffloadDevice device :
+       {OffloadDevice::None, OffloadDevice::Cpu, OffloadDevice::Nvme})
+    if (name.equals_insensitive(stringifyOffloadDevice(device)))
+      return device;
+  return std::nullopt;
+}

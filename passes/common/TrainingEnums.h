@@ -23,6 +23,11 @@ enum class OptimizerKind { SGD, Adam, AdamW };
 /// (`zero-amp`); only FP16 uses loss scaling, as in DeepSpeed.
 enum class Precision { FP32, FP16, BF16 };
 
+/// Where the optimizer states (and fp32 masters) live: the device's memory,
+/// host memory (ZeRO-Offload) or files on NVMe (ZeRO-Infinity); DeepSpeed's
+/// `offload_optimizer.device` (docs/design.md#offload).
+enum class OffloadDevice { None, Cpu, Nvme };
+
 /// "sgd", "adam", "adamw".
 llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
 /// Case-insensitive inverse of stringifyOptimizerKind.
@@ -31,6 +36,10 @@ std::optional<OptimizerKind> symbolizeOptimizerKind(llvm::StringRef name);
 llvm::StringRef stringifyPrecision(Precision precision);
 /// Case-insensitive inverse of stringifyPrecision.
 std::optional<Precision> symbolizePrecision(llvm::StringRef name);
+/// "none", "cpu", "nvme".
+llvm::StringRef stringifyOffloadDevice(OffloadDevice device);
+/// Case-insensitive inverse of stringifyOffloadDevice.
+std::optional<OffloadDevice> symbolizeOffloadDevice(llvm::StringRef name);
 
 } // namespace zerosbp
 
