@@ -47,6 +47,11 @@ inline constexpr llvm::StringLiteral kPlacementAttr = "zero.placement";
 /// (zero-partition).
 inline constexpr llvm::StringLiteral kGlobalTypeAttr = "zero.global_type";
 
+/// An op of the local view: its results live in this memory kind
+/// (`#sbp.memory<host>` or `<nvme>`), read off their global types by
+/// zero-partition; without it, in device memory (docs/design.md#offload).
+inline constexpr llvm::StringLiteral kMemoryKindAttr = "zero.memory_kind";
+
 /// func: the rank a per-rank program is for (zero-partition with `rank=N`).
 inline constexpr llvm::StringLiteral kRankAttr = "zero.rank";
 

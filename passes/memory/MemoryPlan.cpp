@@ -1,11 +1,12 @@
 //===- MemoryPlan.cpp - zero-memory-plan ----------------------------------===//
 //
-// Gives every tensor value of the final schedule a place in one arena per
-// rank. Values share a buffer where the program needs no copy (views, in
-// place updates and reductions, values computed straight into the variable
-// they are assigned to, gradients written into their bucket); each buffer
-// is live from its first write to its last read; buffers are packed best
-// fit, largest first.
+// Gives every tensor value of the final schedule a place in an arena of its
+// rank: device memory, and host memory or NVMe files for what zero-offload
+// placed there (docs/design.md#offload). Values share a buffer where the
+// program needs no copy (views, in place updates and reductions, values
+// computed straight into the variable they are assigned to, gradients written
+// into their bucket); each buffer is live from its first write to its last
+// read; buffers are packed best fit, largest first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,7 @@ namespace {
 struct BufferInfo {
   int64_t bytes = 0;
   std::string role;
+  MemoryKind memory = MemoryKind::device;
   bool persistent = false;
   /// Made for one op result and still holding only it and its views, so it
   /// may be merged into a variable or a bucket.
@@ -53,10 +55,12 @@ public:
 
 private:
   int64_t newBuffer(int64_t bytes, StringRef role, bool persistent = false,
-                    bool mergeable = false) {
+                    bool mergeable = false,
+                    MemoryKind memory = MemoryKind::device) {
     BufferInfo info;
     info.bytes = bytes;
     info.role = role.str();
+    info.memory = memory;
     info.persistent = persistent;
     info.mergeable = mergeable;
     buffers.push_back(std::move(info));
@@ -67,9 +71,17 @@ private:
     buffers[slot.buffer].values.push_back(value);
   }
   void placeFresh(Value value, StringRef role) {
-    place(value,
-          {newBuffer(valueBytes(value), role, false, /*mergeable=*/true), 0});
+    place(value, {newBuffer(valueBytes(value), role, false, /*mergeable=*/true,
+                            memoryOf(value)),
+                  0});
   }
+  /// Whether `value` may share `slot`'s buffer: they are in one memory.
+  bool sameMemory(Value value, Slot slot) const {
+    return memoryOf(value) == buffers[slot.buffer].memory;
+  }
+  /// Where zero-partition put `value`: a transfer's destination, its op's
+  /// `zero.memory_kind`, a variable's placement; device memory otherwise.
+  static MemoryKind memoryOf(Value value);
   static int64_t valueBytes(Value value) {
     return tensorBytes(cast<RankedTensorType>(value.getType()));
   }
@@ -88,7 +100,9 @@ private:
   void layOutBuckets();
   LogicalResult retargetAssignments();
   void computeLiveness();
+  /// Offsets in each memory's arena.
   LogicalResult pack();
+  LogicalResult pack(MemoryKind memory);
   void writeAttributes();
 
   func::FuncOp func;
@@ -104,6 +118,21 @@ private:
 };
 
 } // namespace
+
+MemoryKind Planner::memoryOf(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return MemoryKind::device;
+  if (auto wait = dyn_cast<TransferWaitOp>(op))
+    if (TransferStartOp start = wait.getStart())
+      return start.getTo();
+  if (auto kind = op->getAttrOfType<MemoryKindAttr>(kMemoryKindAttr))
+    return kind.getValue();
+  if (auto global = op->getAttrOfType<TypeAttr>(kGlobalTypeAttr))
+    if (GlobalTensorAttr encoding = getGlobalEncoding(global.getValue()))
+      return encoding.getPlacement().getMemory();
+  return MemoryKind::device;
+}
 
 bool Planner::readsEndBy(int64_t buffer, int64_t position,
                          Operation *ignore) const {
@@ -146,7 +175,8 @@ void Planner::assignSlots() {
     if (auto variable = dyn_cast<nn::VariableOp>(op)) {
       Value value = variable.getResult();
       place(value, {newBuffer(valueBytes(value),
-                              stringifyRole(variable.getRole()), true),
+                              stringifyRole(variable.getRole()), true,
+                              /*mergeable=*/false, memoryOf(value)),
                     0});
       variables[variable.getName()] = value;
       continue;
@@ -174,11 +204,20 @@ void Planner::assignSlots() {
         Value old = update.getUpdatedOperand(result).get();
         auto it = slots.find(old);
         if (it != slots.end() && old.getType() == result.getType() &&
-            readsEndBy(it->second.buffer, at))
+            sameMemory(result, it->second) && readsEndBy(it->second.buffer, at))
           place(result, it->second);
         else
           placeFresh(result, "activation");
       }
+      continue;
+    }
+    if (auto wait = dyn_cast<TransferWaitOp>(op)) {
+      // A copy in another memory is what its source is: an optimizer
+      // state read off NVMe counts as optimizer state in host memory.
+      auto source = slots.find(wait.getStart().getInput());
+      placeFresh(wait.getResult(), source == slots.end()
+                                       ? StringRef("activation")
+                                       : buffers[source->second.buffer].role);
       continue;
     }
     if (auto wait = dyn_cast<CollectiveWaitOp>(op)) {
@@ -301,6 +340,12 @@ LogicalResult Planner::retargetAssignments() {
     if (source == target)
       continue; // computed in place
     BufferInfo &from = buffers[source.buffer];
+    if (from.memory != buffers[target.buffer].memory)
+      return assign.emitOpError("zero-memory-plan: assigns a value in ")
+             << stringifyMemoryKind(from.memory) << " memory to '"
+             << assign.getName() << "' in "
+             << stringifyMemoryKind(buffers[target.buffer].memory)
+             << " memory; transfer it there first (zero-offload)";
     int64_t writesFrom = INT64_MAX;
     for (Value value : from.values)
       writesFrom = std::min(writesFrom, positions.writeStart(value));
@@ -348,6 +393,14 @@ void Planner::computeLiveness() {
 }
 
 LogicalResult Planner::pack() {
+  for (MemoryKind memory :
+       {MemoryKind::device, MemoryKind::host, MemoryKind::nvme})
+    if (failed(pack(memory)))
+      return failure();
+  return success();
+}
+
+LogicalResult Planner::pack(MemoryKind memory) {
   auto aligned = [&](int64_t bytes) {
     return (bytes + alignment - 1) / alignment * alignment;
   };
@@ -362,7 +415,7 @@ LogicalResult Planner::pack() {
   int64_t base = 0;
   SmallVector<int64_t> order;
   for (auto [index, info] : llvm::enumerate(buffers)) {
-    if (info.merged)
+    if (info.merged || info.memory != memory)
       continue;
     if (info.bytes > kMaxPlanBytes)
       return tooLarge();
@@ -426,13 +479,16 @@ void Planner::writeAttributes() {
     if (info.merged)
       continue;
     number[index] = entries.size();
-    entries.push_back(builder.getDictionaryAttr({
+    SmallVector<NamedAttribute> fields = {
         builder.getNamedAttr("offset", builder.getI64IntegerAttr(info.offset)),
         builder.getNamedAttr("bytes", builder.getI64IntegerAttr(info.bytes)),
         builder.getNamedAttr(
             "live", builder.getDenseI64ArrayAttr({info.first, info.last})),
-        builder.getNamedAttr("role", builder.getStringAttr(info.role)),
-    }));
+        builder.getNamedAttr("role", builder.getStringAttr(info.role))};
+    if (info.memory != MemoryKind::device)
+      fields.push_back(builder.getNamedAttr(
+          "memory", builder.getStringAttr(stringifyMemoryKind(info.memory))));
+    entries.push_back(builder.getDictionaryAttr(fields));
   }
   func->setAttr(kBuffersAttr, builder.getArrayAttr(entries));
 
@@ -458,27 +514,9 @@ void Planner::writeAttributes() {
   for (Operation *assign : copies)
     assign->setAttr(kCopyAttr, builder.getUnitAttr());
 
-  // The arena, the lower bound (most bytes live at once) and the peak of
+  // Each arena's size, lower bound (most bytes live at once) and peak of
   // each role, from a sweep over the op positions.
   int64_t end = positions[block.getTerminator()];
-  std::map<std::string, std::vector<int64_t>> byRole;
-  std::vector<int64_t> total(end + 2, 0), states(end + 2, 0);
-  int64_t arena = 0;
-  for (BufferInfo &info : buffers) {
-    if (info.merged)
-      continue;
-    arena = std::max(arena, info.offset + info.bytes);
-    std::vector<int64_t> &role = byRole[info.role];
-    role.resize(end + 2, 0);
-    role[info.first] += info.bytes;
-    role[info.last + 1] -= info.bytes;
-    total[info.first] += info.bytes;
-    total[info.last + 1] -= info.bytes;
-    if (isModelState(info.role)) {
-      states[info.first] += info.bytes;
-      states[info.last + 1] -= info.bytes;
-    }
-  }
   auto peakOf = [](std::vector<int64_t> &deltas) {
     int64_t live = 0, peak = 0;
     for (int64_t delta : deltas) {
@@ -487,23 +525,73 @@ void Planner::writeAttributes() {
     }
     return peak;
   };
-  SmallVector<NamedAttribute> peaks;
-  for (const char *role : kPlanRoles) {
-    auto it = byRole.find(role);
-    int64_t peak = it == byRole.end() ? 0 : peakOf(it->second);
-    peaks.push_back(
-        builder.getNamedAttr(role, builder.getI64IntegerAttr(peak)));
+  struct ArenaSummary {
+    bool used = false;
+    int64_t arena = 0;
+    std::map<std::string, std::vector<int64_t>> byRole;
+    std::vector<int64_t> total, states;
+  };
+  std::map<MemoryKind, ArenaSummary> arenas;
+  for (BufferInfo &info : buffers) {
+    if (info.merged)
+      continue;
+    ArenaSummary &summary = arenas[info.memory];
+    if (!summary.used) {
+      summary.used = true;
+      summary.total.assign(end + 2, 0);
+      summary.states.assign(end + 2, 0);
+    }
+    summary.arena = std::max(summary.arena, info.offset + info.bytes);
+    std::vector<int64_t> &role = summary.byRole[info.role];
+    role.resize(end + 2, 0);
+    role[info.first] += info.bytes;
+    role[info.last + 1] -= info.bytes;
+    summary.total[info.first] += info.bytes;
+    summary.total[info.last + 1] -= info.bytes;
+    if (isModelState(info.role)) {
+      summary.states[info.first] += info.bytes;
+      summary.states[info.last + 1] -= info.bytes;
+    }
   }
-  func->setAttr(
-      kMemoryAttr,
-      builder.getDictionaryAttr({
-          builder.getNamedAttr("arena", builder.getI64IntegerAttr(arena)),
-          builder.getNamedAttr("lower_bound",
-                               builder.getI64IntegerAttr(peakOf(total))),
-          builder.getNamedAttr("model_states",
-                               builder.getI64IntegerAttr(peakOf(states))),
-          builder.getNamedAttr("peak", builder.getDictionaryAttr(peaks)),
-      }));
+  auto peaksOf = [&](ArenaSummary &summary) {
+    SmallVector<NamedAttribute> peaks;
+    for (const char *role : kPlanRoles) {
+      auto it = summary.byRole.find(role);
+      int64_t peak = it == summary.byRole.end() ? 0 : peakOf(it->second);
+      peaks.push_back(
+          builder.getNamedAttr(role, builder.getI64IntegerAttr(peak)));
+    }
+    return builder.getDictionaryAttr(peaks);
+  };
+  ArenaSummary &device = arenas[MemoryKind::device];
+  if (!device.used) {
+    device.total.assign(end + 2, 0);
+    device.states.assign(end + 2, 0);
+  }
+  SmallVector<NamedAttribute> memory = {
+      builder.getNamedAttr("arena", builder.getI64IntegerAttr(device.arena)),
+      builder.getNamedAttr("lower_bound",
+                           builder.getI64IntegerAttr(peakOf(device.total))),
+      builder.getNamedAttr("model_states",
+                           builder.getI64IntegerAttr(peakOf(device.states))),
+      builder.getNamedAttr("peak", peaksOf(device)),
+  };
+  for (MemoryKind kind : {MemoryKind::host, MemoryKind::nvme}) {
+    auto it = arenas.find(kind);
+    if (it == arenas.end() || !it->second.used)
+      continue;
+    ArenaSummary &summary = it->second;
+    memory.push_back(builder.getNamedAttr(
+        stringifyMemoryKind(kind),
+        builder.getDictionaryAttr({
+            builder.getNamedAttr("arena",
+                                 builder.getI64IntegerAttr(summary.arena)),
+            builder.getNamedAttr("lower_bound", builder.getI64IntegerAttr(
+                                                    peakOf(summary.total))),
+            builder.getNamedAttr("peak", peaksOf(summary)),
+        })));
+  }
+  func->setAttr(kMemoryAttr, builder.getDictionaryAttr(memory));
 }
 
 LogicalResult Planner::run() {

@@ -24,8 +24,11 @@ zerosbp::readPlannedBuffers(func::FuncOp func) {
       return func.emitError("buffer #")
              << index << " of " << kBuffersAttr
              << " needs offset, bytes, live = [first, last] and role";
-    result.push_back({offset.getInt(), bytes.getInt(), live[0], live[1],
-                      role.getValue().str()});
+    PlannedBuffer buffer{offset.getInt(), bytes.getInt(), live[0], live[1],
+                         role.getValue().str()};
+    if (auto memory = dict.getAs<StringAttr>("memory"))
+      buffer.memory = memory.getValue().str();
+    result.push_back(std::move(buffer));
   }
   return result;
 }

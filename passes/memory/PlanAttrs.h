@@ -6,9 +6,14 @@
 //   op:   zero.slots   = array<i64: buffer, offset, ...>  one pair per result
 //                        (-1, -1 for results that are not tensors)
 //   func: zero.buffers = [{offset, bytes, live = array<i64: first, last>,
-//                          role}, ...]
+//                          role, memory}, ...]  (memory: "host" or "nvme";
+//                          absent for device memory)
 //         zero.memory  = {arena, lower_bound, model_states,
-//                         peak = {role: bytes}}
+//                         peak = {role: bytes},
+//                         host = {arena, lower_bound, peak},
+//                         nvme = {arena, lower_bound, peak}}
+//                        (arena, lower_bound and peak: device memory;
+//                        host and nvme only when some buffer is there)
 //   sbp.collective_start: zero.staging = buffer (a bucket copied through a
 //                        staging buffer)
 //   nn.assign: zero.copy (the value is copied into the variable; without it
@@ -44,12 +49,17 @@ inline constexpr const char *kPlanRoles[] = {
     "param",      "grad",  "master",     "opt_state",
     "activation", "input", "comm_buffer"};
 
+/// The memory kinds a plan has arenas in, in arena order.
+inline constexpr const char *kMemoryKinds[] = {"device", "host", "nvme"};
+
 struct PlannedBuffer {
   int64_t offset = 0;
   int64_t bytes = 0;
   int64_t first = 0;
   int64_t last = 0;
   std::string role;
+  /// "device", "host" or "nvme": which arena the offset is in.
+  std::string memory = "device";
 };
 
 /// Where a value lives: a buffer and a byte offset in it.

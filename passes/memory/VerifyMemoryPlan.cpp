@@ -2,14 +2,16 @@
 //
 // Checks a memory plan against the program, from the IR alone: buffers
 // that are live at the same time never share arena bytes, every value lies
-// inside its buffer and is read only while the buffer is live, and nothing
-// overwrites bytes that are still to be read.
+// inside its buffer and is read only while the buffer is live, nothing
+// overwrites bytes that are still to be read, and only transfers touch
+// memory other than the one their op computes in.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/common/LocalUtils.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 #include "passes/memory/PlanAttrs.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -186,16 +188,19 @@ LogicalResult Checker::run() {
   SmallVector<int64_t> byOffset;
   for (int64_t index = 0; index < count; ++index)
     byOffset.push_back(index);
+  // Each arena has offsets of its own: sort by arena, then offset.
   llvm::stable_sort(byOffset, [&](int64_t a, int64_t b) {
-    return buffers[a].offset < buffers[b].offset;
+    return std::make_pair(buffers[a].memory, buffers[a].offset) <
+           std::make_pair(buffers[b].memory, buffers[b].offset);
   });
   for (auto [i, first] : llvm::enumerate(byOffset))
     for (size_t j = i + 1; j < byOffset.size(); ++j) {
       int64_t a = std::min(first, byOffset[j]),
               b = std::max(first, byOffset[j]);
       const PlannedBuffer &x = buffers[a], &y = buffers[b];
-      if (buffers[byOffset[j]].offset >=
-          buffers[first].offset + buffers[first].bytes)
+      if (buffers[byOffset[j]].memory != buffers[first].memory ||
+          buffers[byOffset[j]].offset >=
+              buffers[first].offset + buffers[first].bytes)
         break;
       bool liveTogether = x.first <= y.last && y.first <= x.last;
       bool shareBytes =
@@ -208,6 +213,34 @@ LogicalResult Checker::run() {
                << std::max(x.first, y.first) << " to "
                << std::min(x.last, y.last) << ")";
     }
+
+  // An op computes in one memory (zero.memory_kind, else the device's) and
+  // reads and writes only there; transfers move between memories.
+  for (Operation &op : block) {
+    if (!hasInstruction(op) || isa<TransferStartOp, TransferWaitOp>(op))
+      continue;
+    std::string memory = "device";
+    if (auto kind = op.getAttrOfType<MemoryKindAttr>(kMemoryKindAttr))
+      memory = stringifyMemoryKind(kind.getValue()).str();
+    auto check = [&](Value value, StringRef what) -> LogicalResult {
+      std::optional<Slot> slot = readSlot(value);
+      if (!slot || slot->buffer >= count ||
+          buffers[slot->buffer].memory == memory)
+        return success();
+      return op.emitOpError("zero-verify-memory-plan: computes in ")
+             << memory << " memory but its " << what << " is in "
+             << buffers[slot->buffer].memory << " memory";
+    };
+    for (auto [index, operand] : llvm::enumerate(op.getOperands()))
+      if (isa<RankedTensorType>(operand.getType()) &&
+          failed(check(operand, "operand #" + std::to_string(index))))
+        return failure();
+    for (OpResult result : op.getResults())
+      if (isa<RankedTensorType>(result.getType()) &&
+          failed(check(result,
+                       "result #" + std::to_string(result.getResultNumber()))))
+        return failure();
+  }
 
   // Within a buffer, a write never lands on bytes a value still needs.
   for (SmallVector<Write> &list : writes)

@@ -137,7 +137,7 @@ RankedTensorType Partitioner::localType(Value value) {
   PlacementAttr placement = encoding.getPlacement();
   SmallVector<int64_t, 2> at;
   if (!isSpmd())
-    at = coords.lookup(placement);
+    at = coords.lookup(placement.onDevice());
   return RankedTensorType::get(localShape(type.getShape(), encoding.getSbp(),
                                           placement.getHierarchyShape(), at),
                                type.getElementType());
@@ -151,6 +151,7 @@ FailureOr<SmallVector<int64_t, 2>>
 Partitioner::coordsOf(PlacementAttr placement, func::FuncOp func) {
   if (isSpmd())
     return SmallVector<int64_t, 2>();
+  placement = placement.onDevice();
   auto it = coords.find(placement);
   if (it != coords.end())
     return it->second;
@@ -235,7 +236,7 @@ LogicalResult Partitioner::planCast(CastOp cast) {
   RankedTensorType sourceType = globalTypes.lookup(cast.getInput());
   GlobalTensorAttr source = getGlobalEncoding(sourceType);
   GlobalTensorAttr target = cast.getTargetEncoding();
-  PlacementAttr placement = source.getPlacement();
+  PlacementAttr placement = source.getPlacement().onDevice();
   SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
   SmallVector<int64_t, 2> at = coords.lookup(placement);
   ArrayRef<int64_t> shape = sourceType.getShape();
@@ -350,6 +351,8 @@ LogicalResult Partitioner::checkFunc(func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 
 FlatSymbolRefAttr Partitioner::gridOf(PlacementAttr placement) {
+  // A grid stands for ranks; the memory kind is the tensor's, not theirs.
+  placement = placement.onDevice();
   if (FlatSymbolRefAttr grid = grids.lookup(placement))
     return grid;
   std::string base =
@@ -410,7 +413,7 @@ Value Partitioner::lowerStep(const BoxingStep &step, Value value,
   DenseI16ArrayAttr gridAxes =
       builder.getDenseI16ArrayAttr({static_cast<int16_t>(step.axis)});
   int64_t group = placement.getHierarchyShape()[step.axis];
-  SmallVector<int64_t, 2> at = coords.lookup(placement);
+  SmallVector<int64_t, 2> at = coords.lookup(placement.onDevice());
   SbpAttr from = step.from, to = step.to;
 
   if (from.isPartial() && to.isBroadcast())
@@ -495,6 +498,21 @@ void Partitioner::lowerCast(CastOp cast) {
   builder.setInsertionPoint(cast);
   PlacementAttr placement = cast.getTargetEncoding().getPlacement();
   Value value = cast.getInput();
+  // The input's type is local by now; its global one was kept.
+  MemoryKind from = getGlobalEncoding(globalTypes.lookup(cast.getInput()))
+                        .getPlacement()
+                        .getMemory();
+  if (from != placement.getMemory()) {
+    // Each rank moves its own part: an asynchronous transfer that
+    // zero-schedule may start earlier.
+    RankedTensorType local = localType(cast.getInput());
+    auto start = TransferStartOp::create(
+        builder, cast.getLoc(), FutureType::get(builder.getContext(), {local}),
+        value, MemoryKindAttr::get(builder.getContext(), from),
+        MemoryKindAttr::get(builder.getContext(), placement.getMemory()));
+    value = TransferWaitOp::create(builder, cast.getLoc(), start.getFuture())
+                .getResult();
+  }
   for (const BoxingStep &step : castPlans.lookup(cast))
     value = lowerStep(step, value, placement, cast.getLoc());
   // Later ops read their operands' global types.
@@ -515,6 +533,22 @@ LogicalResult Partitioner::rewriteOp(Operation &op) {
   if (isa<nn::VariableOp, nn::InputOp>(op))
     op.setAttr(kGlobalTypeAttr,
                TypeAttr::get(globalTypes.lookup(op.getResult(0))));
+  // Results off the device keep their memory kind (zero-offload).
+  std::optional<MemoryKind> memory;
+  for (OpResult result : op.getResults()) {
+    RankedTensorType type = globalTypes.lookup(result);
+    if (!type)
+      continue;
+    MemoryKind kind = getGlobalEncoding(type).getPlacement().getMemory();
+    if (memory && *memory != kind)
+      return op.emitOpError("has results in two memory kinds, ")
+             << stringifyMemoryKind(*memory) << " and "
+             << stringifyMemoryKind(kind);
+    memory = kind;
+  }
+  if (memory && *memory != MemoryKind::device)
+    op.setAttr(zerosbp::kMemoryKindAttr,
+               MemoryKindAttr::get(op.getContext(), *memory));
   if (auto sbpOp = dyn_cast<SbpOpInterface>(op))
     sbpOp.localizeAttrs([&](Value value) { return globalTypes.lookup(value); },
                         builder);
