@@ -372,10 +372,18 @@ def ZeroSchedule : Pass<"zero-schedule", "::mlir::func::FuncOp"> {
     (`stage3_max_reuse_distance`); otherwise the forward copy is released
     after its last forward use (the memory plan frees it) and gathered
     again. Buckets are renumbered in issue order.
+
+    Offload (`nvme-depth` > 0): reads of optimizer states off NVMe start up
+    to `nvme-depth` reads ahead of the update that needs them, in order,
+    and a write back waits only when `nvme-depth` later writes have
+    started, so the copy stream reads and writes while the host runs
+    updates (DeepSpeed's pipelined swapper, `buffer_count` buffers).
   }];
   let options = [
     Option<"overlapComm", "overlap-comm", "bool", "false",
            "overlap collectives with compute">,
+    Option<"nvmeDepth", "nvme-depth", "int64_t", "0",
+           "NVMe transfers in flight ahead of their use (0: synchronous)">,
     Option<"prefetchBucketSize", "prefetch-bucket-size", "int64_t",
            "50000000", "stage 3: elements gathered ahead of their use">,
     Option<"maxLiveParameters", "max-live-parameters", "int64_t",
@@ -449,6 +457,10 @@ def ZeroExportPlan : Pass<"zero-export-plan", "::mlir::ModuleOp"> {
            "where to write the plan ('-': stdout)">,
     Option<"config", "config", "std::string", "\"\"",
            "the ZeRO config as JSON, stored in the plan">,
+    Option<"nvmePath", "nvme-path", "std::string", "\"\"",
+           "the directory of the NVMe arena's files">,
+    Option<"pinMemory", "pin-memory", "bool", "false",
+           "page-lock the host arena">,
   ];
 }
 

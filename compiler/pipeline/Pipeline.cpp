@@ -120,6 +120,8 @@ void zerosbp::addLocalPasses(OpPassManager &pm, const ZeroConfig &config) {
   pm.addPass(createZeroBucketing(bucketing));
   ZeroScheduleOptions schedule;
   schedule.overlapComm = zero.overlapComm;
+  if (zero.offloadOptimizer == OffloadDevice::Nvme)
+    schedule.nvmeDepth = zero.offloadOptimizerBufferCount;
   schedule.prefetchBucketSize = zero.stage3PrefetchBucketSize;
   schedule.maxLiveParameters = zero.stage3MaxLiveParameters;
   schedule.maxReuseDistance =
@@ -155,6 +157,8 @@ std::unique_ptr<Pass> zerosbp::createPlanExport(const ZeroConfig &config,
                                                 llvm::StringRef planFile) {
   ZeroExportPlanOptions options;
   options.file = planFile.str();
+  options.nvmePath = config.zero.offloadOptimizerNvmePath;
+  options.pinMemory = config.zero.offloadOptimizerPinMemory;
   llvm::raw_string_ostream os(options.config);
   os << config.toJson();
   return createZeroExportPlan(options);

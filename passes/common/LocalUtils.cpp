@@ -70,6 +70,9 @@ int64_t zerosbp::OpPositions::writeStart(Value value) const {
     return -1;
   if (auto wait = dyn_cast<CollectiveWaitOp>(def))
     return positions.at(wait.getFuture().getDefiningOp());
+  // A transfer writes its result from its start on, on the copy stream.
+  if (auto wait = dyn_cast<TransferWaitOp>(def))
+    return positions.at(wait.getFuture().getDefiningOp());
   return positions.at(def);
 }
 
@@ -80,6 +83,9 @@ int64_t zerosbp::OpPositions::readEnd(Value value, Operation *ignore) const {
       continue;
     if (auto start = dyn_cast<CollectiveStartOp>(user))
       end = std::max(end, positions.at(waitOf(start)));
+    else if (isa<TransferStartOp>(user))
+      // The copy stream reads the source until the wait.
+      end = std::max(end, positions.at(*user->getUsers().begin()));
     else
       end = std::max(end, positions.at(user));
   }

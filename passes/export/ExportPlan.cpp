@@ -36,7 +36,7 @@ using namespace mlir::sbp;
 using namespace zerosbp;
 
 /// The plan format this compiler writes (docs/plan-format.md).
-static constexpr int64_t kPlanVersion = 1;
+static constexpr int64_t kPlanVersion = 2;
 
 /// The checksum's digits as written, before sealPlan fills them in.
 static constexpr llvm::StringLiteral kUnsealed = "00000000";
@@ -124,9 +124,10 @@ namespace {
 
 class Exporter {
 public:
-  Exporter(func::FuncOp func, const llvm::json::Value *config)
+  Exporter(func::FuncOp func, const llvm::json::Value *config,
+           std::string nvmePath, bool pinMemory)
       : func(func), block(func.getBody().front()), positions(block),
-        config(config) {}
+        config(config), nvmePath(std::move(nvmePath)), pinMemory(pinMemory) {}
 
   LogicalResult run(llvm::raw_ostream &os);
 
@@ -145,6 +146,12 @@ private:
   OpPositions positions;
   /// The ZeRO config to store in the plan; null when none was given.
   const llvm::json::Value *config;
+  std::string nvmePath;
+  bool pinMemory = false;
+  /// The arena of each memory kind the buffers use, device first.
+  llvm::StringMap<int64_t> arenaOf;
+  SmallVector<std::string> arenaKinds;
+  llvm::DenseMap<Operation *, int64_t> transferIds;
   std::vector<PlannedBuffer> buffers;
   llvm::DenseMap<Value, int64_t> ids;
   SmallVector<Value> values;
@@ -275,6 +282,28 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
     });
     return success();
   }
+  if (auto start = dyn_cast<TransferStartOp>(op)) {
+    json.object([&] {
+      json.attribute("op", "transfer_start");
+      json.attribute("transfer", transferIds.lookup(&op));
+      json.attribute("from", stringifyMemoryKind(start.getFrom()));
+      json.attribute("to", stringifyMemoryKind(start.getTo()));
+      json.attribute("stream", "copy");
+      auto wait = cast<TransferWaitOp>(*start.getFuture().getUsers().begin());
+      writeValueList(json, "results", wait->getResults());
+      common();
+    });
+    return success();
+  }
+  if (auto wait = dyn_cast<TransferWaitOp>(op)) {
+    json.object([&] {
+      json.attribute("op", "transfer_wait");
+      json.attribute("transfer", transferIds.lookup(wait.getStart()));
+      if (!frees.empty())
+        json.attribute("free", llvm::json::Array(frees));
+    });
+    return success();
+  }
   if (auto assign = dyn_cast<nn::AssignOp>(op)) {
     json.object([&] {
       json.attribute("op", "copy");
@@ -321,6 +350,29 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
            << kMemoryAttr << "; run zero-memory-plan first";
   if (failed(numberValues()))
     return failure();
+  // Arenas: device memory always, then host memory and NVMe files when
+  // some buffer is there.
+  for (const char *kind : kMemoryKinds) {
+    bool used = StringRef(kind) == "device" ||
+                llvm::any_of(buffers, [&](const PlannedBuffer &buffer) {
+                  return buffer.memory == kind;
+                });
+    if (!used)
+      continue;
+    if (StringRef(kind) != "device" &&
+        !isa_and_nonnull<DictionaryAttr>(memory.get(kind)))
+      return func.emitError("zero-export-plan: buffers in ")
+             << kind << " memory but no " << kind << " entry in "
+             << kMemoryAttr;
+    if (StringRef(kind) == "nvme" && nvmePath.empty())
+      return func.emitError("zero-export-plan: the plan has NVMe buffers "
+                            "but no nvme-path (offload_optimizer.nvme_path)");
+    arenaOf[kind] = arenaKinds.size();
+    arenaKinds.push_back(kind);
+  }
+  for (Operation &op : block)
+    if (isa<TransferStartOp>(op))
+      transferIds[&op] = transferIds.size();
   // The plan's placement: the one grid of the module.
   auto module = func->getParentOfType<ModuleOp>();
   for (auto grid : module.getOps<shard::GridOp>()) {
@@ -371,6 +423,21 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
         json.attribute(entry.getName().getValue(), toJson(entry.getValue()));
     });
     json.attribute("arena_bytes", toJson(memory.get("arena")));
+    // One arena per memory kind in use (docs/plan-format.md#arenas).
+    json.attributeArray("arenas", [&] {
+      for (const std::string &kind : arenaKinds)
+        json.object([&] {
+          json.attribute("memory", kind);
+          llvm::json::Value bytes = toJson(memory.get("arena"));
+          if (kind != "device")
+            bytes = toJson(cast<DictionaryAttr>(memory.get(kind)).get("arena"));
+          json.attribute("bytes", std::move(bytes));
+          if (kind == "host")
+            json.attribute("pinned", pinMemory);
+          if (kind == "nvme")
+            json.attribute("path", nvmePath);
+        });
+    });
     json.attributeArray("buffers", [&] {
       for (const PlannedBuffer &buffer : buffers)
         json.object([&] {
@@ -379,6 +446,7 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
           json.attribute("live",
                          llvm::json::Array({buffer.first, buffer.last}));
           json.attribute("role", buffer.role);
+          json.attribute("arena", arenaOf.lookup(buffer.memory));
         });
     });
     json.attributeArray("values", [&] {
@@ -469,7 +537,8 @@ struct ZeroExportPlanPass
     // Write to a string first: a failed export leaves no partial file.
     std::string text;
     llvm::raw_string_ostream os(text);
-    Exporter exporter(funcs.front(), parsedConfig ? &*parsedConfig : nullptr);
+    Exporter exporter(funcs.front(), parsedConfig ? &*parsedConfig : nullptr,
+                      nvmePath, pinMemory);
     if (failed(exporter.run(os)))
       return signalPassFailure();
     os.flush();

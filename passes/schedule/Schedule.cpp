@@ -105,10 +105,58 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       startReductionsEarly(func);
       prefetchParameters(func);
     }
+    if (nvmeDepth > 0)
+      pipelineNvmeTransfers(func);
     int64_t index = 0;
     func.walk([&](CollectiveStartOp start) {
       start.setBucketAttr(OpBuilder(start).getI64IntegerAttr(index++));
     });
+  }
+
+  /// Starts each NVMe read up to nvme-depth reads early and lets each NVMe
+  /// write run until nvme-depth later writes have started, keeping both in
+  /// order on the copy stream.
+  void pipelineNvmeTransfers(func::FuncOp func) {
+    SmallVector<TransferStartOp> reads, writes;
+    func.walk([&](TransferStartOp start) {
+      if (start.getFrom() == MemoryKind::nvme)
+        reads.push_back(start);
+      else if (start.getTo() == MemoryKind::nvme)
+        writes.push_back(start);
+    });
+    auto waitOfTransfer = [](TransferStartOp start) {
+      return *start.getFuture().getUsers().begin();
+    };
+    auto later = [](Operation *a, Operation *b) {
+      if (!a)
+        return b;
+      if (!b)
+        return a;
+      return a->isBeforeInBlock(b) ? b : a;
+    };
+    for (size_t i = 1; i < reads.size(); ++i) {
+      Operation *anchor = reads[i - 1];
+      if (i >= static_cast<size_t>(nvmeDepth))
+        anchor = later(anchor, waitOfTransfer(reads[i - nvmeDepth]));
+      if (anchor->isBeforeInBlock(reads[i]))
+        reads[i]->moveAfter(anchor);
+    }
+    for (size_t i = 0; i + nvmeDepth < writes.size(); ++i) {
+      Operation *wait = waitOfTransfer(writes[i]);
+      Operation *before = writes[i + nvmeDepth];
+      if (!wait->isBeforeInBlock(before))
+        continue;
+      // What reads the written value (its assignment, which takes effect
+      // at the end of the step anyway) follows the wait.
+      SmallVector<Operation *> users(wait->getUsers());
+      wait->moveBefore(before);
+      Operation *last = wait;
+      for (Operation *user : users)
+        if (user->isBeforeInBlock(wait)) {
+          user->moveAfter(last);
+          last = user;
+        }
+    }
   }
 
   /// Drops a backward gather of a parameter whose forward gather was last

@@ -163,6 +163,15 @@ void CudaExecutor::setUp(Communicator &hostComm) {
   int rank = myRank;
   std::string where =
       "rank " + std::to_string(rank) + " on GPU " + std::to_string(deviceIndex);
+  // The pinned host arena, the copy stream and host-side updates are the
+  // CPU runtime's only so far (docs/runtime.md#offload).
+  if (plan.arenas.size() > 1)
+    throw RuntimeError(plan.source +
+                       ": the plan offloads optimizer states "
+                       "to " +
+                       memoryKindName(plan.arenas[1].memory) +
+                       " memory; the CUDA runtime does not run offloaded "
+                       "plans yet (use --device cpu)");
   checkCuda(where + ": cudaSetDevice", cudaSetDevice(deviceIndex));
   // Scratch from the stream-ordered pool stays reserved between steps.
   cudaMemPool_t pool;
@@ -237,7 +246,7 @@ TensorRef CudaExecutor::tensor(int id) const {
 
 void CudaExecutor::prepare() {
   if (addresses.empty())
-    addresses = bufferAddresses(thePlan, arena);
+    addresses = bufferAddresses(thePlan, {arena});
   prepared = prepareInstructions(thePlan, addresses);
   kernels.assign(thePlan.instructions.size(), nullptr);
   attrs = rankAttrs(thePlan, myRank);
@@ -304,7 +313,7 @@ void CudaExecutor::shareVariables(const std::vector<void *> &storage) {
   checkCuda("arena", cudaMemset(memory, 0, bytes ? bytes : 256));
   checkCuda("arena", cudaFree(arena));
   arena = memory;
-  addresses = bufferAddresses(thePlan, arena, prefix, storage);
+  addresses = bufferAddresses(thePlan, {arena}, prefix, storage);
   prepare();
   tracker.shareVariables(prefix);
 }

@@ -33,6 +33,9 @@ namespace zerosbp::runtime {
 struct StepTimes {
   double step = 0, forward = 0, backward = 0, optimizer = 0, commWait = 0,
          commBusy = 0;
+  /// Waiting for transfers between arenas (offload), and the copy stream's
+  /// busy time.
+  double transferWait = 0, transferBusy = 0;
 };
 
 class Executor {

@@ -20,9 +20,32 @@ MemoryTracker::MemoryTracker(const Plan &plan)
     persistent[plan.values[step].buffer] = 1;
 }
 
+ArenaPeaks *MemoryTracker::offloadLive(int buffer) {
+  switch (plan.memoryOf(buffer)) {
+  case MemoryKind::Host:
+    return &offload[0];
+  case MemoryKind::Nvme:
+    return &offload[1];
+  default:
+    return nullptr;
+  }
+}
+
+ArenaPeaks *MemoryTracker::offloadPeak(int buffer) {
+  switch (plan.memoryOf(buffer)) {
+  case MemoryKind::Host:
+    return &peak.host;
+  case MemoryKind::Nvme:
+    return &peak.nvme;
+  default:
+    return nullptr;
+  }
+}
+
 void MemoryTracker::beginStep() {
   std::fill(live.begin(), live.end(), 0);
   std::fill(std::begin(current), std::end(current), 0);
+  offload[0] = offload[1] = ArenaPeaks();
   currentTotal = 0;
   currentHighWater = 0;
   for (size_t buffer = 0; buffer < persistent.size(); ++buffer)
@@ -45,6 +68,15 @@ void MemoryTracker::markLive(int buffer) {
     return;
   live[buffer] = 1;
   const PlanBuffer &entry = plan.buffers[buffer];
+  if (ArenaPeaks *arena = offloadLive(buffer)) {
+    arena->byRole[static_cast<int>(entry.role)] += entry.bytes;
+    arena->total += entry.bytes;
+    ArenaPeaks &top = *offloadPeak(buffer);
+    top.total = std::max(top.total, arena->total);
+    for (int role = 0; role < kNumRoles; ++role)
+      top.byRole[role] = std::max(top.byRole[role], arena->byRole[role]);
+    return;
+  }
   current[static_cast<int>(entry.role)] += entry.bytes;
   currentTotal += entry.bytes;
   currentHighWater =
@@ -56,6 +88,11 @@ void MemoryTracker::markDead(int buffer) {
     return;
   live[buffer] = 0;
   const PlanBuffer &entry = plan.buffers[buffer];
+  if (ArenaPeaks *arena = offloadLive(buffer)) {
+    arena->byRole[static_cast<int>(entry.role)] -= entry.bytes;
+    arena->total -= entry.bytes;
+    return;
+  }
   current[static_cast<int>(entry.role)] -= entry.bytes;
   currentTotal -= entry.bytes;
 }

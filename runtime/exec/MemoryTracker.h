@@ -19,6 +19,14 @@
 
 namespace zerosbp::runtime {
 
+/// The peaks of an offload arena (host memory, NVMe).
+struct ArenaPeaks {
+  int64_t total = 0;
+  int64_t byRole[kNumRoles] = {};
+};
+
+/// The peaks of the device arena, and of the host and NVMe arenas when the
+/// plan offloads (docs/runtime.md#offload).
 struct MemoryPeaks {
   int64_t total = 0;
   int64_t modelStates = 0;
@@ -28,6 +36,7 @@ struct MemoryPeaks {
   /// allocator (CUDA: the arena plus scratch and library workspaces); 0 on
   /// the CPU, whose arena is `highWater` at most.
   int64_t deviceHeld = 0;
+  ArenaPeaks host, nvme;
 };
 
 class MemoryTracker {
@@ -55,8 +64,13 @@ private:
   std::vector<char> initiallyLive; // Inputs: live at the start, then freed.
   std::vector<char> external;
   int64_t origin = 0;
+  /// Device-arena live bytes; the offload arenas' in `offload`.
   int64_t current[kNumRoles] = {};
   int64_t currentTotal = 0;
+  ArenaPeaks offload[2]; // Live now: host, NVMe.
+  /// The current and peak bytes of buffer `buffer`'s arena, if offloaded.
+  ArenaPeaks *offloadLive(int buffer);
+  ArenaPeaks *offloadPeak(int buffer);
   int64_t currentHighWater = 0;
   MemoryPeaks peak;
 };

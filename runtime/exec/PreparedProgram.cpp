@@ -53,11 +53,15 @@ const char *phaseName(Phase phase) {
 }
 
 std::vector<unsigned char *>
-bufferAddresses(const Plan &plan, unsigned char *arena, int64_t origin,
-                const std::vector<void *> &variableStorage) {
-  std::vector<unsigned char *> addresses(plan.buffers.size());
-  for (size_t b = 0; b < plan.buffers.size(); ++b)
-    addresses[b] = arena + (plan.buffers[b].offset - origin);
+bufferAddresses(const Plan &plan, const std::vector<unsigned char *> &bases,
+                int64_t origin, const std::vector<void *> &variableStorage) {
+  std::vector<unsigned char *> addresses(plan.buffers.size(), nullptr);
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const PlanBuffer &buffer = plan.buffers[b];
+    unsigned char *base = bases[buffer.arena];
+    if (base)
+      addresses[b] = base + (buffer.offset - (buffer.arena == 0 ? origin : 0));
+  }
   if (variableStorage.empty())
     return addresses;
   if (variableStorage.size() != plan.variables.size())
@@ -78,6 +82,9 @@ int64_t variablePrefixBytes(const Plan &plan) {
   int64_t prefix = 0;
   for (const PlanVariable &variable : plan.variables) {
     int buffer = plan.values[variable.value].buffer;
+    if (plan.buffers[buffer].arena != 0)
+      throw RuntimeError(plan.source + ": variable '" + variable.name +
+                         "' is offloaded, so it cannot be shared");
     isVariable[buffer] = 1;
     prefix = std::max(prefix,
                       plan.buffers[buffer].offset + plan.buffers[buffer].bytes);
@@ -85,8 +92,8 @@ int64_t variablePrefixBytes(const Plan &plan) {
   // Offsets are aligned to 64 bytes: the rest of the arena starts there.
   prefix = (prefix + 63) / 64 * 64;
   for (size_t b = 0; b < plan.buffers.size(); ++b)
-    if (!isVariable[b] && plan.buffers[b].bytes > 0 &&
-        plan.buffers[b].offset < prefix)
+    if (!isVariable[b] && plan.buffers[b].arena == 0 &&
+        plan.buffers[b].bytes > 0 && plan.buffers[b].offset < prefix)
       throw RuntimeError(plan.source + ": buffers[" + std::to_string(b) +
                          "] lies among the variables (offset " +
                          std::to_string(plan.buffers[b].offset) + " < " +
@@ -99,7 +106,8 @@ TensorRef arenaTensor(const Plan &plan,
                       const std::vector<unsigned char *> &addresses, int id) {
   const PlanValue &value = plan.values[id];
   TensorRef ref;
-  ref.data = addresses[value.buffer] + value.offset;
+  if (addresses[value.buffer])
+    ref.data = addresses[value.buffer] + value.offset;
   ref.dtype = value.dtype;
   ref.shape = value.shape;
   return ref;

@@ -39,11 +39,14 @@ struct PreparedInstruction {
 };
 
 /// Where each buffer of `plan` lives (host or device memory: nothing is
-/// read): at `arena + offset - origin`, except the buffer of variable `v`,
-/// which is at `variableStorage[v]` when that list is given (an inference
-/// plan on a training plan's parameters, docs/runtime.md#shared-parameters).
+/// read): at `bases[arena] + offset`, the device arena's offsets counted
+/// from `origin`; null in an NVMe arena, which only transfers reach, by file
+/// offset. The buffer of variable `v` is at `variableStorage[v]` when that
+/// list is given (an inference plan on a training plan's parameters,
+/// docs/runtime.md#shared-parameters).
 std::vector<unsigned char *>
-bufferAddresses(const Plan &plan, unsigned char *arena, int64_t origin = 0,
+bufferAddresses(const Plan &plan, const std::vector<unsigned char *> &bases,
+                int64_t origin = 0,
                 const std::vector<void *> &variableStorage = {});
 
 /// The bytes at the start of the arena that only variables use (the memory
@@ -51,7 +54,8 @@ bufferAddresses(const Plan &plan, unsigned char *arena, int64_t origin = 0,
 /// if the plan places another buffer among the variables.
 int64_t variablePrefixBytes(const Plan &plan);
 
-/// Value `id` of `plan`, its buffer at `addresses[buffer]`.
+/// Value `id` of `plan`, its buffer at `addresses[buffer]` (data null for a
+/// value in an NVMe arena).
 TensorRef arenaTensor(const Plan &plan,
                       const std::vector<unsigned char *> &addresses, int id);
 

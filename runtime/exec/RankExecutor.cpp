@@ -26,11 +26,12 @@ double millisSince(Clock::time_point begin) {
 
 RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
     : thePlan(plan), myRank(rank), comm(comm), tracker(plan) {
-  // One allocation for the whole rank.
+  // One allocation for the rank's device memory, and the offload arenas.
   allocateArena(plan.arenaBytes);
+  allocateOffloadArenas();
   groupsByAxis = createAxisGroups(plan, rank, comm);
   attrs = rankAttrs(plan, rank);
-  addresses = bufferAddresses(plan, arena);
+  addresses = bufferAddresses(plan, bases);
   prepared = prepareInstructions(plan, addresses);
   kernels.assign(plan.instructions.size(), nullptr);
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
@@ -43,6 +44,53 @@ RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
                          "]: no CPU kernel for '" + instruction.op + "'");
   }
   stream = std::make_unique<CommStream>(plan.numBuckets);
+  copyStream = std::make_unique<CommStream>(plan.numTransfers);
+}
+
+void RankExecutor::allocateOffloadArenas() {
+  bases.assign(thePlan.arenas.size(), nullptr);
+  bases[0] = arena;
+  for (size_t a = 1; a < thePlan.arenas.size(); ++a) {
+    const PlanArena &planned = thePlan.arenas[a];
+    std::string label = "rank " + std::to_string(myRank) + "'s " +
+                        memoryKindName(planned.memory) + " arena";
+    if (planned.memory == MemoryKind::Nvme) {
+      swap = std::make_unique<SwapFile>(planned.path, planned.bytes, label);
+      continue;
+    }
+    // Host memory: on the CPU the same kind as the device arena, but a
+    // separate allocation that the report measures apart.
+    size_t bytes = (static_cast<size_t>(planned.bytes) + 63) / 64 * 64;
+    hostArena = static_cast<unsigned char *>(
+        std::aligned_alloc(64, bytes ? bytes : 64));
+    if (!hostArena)
+      throw RuntimeError("cannot allocate " + std::to_string(planned.bytes) +
+                         " bytes for " + label);
+    std::memset(hostArena, 0, bytes);
+    bases[a] = hostArena;
+  }
+}
+
+int64_t RankExecutor::fileOffset(int id) const {
+  const PlanValue &value = thePlan.values[id];
+  return thePlan.buffers[value.buffer].offset + value.offset;
+}
+
+bool RankExecutor::inNvme(int index) const {
+  int buffer = thePlan.values[thePlan.variables[index].value].buffer;
+  return thePlan.memoryOf(buffer) == MemoryKind::Nvme;
+}
+
+void RankExecutor::transfer(const Instruction &instruction,
+                            const PreparedInstruction &entry) {
+  int from = instruction.operands[0], to = instruction.results[0];
+  int64_t bytes = thePlan.values[from].bytes();
+  if (instruction.from == MemoryKind::Nvme)
+    swap->read(fileOffset(from), entry.results[0].data, bytes);
+  else if (instruction.to == MemoryKind::Nvme)
+    swap->write(fileOffset(to), entry.operands[0].data, bytes);
+  else
+    std::memmove(entry.results[0].data, entry.operands[0].data, bytes);
 }
 
 void RankExecutor::allocateArena(int64_t arenaBytes) {
@@ -60,12 +108,16 @@ void RankExecutor::allocateArena(int64_t arenaBytes) {
 void RankExecutor::shareVariables(const std::vector<void *> &storage) {
   int64_t prefix = variablePrefixBytes(thePlan);
   allocateArena(thePlan.arenaBytes - prefix);
-  addresses = bufferAddresses(thePlan, arena, prefix, storage);
+  bases[0] = arena;
+  addresses = bufferAddresses(thePlan, bases, prefix, storage);
   prepared = prepareInstructions(thePlan, addresses);
   tracker.shareVariables(prefix);
 }
 
 void *RankExecutor::variableStorage(int index) {
+  if (inNvme(index))
+    throw RuntimeError("variable '" + thePlan.variables[index].name +
+                       "' lives in the NVMe arena and has no memory to share");
   return tensor(thePlan.variables[index].value).data;
 }
 
@@ -75,7 +127,9 @@ std::vector<double> RankExecutor::outputValue(int index) const {
 
 RankExecutor::~RankExecutor() {
   stream.reset();
+  copyStream.reset();
   std::free(arena);
+  std::free(hostArena);
 }
 
 TensorRef RankExecutor::tensor(int id) const {
@@ -83,7 +137,17 @@ TensorRef RankExecutor::tensor(int id) const {
 }
 
 void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
-  storeElements(tensor(thePlan.variables[index].value), values);
+  TensorRef target = tensor(thePlan.variables[index].value);
+  if (!inNvme(index)) {
+    storeElements(target, values);
+    return;
+  }
+  // Through a staging copy of the variable, written to the file whole.
+  std::vector<unsigned char> staged(target.bytes());
+  target.data = staged.data();
+  storeElements(target, values);
+  swap->write(fileOffset(thePlan.variables[index].value), staged.data(),
+              static_cast<int64_t>(staged.size()));
 }
 
 void RankExecutor::writeInput(int index, const std::vector<double> &values) {
@@ -91,20 +155,35 @@ void RankExecutor::writeInput(int index, const std::vector<double> &values) {
 }
 
 std::vector<double> RankExecutor::variableShard(int index) const {
-  return loadElements(tensor(thePlan.variables[index].value));
+  TensorRef source = tensor(thePlan.variables[index].value);
+  if (!inNvme(index))
+    return loadElements(source);
+  std::vector<unsigned char> staged(source.bytes());
+  swap->read(fileOffset(thePlan.variables[index].value), staged.data(),
+             static_cast<int64_t>(staged.size()));
+  source.data = staged.data();
+  return loadElements(source);
 }
 
 void RankExecutor::readVariableBytes(int index, int64_t offset, void *out,
                                      int64_t bytes) const {
-  const auto *data = static_cast<const unsigned char *>(
-      tensor(thePlan.variables[index].value).data);
+  int id = thePlan.variables[index].value;
+  if (inNvme(index)) {
+    swap->read(fileOffset(id) + offset, out, bytes);
+    return;
+  }
+  const auto *data = static_cast<const unsigned char *>(tensor(id).data);
   std::memcpy(out, data + offset, bytes);
 }
 
 void RankExecutor::writeVariableBytes(int index, int64_t offset,
                                       const void *data, int64_t bytes) {
-  auto *target =
-      static_cast<unsigned char *>(tensor(thePlan.variables[index].value).data);
+  int id = thePlan.variables[index].value;
+  if (inNvme(index)) {
+    swap->write(fileOffset(id) + offset, data, bytes);
+    return;
+  }
+  auto *target = static_cast<unsigned char *>(tensor(id).data);
   std::memcpy(target + offset, data, bytes);
 }
 
@@ -135,6 +214,17 @@ void RankExecutor::execute(size_t index) {
   case InstructionKind::CollectiveWait:
     stream->wait(instruction.bucket);
     break;
+  case InstructionKind::TransferStart: {
+    const PreparedInstruction *work = &entry;
+    copyStream->start(
+        instruction.transfer,
+        [this, &instruction, work] { transfer(instruction, *work); },
+        "transfer");
+    break;
+  }
+  case InstructionKind::TransferWait:
+    copyStream->wait(instruction.transfer);
+    break;
   case InstructionKind::Copy: {
     TensorRef target =
         tensor(thePlan.variables[instruction.variableIndex].value);
@@ -149,7 +239,9 @@ double RankExecutor::runStep(int64_t stepNumber) {
     *tensor(id).as<int64_t>() = stepNumber;
   times = StepTimes();
   stream->reset();
+  copyStream->reset();
   stream->takeBusyNanos();
+  copyStream->takeBusyNanos();
   tracker.beginStep();
   Clock::time_point stepBegin = Clock::now();
   if (tracing) {
@@ -184,6 +276,11 @@ double RankExecutor::runStep(int64_t stepNumber) {
     if (instruction.kind == InstructionKind::CollectiveWait) {
       times.commWait += elapsed;
       category = "wait";
+    } else if (instruction.kind == InstructionKind::TransferWait) {
+      times.transferWait += elapsed;
+      category = "wait";
+    } else if (instruction.kind == InstructionKind::TransferStart) {
+      category = "wait";
     } else if (entry.phase == Phase::Forward) {
       times.forward += elapsed;
       category = "forward";
@@ -194,7 +291,8 @@ double RankExecutor::runStep(int64_t stepNumber) {
       times.optimizer += elapsed;
     }
     // Starts take no compute time; their collective shows on the comm stream.
-    if (tracing && instruction.kind != InstructionKind::CollectiveStart)
+    if (tracing && instruction.kind != InstructionKind::CollectiveStart &&
+        instruction.kind != InstructionKind::TransferStart)
       trace.push_back({TraceStream::Compute, instruction.op, category,
                        instruction.kind == InstructionKind::CollectiveWait
                            ? instruction.bucket
@@ -205,6 +303,7 @@ double RankExecutor::runStep(int64_t stepNumber) {
   }
   times.step = millisSince(stepBegin);
   times.commBusy = stream->takeBusyNanos() / 1e6;
+  times.transferBusy = copyStream->takeBusyNanos() / 1e6;
   if (tracing) {
     StepTrace comm = stream->endTrace();
     trace.insert(trace.end(), comm.begin(), comm.end());

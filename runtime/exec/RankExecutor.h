@@ -1,10 +1,12 @@
 //===- RankExecutor.h - runs a plan on one rank -----------------*- C++ -*-===//
 //
-// One rank's arena (one allocation sized by the plan), its compute stream
-// (the calling thread runs kernels in plan order) and its communication
-// stream (collectives between a start and its wait run on their own thread,
-// overlapping the kernels in between). It measures the live bytes by role
-// and the time per phase of every step.
+// One rank's arenas (one allocation sized by the plan for device memory,
+// one for host memory and an anonymous file for NVMe when the plan offloads,
+// docs/runtime.md#offload), its compute stream (the calling thread runs
+// kernels in plan order), its communication stream (collectives between a
+// start and its wait run on their own thread, overlapping the kernels in
+// between) and its copy stream (transfers between arenas, likewise). It
+// measures the live bytes by role and the time per phase of every step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 #include "runtime/exec/MemoryTracker.h"
 #include "runtime/exec/PreparedProgram.h"
 #include "runtime/exec/StepTrace.h"
+#include "runtime/io/SwapFile.h"
 #include "runtime/kernels/Kernel.h"
 #include "runtime/plan/Plan.h"
 
@@ -66,11 +69,25 @@ private:
   void execute(size_t index);
   /// Allocates `bytes` of zeroed arena, aligned like the planner's offsets.
   void allocateArena(int64_t bytes);
+  /// The host and NVMe arenas the plan asks for.
+  void allocateOffloadArenas();
+  /// Runs transfer instruction `index` (on the copy stream).
+  void transfer(const Instruction &instruction,
+                const PreparedInstruction &entry);
+  /// The NVMe file offset of value `id`.
+  int64_t fileOffset(int id) const;
+  /// Whether variable `index` lives in the NVMe arena.
+  bool inNvme(int index) const;
 
   const Plan &thePlan;
   int myRank;
   Communicator &comm;
   unsigned char *arena = nullptr;
+  unsigned char *hostArena = nullptr;
+  std::unique_ptr<SwapFile> swap;
+  /// Each plan arena's base address; null for NVMe.
+  std::vector<unsigned char *> bases;
+  std::unique_ptr<CommStream> copyStream;
   std::vector<unsigned char *> addresses; // Of each buffer.
   std::vector<PreparedInstruction> prepared;
   std::vector<KernelFn> kernels; // By instruction; null for non-kernels.

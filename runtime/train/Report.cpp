@@ -26,6 +26,41 @@ Json roleBytes(const int64_t (&bytes)[kNumRoles]) {
   return object;
 }
 
+/// The planned peaks of the offload arena of `memory`, swept from the
+/// buffers' live ranges as zero-memory-plan sweeps them.
+ArenaPeaks plannedArenaPeaks(const Plan &plan, MemoryKind memory) {
+  int64_t end = 0;
+  for (const PlanBuffer &buffer : plan.buffers)
+    end = std::max(end, buffer.liveLast + 2);
+  std::vector<int64_t> total(end, 0);
+  std::vector<std::vector<int64_t>> byRole(kNumRoles,
+                                           std::vector<int64_t>(end, 0));
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const PlanBuffer &buffer = plan.buffers[b];
+    if (plan.memoryOf(static_cast<int>(b)) != memory)
+      continue;
+    total[buffer.liveFirst] += buffer.bytes;
+    total[buffer.liveLast + 1] -= buffer.bytes;
+    byRole[static_cast<int>(buffer.role)][buffer.liveFirst] += buffer.bytes;
+    byRole[static_cast<int>(buffer.role)][buffer.liveLast + 1] -= buffer.bytes;
+  }
+  auto peakOf = [](const std::vector<int64_t> &deltas) {
+    int64_t live = 0, peak = 0;
+    for (int64_t delta : deltas)
+      peak = std::max(peak, live += delta);
+    return peak;
+  };
+  ArenaPeaks peaks;
+  peaks.total = peakOf(total);
+  for (int role = 0; role < kNumRoles; ++role)
+    peaks.byRole[role] = peakOf(byRole[role]);
+  return peaks;
+}
+
+Json arenaJson(const ArenaPeaks &peaks) {
+  return {{"total", peaks.total}, {"by_role", roleBytes(peaks.byRole)}};
+}
+
 } // namespace
 
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,
@@ -80,13 +115,17 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
       sum.optimizer += t.optimizer;
       sum.commWait += t.commWait;
       sum.commBusy += t.commBusy;
+      sum.transferWait += t.transferWait;
+      sum.transferBusy += t.transferBusy;
     }
   double scale = samples ? 1.0 / samples : 0;
   report["phase_ms"] = {{"forward", sum.forward * scale},
                         {"backward", sum.backward * scale},
                         {"optimizer", sum.optimizer * scale},
                         {"comm_wait", sum.commWait * scale},
-                        {"comm_busy", sum.commBusy * scale}};
+                        {"comm_busy", sum.commBusy * scale},
+                        {"transfer_wait", sum.transferWait * scale},
+                        {"transfer_busy", sum.transferBusy * scale}};
 
   Json peaks = Json::array();
   for (size_t r = 0; r < result.ranks.size(); ++r) {
@@ -97,12 +136,24 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                      {"high_water", peak.highWater},
                      {"device_held", peak.deviceHeld},
                      {"by_role", roleBytes(peak.byRole)}});
+    // The offload arenas, apart (docs/runtime.md#offload).
+    for (size_t a = 1; a < plan.arenas.size(); ++a) {
+      MemoryKind memory = plan.arenas[a].memory;
+      peaks.back()[memoryKindName(memory)] =
+          arenaJson(memory == MemoryKind::Host ? peak.host : peak.nvme);
+    }
   }
   report["peak_bytes"] = peaks;
   report["planned_bytes"] = {{"arena", plan.memory.arena},
                              {"lower_bound", plan.memory.lowerBound},
                              {"model_states", plan.memory.modelStates},
                              {"by_role", roleBytes(plan.memory.peak)}};
+  for (size_t a = 1; a < plan.arenas.size(); ++a) {
+    MemoryKind memory = plan.arenas[a].memory;
+    Json arena = arenaJson(plannedArenaPeaks(plan, memory));
+    arena["arena"] = plan.arenas[a].bytes;
+    report["planned_bytes"][memoryKindName(memory)] = arena;
+  }
 
   Json perStep = Json::array();
   if (!result.ranks.empty())

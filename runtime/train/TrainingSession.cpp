@@ -45,6 +45,13 @@ std::vector<double> flatten(const StepTimes &times, const KindBytes &sent,
   for (int64_t bytes : peaks.byRole)
     flat.push_back(static_cast<double>(bytes));
   flat.push_back(static_cast<double>(peaks.deviceHeld));
+  flat.push_back(times.transferWait);
+  flat.push_back(times.transferBusy);
+  for (const ArenaPeaks *arena : {&peaks.host, &peaks.nvme}) {
+    flat.push_back(static_cast<double>(arena->total));
+    for (int64_t bytes : arena->byRole)
+      flat.push_back(static_cast<double>(bytes));
+  }
   return flat;
 }
 
@@ -62,6 +69,15 @@ void unflatten(const double *at, RankRecord &record) {
         static_cast<int64_t>(at[9 + kNumCollectiveKinds + role]);
   record.peaks.deviceHeld =
       static_cast<int64_t>(at[9 + kNumCollectiveKinds + kNumRoles]);
+  const double *rest = at + 10 + kNumCollectiveKinds + kNumRoles;
+  record.times.back().transferWait = rest[0];
+  record.times.back().transferBusy = rest[1];
+  rest += 2;
+  for (ArenaPeaks *arena : {&record.peaks.host, &record.peaks.nvme}) {
+    arena->total = static_cast<int64_t>(*rest++);
+    for (int role = 0; role < kNumRoles; ++role)
+      arena->byRole[role] = static_cast<int64_t>(*rest++);
+  }
 }
 
 /// `loss`, unless it is NaN or Inf: the updates of that step read
