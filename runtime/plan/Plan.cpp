@@ -18,6 +18,26 @@ std::optional<Role> parseRole(const std::string &name) {
   return std::nullopt;
 }
 
+const char *memoryKindName(MemoryKind kind) {
+  switch (kind) {
+  case MemoryKind::Device:
+    return "device";
+  case MemoryKind::Host:
+    return "host";
+  case MemoryKind::Nvme:
+    return "nvme";
+  }
+  return "?";
+}
+
+std::optional<MemoryKind> parseMemoryKind(const std::string &name) {
+  for (MemoryKind kind :
+       {MemoryKind::Device, MemoryKind::Host, MemoryKind::Nvme})
+    if (name == memoryKindName(kind))
+      return kind;
+  return std::nullopt;
+}
+
 int64_t PlanValue::numel() const {
   int64_t count = 1;
   for (int64_t dim : shape)

@@ -1,10 +1,11 @@
 //===- Plan.h - a compiled training step, as the runtime sees it -*- C++
 //-*-===//
 //
-// The in-memory form of a `.zplan` file (docs/plan-format.md, version 1).
-// Every id in it has been checked by the reader: value, buffer and bucket ids
-// are in range, values lie inside their buffers and buffers inside the arena,
-// so the executor indexes without checking again.
+// The in-memory form of a `.zplan` file (docs/plan-format.md, version 2).
+// Every id in it has been checked by the reader: value, buffer, bucket and
+// transfer ids are in range, values lie inside their buffers and buffers
+// inside their arenas, and only transfers touch an NVMe arena, so the
+// executor indexes without checking again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,12 +38,28 @@ constexpr int kNumRoles = 7;
 const char *roleName(Role role);
 std::optional<Role> parseRole(const std::string &name);
 
+/// Where an arena's bytes are: the device's memory, host memory (ZeRO-Offload)
+/// or a file on NVMe (ZeRO-Infinity) (docs/plan-format.md#arenas).
+enum class MemoryKind { Device, Host, Nvme };
+const char *memoryKindName(MemoryKind kind);
+std::optional<MemoryKind> parseMemoryKind(const std::string &name);
+
+struct PlanArena {
+  MemoryKind memory = MemoryKind::Device;
+  int64_t bytes = 0;
+  /// Host arenas: page-locked (CUDA).
+  bool pinned = false;
+  /// NVMe arenas: the directory that holds the rank's file.
+  std::string path;
+};
+
 struct PlanBuffer {
-  int64_t offset = 0;
+  int64_t offset = 0; // Bytes within its arena.
   int64_t bytes = 0;
   int64_t liveFirst = 0;
   int64_t liveLast = 0;
   Role role = Role::Activation;
+  int arena = 0;
 };
 
 struct PlanValue {
@@ -96,7 +113,9 @@ enum class InstructionKind {
   AllSlice,
   CollectiveStart,
   CollectiveWait,
-  Copy
+  Copy,
+  TransferStart,
+  TransferWait
 };
 
 struct Instruction {
@@ -119,6 +138,10 @@ struct Instruction {
   // Copies.
   std::string variable;
   int variableIndex = -1;
+  // Transfers between arenas: operand 0 goes to result 0.
+  int transfer = -1;
+  MemoryKind from = MemoryKind::Device;
+  MemoryKind to = MemoryKind::Device;
 };
 
 struct PlanMemory {
@@ -141,7 +164,10 @@ struct Plan {
   std::vector<int64_t> hierarchy;
   std::string configJson; // The compile configuration, as JSON text.
   PlanMemory memory;
+  /// The device arena's bytes: arenas[0].bytes.
   int64_t arenaBytes = 0;
+  /// Device first, then host memory and NVMe when the plan offloads.
+  std::vector<PlanArena> arenas;
   std::vector<PlanBuffer> buffers;
   std::vector<PlanValue> values;
   std::vector<PlanVariable> variables;
@@ -150,6 +176,12 @@ struct Plan {
   std::vector<int> outputs;
   std::vector<Instruction> instructions;
   int numBuckets = 0;
+  int numTransfers = 0;
+
+  /// The memory of the arena buffer `buffer` is in.
+  MemoryKind memoryOf(int buffer) const {
+    return arenas[buffers[buffer].arena].memory;
+  }
 
   /// Coordinates of `rank` in the hierarchy, row-major.
   std::vector<int64_t> coordinates(int rank) const;
