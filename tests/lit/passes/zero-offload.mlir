@@ -1,0 +1,78 @@
+// RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=cpu' | FileCheck %s --check-prefix=CPU
+// RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' | FileCheck %s --check-prefix=NVME
+// RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' -zero-partition | FileCheck %s --check-prefix=LOCAL
+// RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' -zero-partition | zero-opt -zero-bucketing -zero-schedule=nvme-depth=2 -zero-memory-plan -zero-verify-memory-plan | FileCheck %s --check-prefix=PLAN
+// RUN: not zero-opt %s --zero-pipeline='stage=0 world=2 offload-optimizer=cpu' 2>&1 | FileCheck %s --check-prefix=STAGE0
+// RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer=nvme' 2>&1 | FileCheck %s --check-prefix=NOPATH
+// RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer=disk' 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer-pin-memory=true' 2>&1 | FileCheck %s --check-prefix=UNUSED
+
+// STAGE0: offload-optimizer: needs ZeRO stage 1, 2 or 3 (stage 0 keeps whole optimizer states on every rank)
+// NOPATH: offload-optimizer-nvme-path: expected the directory for the NVMe files, got none
+// KIND: offload-optimizer: expected none, cpu or nvme, got 'disk'
+// UNUSED: offload-optimizer-pin-memory: only used with offload-optimizer=cpu or nvme
+
+// A linear layer trained with Adam at stage 2 on 2 ranks.
+#p = #sbp.placement<cpu, [0, 1]>
+func.func @linear() -> tensor<f32> {
+  %x = nn.input "x" : tensor<4x8xf32, #sbp.global<[S(0)], #p, input>>
+  %y = nn.input "y" : tensor<4xi64, #sbp.global<[S(0)], #p, input>>
+  %w = nn.variable "w" param : tensor<16x8xf32, #sbp.global<[B], #p, param>>
+  %logits = nn.matmul %x, %w {transpose_rhs} : (tensor<4x8xf32, #sbp.global<[S(0)], #p, input>>, tensor<16x8xf32, #sbp.global<[B], #p, param>>) -> tensor<4x16xf32>
+  %loss = nn.cross_entropy %logits, %y : (tensor<4x16xf32>, tensor<4xi64, #sbp.global<[S(0)], #p, input>>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// Host memory: the moments live there and the update reads them in place;
+// the gradient shard, the parameter shard and the step are cast to host
+// memory before it, the new parameter back to the device after it.
+// CPU: #[[HOST:cpus2_host]] = #sbp.placement<cpu, [0, 1], memory = host>
+// CPU-LABEL: func.func @linear
+// CPU: %[[M:.*]] = nn.variable "w.exp_avg" opt_state {{.*}}#sbp.global<[S(0)], #[[HOST]], opt_state>>
+// CPU: %[[V:.*]] = nn.variable "w.exp_avg_sq" opt_state {{.*}}#sbp.global<[S(0)], #[[HOST]], opt_state>>
+// CPU: %[[P:.*]] = sbp.cast %{{.*}} : tensor<128xf32, #sbp.global<[S(0)], #cpus2, param>> to tensor<128xf32, #sbp.global<[S(0)], #[[HOST]], param>>
+// CPU-NEXT: %[[G:.*]] = sbp.cast %{{.*}} : tensor<128xf32, #sbp.global<[S(0)], #cpus2, grad>> to tensor<128xf32, #sbp.global<[S(0)], #[[HOST]], grad>>
+// CPU-NEXT: %[[S:.*]] = sbp.cast %{{.*}} : tensor<i64, #sbp.global<[B], #cpus2>> to tensor<i64, #sbp.global<[B], #[[HOST]]>>
+// CPU-NEXT: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = nn.adam %[[P]], %[[G]], %[[M]], %[[V]], %[[S]]
+// CPU-SAME: -> (tensor<128xf32, #sbp.global<[S(0)], #[[HOST]], param>>, tensor<128xf32, #sbp.global<[S(0)], #[[HOST]], opt_state>>, tensor<128xf32, #sbp.global<[S(0)], #[[HOST]], opt_state>>)
+// CPU-NEXT: %[[D:.*]] = sbp.cast %[[NP]] : {{.*}}#[[HOST]], param>> to tensor<128xf32, #sbp.global<[S(0)], #cpus2, param>>
+// CPU-NEXT: sbp.cast %[[D]] : {{.*}}[S(0)]{{.*}} to {{.*}}[B]
+// CPU: nn.assign "w.exp_avg", %[[NM]]
+// CPU-NEXT: nn.assign "w.exp_avg_sq", %[[NV]]
+
+// NVMe: the moments are read into host memory right before the update and
+// written back after it.
+// NVME: #[[HOST:cpus2_host]] = #sbp.placement<cpu, [0, 1], memory = host>
+// NVME: #[[NVME:cpus2_nvme]] = #sbp.placement<cpu, [0, 1], memory = nvme>
+// NVME: %[[M:.*]] = nn.variable "w.exp_avg" opt_state {{.*}}#[[NVME]], opt_state>>
+// NVME: %[[MH:.*]] = sbp.cast %[[M]] : {{.*}}#[[NVME]], opt_state>> to {{.*}}#[[HOST]], opt_state>>
+// NVME: %[[NP:.*]], %[[NM:.*]], %[[NV:.*]] = nn.adam %{{.*}}, %{{.*}}, %[[MH]]
+// NVME: %[[MW:.*]] = sbp.cast %[[NM]] : {{.*}}#[[HOST]], opt_state>> to {{.*}}#[[NVME]], opt_state>>
+// NVME: nn.assign "w.exp_avg", %[[MW]] : tensor<128xf32, #sbp.global<[S(0)], #[[NVME]], opt_state>>
+
+// Partitioned, each memory cast is a transfer of the rank's shard, and the
+// update computes in host memory.
+// LOCAL: shard.grid @cpus2(shape = 2) {zero.placement = #cpus2}
+// LOCAL-NOT: shard.grid
+// LOCAL: nn.variable "w.exp_avg" opt_state {{.*}}#cpus2_nvme, opt_state>>, zero.memory_kind = #sbp<memory nvme>} : tensor<64xf32>
+// LOCAL: %[[F:.*]] = sbp.transfer_start %{{.*}} from nvme to host : tensor<64xf32> -> !sbp.future<tensor<64xf32>>
+// LOCAL-NEXT: %[[MH:.*]] = sbp.transfer_wait %[[F]]
+// LOCAL: nn.adam {{.*}} {lr = 1.000000e-03 : f64, zero.memory_kind = #sbp<memory host>}
+// LOCAL: sbp.transfer_start %{{.*}} from host to device
+// LOCAL: sbp.transfer_start %{{.*}} from host to nvme
+
+// Planned: the moments (2 x 64 floats per rank) in the NVMe arena, not on
+// the device; in host memory the update's operands, one at a time: the
+// parameter and gradient shards, both moments and the step (8 bytes).
+// Both NVMe reads start before the first wait (nvme-depth=2).
+// PLAN-LABEL: func.func @linear
+// PLAN-SAME: {bytes = 256 : i64, live = array<i64: 0, {{[0-9]+}}>, memory = "nvme", offset = 0 : i64, role = "opt_state"}
+// PLAN-SAME: {bytes = 256 : i64, live = array<i64: 0, {{[0-9]+}}>, memory = "nvme", offset = 256 : i64, role = "opt_state"}
+// PLAN-SAME: zero.memory = {arena = {{[0-9]+}} : i64, host = {arena = 1032 : i64, lower_bound = 1032 : i64, peak = {activation = 264 : i64, comm_buffer = 0 : i64, grad = 256 : i64, input = 0 : i64, master = 0 : i64, opt_state = 512 : i64, param = 0 : i64}}
+// PLAN-SAME: model_states = 512 : i64, nvme = {arena = 512 : i64, lower_bound = 512 : i64, peak = {activation = 0 : i64, comm_buffer = 0 : i64, grad = 0 : i64, input = 0 : i64, master = 0 : i64, opt_state = 512 : i64, param = 0 : i64}}
+// PLAN-SAME: opt_state = 0 : i64
+// PLAN: %[[R1:.*]] = sbp.transfer_start %{{.*}} from nvme to host
+// PLAN-NEXT: %[[R2:.*]] = sbp.transfer_start %{{.*}} from nvme to host
+// PLAN-NEXT: sbp.transfer_wait %[[R1]]
+// PLAN-NEXT: sbp.transfer_wait %[[R2]]
+// PLAN: nn.adam {{.*}}zero.memory_kind = #sbp<memory host>
