@@ -114,6 +114,19 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
     set("gradient-accumulation-steps", llvm::Twine(spec.accumulationSteps));
   if (spec.clipping >= 0)
     set("gradient-clipping", formatNumber(spec.clipping));
+  if (!spec.offloadOptimizer.empty()) {
+    std::optional<OffloadDevice> device =
+        symbolizeOffloadDevice(spec.offloadOptimizer);
+    if (!device || *device == OffloadDevice::None)
+      return configError("set_offload_optimizer: device must be \"cpu\" or "
+                         "\"nvme\", got \"" +
+                         spec.offloadOptimizer + "\"");
+    config.zero.offloadOptimizer = *device;
+    config.zero.offloadOptimizerNvmePath = spec.offloadNvmePath;
+    config.zero.offloadOptimizerPinMemory = spec.offloadPinMemory;
+    if (spec.offloadBufferCount > 0)
+      config.zero.offloadOptimizerBufferCount = spec.offloadBufferCount;
+  }
   if (!spec.overrides.empty())
     overrides += (overrides.empty() ? "" : " ") + spec.overrides;
   if (overrides.empty()) {
@@ -121,9 +134,15 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
       return std::move(error);
     return config;
   }
-  auto merged = parsePipelineOptions(mergeOptions(config.str(), overrides));
+  // The path is no pipeline-option text: it may hold spaces.
+  std::string nvmePath = config.zero.offloadOptimizerNvmePath;
+  ZeroConfig plain = config;
+  plain.zero.offloadOptimizerNvmePath = nvmePath.empty() ? "" : "-";
+  auto merged = parsePipelineOptions(mergeOptions(plain.str(), overrides));
   if (!merged)
     return merged.takeError();
+  if (merged->zero.offloadOptimizerNvmePath == "-")
+    merged->zero.offloadOptimizerNvmePath = nvmePath;
   if (llvm::Error error = merged->verify())
     return std::move(error);
   return *merged;

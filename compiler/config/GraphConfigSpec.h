@@ -44,6 +44,13 @@ struct GraphConfigSpec {
   /// set_activation_memory_budget: bytes of planned activations per rank
   /// that the checkpointed modules must fit (the fewest are kept); 0: none.
   int64_t activationMemoryBudget = 0;
+  /// set_offload_optimizer: "cpu" or "nvme"; empty when not called. The
+  /// path goes into the config as it is (it may hold spaces); buffer count
+  /// 0 keeps the default.
+  std::string offloadOptimizer;
+  std::string offloadNvmePath;
+  bool offloadPinMemory = false;
+  int64_t offloadBufferCount = 0;
 };
 
 } // namespace zerosbp

@@ -390,6 +390,14 @@ python::ConfigSpec configSpec(const py::dict &dict) {
       spec.overrides = value.cast<std::string>();
     else if (key == "activation_memory_budget")
       spec.activationMemoryBudget = value.cast<int64_t>();
+    else if (key == "offload_optimizer")
+      spec.offloadOptimizer = value.cast<std::string>();
+    else if (key == "offload_nvme_path")
+      spec.offloadNvmePath = value.cast<std::string>();
+    else if (key == "offload_pin_memory")
+      spec.offloadPinMemory = value.cast<bool>();
+    else if (key == "offload_buffer_count")
+      spec.offloadBufferCount = value.cast<int64_t>();
     else
       throw py::type_error("unknown config field '" + key + "'");
   }

@@ -29,7 +29,12 @@ using Json = nlohmann::json;
 
 namespace {
 
-constexpr int kPlanVersion = 1;
+constexpr int kPlanVersion = 2;
+
+/// The most bytes an arena, and so any buffer or offset in it, may have:
+/// JSON integers are exact in every reader only up to 2^53
+/// (docs/plan-format.md#conventions).
+constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
 
 /// A JSON node and its path, for messages.
 class Reader {
@@ -188,7 +193,8 @@ private:
     if (version != kPlanVersion)
       root.fail("plan version " + std::to_string(version) +
                 " is not supported; this runtime reads version " +
-                std::to_string(kPlanVersion));
+                std::to_string(kPlanVersion) +
+                (version == 1 ? " (compile the model again)" : ""));
   }
 
   // The checksum covers the text as written, so any edit, even one that
@@ -241,6 +247,7 @@ private:
     if (root.has("config"))
       plan.configJson = root.at("config").json().dump();
     plan.arenaBytes = root.at("arena_bytes").integer(0);
+    readArenas();
     Reader memory = root.at("memory");
     plan.memory.arena = memory.at("arena").integer(0);
     plan.memory.lowerBound = memory.at("lower_bound").integer(0);
@@ -253,11 +260,50 @@ private:
     }
   }
 
+  // Device memory first, then host memory and NVMe, each at most once
+  // (docs/plan-format.md#arenas).
+  void readArenas() {
+    Reader arenas = root.at("arenas");
+    std::vector<Reader> items = arenas.items();
+    if (items.empty())
+      arenas.fail("expected the device arena first, found none");
+    std::set<MemoryKind> seen;
+    for (const Reader &item : items) {
+      PlanArena arena;
+      std::string memory = item.at("memory").string();
+      std::optional<MemoryKind> kind = parseMemoryKind(memory);
+      if (!kind)
+        item.at("memory").fail("unknown memory '" + memory +
+                               "' (expected device, host or nvme)");
+      if (seen.empty() && *kind != MemoryKind::Device)
+        item.at("memory").fail("the first arena is in " + memory +
+                               " memory; the device arena comes first");
+      if (!seen.insert(*kind).second)
+        item.at("memory").fail("a second arena in " + memory + " memory");
+      arena.memory = *kind;
+      arena.bytes = item.at("bytes").integer(0, kMaxPlanBytes);
+      if (item.has("pinned"))
+        arena.pinned = item.at("pinned").boolean();
+      if (*kind == MemoryKind::Nvme) {
+        arena.path = item.at("path").string();
+        if (arena.path.empty())
+          item.at("path").fail("expected the directory of the NVMe files, "
+                               "not an empty string");
+      }
+      plan.arenas.push_back(std::move(arena));
+    }
+    if (plan.arenaBytes != plan.arenas[0].bytes)
+      root.at("arena_bytes")
+          .fail(std::to_string(plan.arenaBytes) +
+                " bytes, but the device arena (arenas[0]) has " +
+                std::to_string(plan.arenas[0].bytes));
+  }
+
   void readBuffers() {
     for (const Reader &item : root.at("buffers").items()) {
       PlanBuffer buffer;
-      buffer.offset = item.at("offset").integer(0);
-      buffer.bytes = item.at("bytes").integer(0);
+      buffer.offset = item.at("offset").integer(0, kMaxPlanBytes);
+      buffer.bytes = item.at("bytes").integer(0, kMaxPlanBytes);
       std::vector<int64_t> live = item.at("live").integers(0);
       if (live.size() != 2 || live[0] > live[1])
         item.at("live").fail("expected [first, last] with first <= last");
@@ -268,24 +314,33 @@ private:
       if (!parsed)
         item.at("role").fail("unknown role '" + role + "'");
       buffer.role = *parsed;
-      if (buffer.offset + buffer.bytes > plan.arenaBytes)
+      buffer.arena = static_cast<int>(item.at("arena").integer(
+          0, static_cast<int64_t>(plan.arenas.size()) - 1));
+      const PlanArena &arena = plan.arenas[buffer.arena];
+      if (buffer.offset + buffer.bytes > arena.bytes)
         item.fail("buffer ends at byte " +
-                  std::to_string(buffer.offset + buffer.bytes) +
-                  ", past the arena (" + std::to_string(plan.arenaBytes) +
-                  " bytes)");
+                  std::to_string(buffer.offset + buffer.bytes) + ", past the " +
+                  memoryKindName(arena.memory) + " arena (" +
+                  std::to_string(arena.bytes) + " bytes)");
       plan.buffers.push_back(buffer);
     }
   }
 
   // Buffers that share arena bytes are never live at the same position
-  // (docs/plan-format.md#buffers). A sweep in order of first position keeps
-  // the live buffers by offset; they do not overlap so far, so a new one
-  // can only meet its neighbours there: O(n log n) for 10^5 buffers.
+  // (docs/plan-format.md#buffers); buffers in different arenas share none.
+  // Per arena, a sweep in order of first position keeps the live buffers by
+  // offset; they do not overlap so far, so a new one can only meet its
+  // neighbours there: O(n log n) for 10^5 buffers.
   void checkBufferOverlap() {
+    for (size_t arena = 0; arena < plan.arenas.size(); ++arena)
+      checkBufferOverlap(static_cast<int>(arena));
+  }
+
+  void checkBufferOverlap(int arena) {
     const std::vector<PlanBuffer> &buffers = plan.buffers;
     std::vector<int> order;
     for (size_t id = 0; id < buffers.size(); ++id)
-      if (buffers[id].bytes > 0)
+      if (buffers[id].bytes > 0 && buffers[id].arena == arena)
         order.push_back(static_cast<int>(id));
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
       return buffers[a].liveFirst < buffers[b].liveFirst;
@@ -432,6 +487,8 @@ private:
   void readInstructions() {
     std::vector<Reader> items = root.at("instructions").items();
     std::set<int> started, waited;
+    std::set<int> transfersStarted, transfersWaited;
+    std::vector<int> transferStarts; // By transfer id: its start's index.
     for (const Reader &item : items) {
       Instruction instruction;
       instruction.op = item.at("op").string();
@@ -490,18 +547,130 @@ private:
           item.fail("shard.all_slice takes one operand and one result");
       } else if (op.rfind("nn.", 0) == 0) {
         instruction.kind = InstructionKind::Kernel;
+      } else if (op == "transfer_start") {
+        readTransfer(item, instruction);
+        if (!transfersStarted.insert(instruction.transfer).second)
+          item.at("transfer")
+              .fail("transfer " + std::to_string(instruction.transfer) +
+                    " is started twice");
+        if (instruction.transfer + 1 !=
+            static_cast<int>(transfersStarted.size()))
+          item.at("transfer")
+              .fail("transfer " + std::to_string(instruction.transfer) +
+                    " starts where transfer " +
+                    std::to_string(transfersStarted.size() - 1) +
+                    " is due; ids are 0, 1, 2, ... in the order of the starts");
+        transferStarts.push_back(static_cast<int>(plan.instructions.size()));
+      } else if (op == "transfer_wait") {
+        instruction.kind = InstructionKind::TransferWait;
+        instruction.transfer = static_cast<int>(
+            item.at("transfer").integer(0, std::numeric_limits<int>::max()));
+        if (!instruction.operands.empty() || !instruction.results.empty())
+          item.fail("transfer_wait takes no operands or results (they are "
+                    "its transfer_start's)");
+        if (!transfersStarted.count(instruction.transfer))
+          item.at("transfer")
+              .fail("waits for transfer " +
+                    std::to_string(instruction.transfer) + " before it starts");
+        if (!transfersWaited.insert(instruction.transfer).second)
+          item.at("transfer")
+              .fail("transfer " + std::to_string(instruction.transfer) +
+                    " is waited for twice");
+        const Instruction &start =
+            plan.instructions[transferStarts[instruction.transfer]];
+        instruction.from = start.from;
+        instruction.to = start.to;
       } else {
         item.at("op").fail("unknown instruction '" + op + "'");
       }
+      checkNvmeUntouched(item, instruction);
       plan.instructions.push_back(std::move(instruction));
     }
-    if (started != waited)
-      root.at("instructions")
-          .fail("bucket " + std::to_string(*started.rbegin()) +
-                " is started but never waited for");
+    for (int bucket : started)
+      if (!waited.count(bucket))
+        root.at("instructions")
+            .fail("bucket " + std::to_string(bucket) +
+                  " is started but never waited for");
     plan.numBuckets = started.empty() ? 0 : *started.rbegin() + 1;
     if (static_cast<int>(started.size()) != plan.numBuckets)
       root.at("instructions").fail("bucket ids are not 0, 1, 2, ...");
+    for (int transfer : transfersStarted)
+      if (!transfersWaited.count(transfer))
+        root.at("instructions")
+            .fail("transfer " + std::to_string(transfer) +
+                  " is started but never waited for");
+    plan.numTransfers = static_cast<int>(transfersStarted.size());
+  }
+
+  // transfer_start: one operand in memory `from`, one result of the same
+  // dtype and shape in memory `to` (docs/plan-format.md#instructions).
+  void readTransfer(const Reader &item, Instruction &instruction) {
+    instruction.kind = InstructionKind::TransferStart;
+    instruction.transfer = static_cast<int>(
+        item.at("transfer").integer(0, std::numeric_limits<int>::max()));
+    instruction.from = readMemoryKind(item.at("from"));
+    instruction.to = readMemoryKind(item.at("to"));
+    if (instruction.from == instruction.to)
+      item.fail(std::string("a transfer from ") +
+                memoryKindName(instruction.from) + " memory to itself");
+    if (instruction.operands.size() != 1 || instruction.results.size() != 1)
+      item.fail("transfer_start takes one operand and one result");
+    auto inMemory = [&](const char *key, int id, MemoryKind memory) {
+      int buffer = plan.values[id].buffer;
+      if (plan.memoryOf(buffer) != memory)
+        item.at(key).fail("value " + std::to_string(id) + " is in buffer " +
+                          std::to_string(buffer) + " in " +
+                          memoryKindName(plan.memoryOf(buffer)) +
+                          " memory, not " + memoryKindName(memory));
+    };
+    inMemory("operands", instruction.operands[0], instruction.from);
+    inMemory("results", instruction.results[0], instruction.to);
+    const PlanValue &operand = plan.values[instruction.operands[0]];
+    const PlanValue &result = plan.values[instruction.results[0]];
+    if (operand.dtype != result.dtype || operand.shape != result.shape)
+      item.fail("the operand (" + typeText(operand) + ") and the result (" +
+                typeText(result) + ") differ in dtype or shape");
+  }
+
+  MemoryKind readMemoryKind(const Reader &reader) {
+    std::string name = reader.string();
+    if (std::optional<MemoryKind> kind = parseMemoryKind(name))
+      return *kind;
+    reader.fail("unknown memory '" + name +
+                "' (expected device, host or nvme)");
+  }
+
+  static std::string typeText(const PlanValue &value) {
+    std::string text = std::string(dtypeName(value.dtype)) + " [";
+    for (size_t d = 0; d < value.shape.size(); ++d)
+      text += (d ? ", " : "") + std::to_string(value.shape[d]);
+    return text + "]";
+  }
+
+  // Only transfers move bytes in or out of an NVMe arena: a kernel, a slice,
+  // a collective or a copy there is refused (docs/plan-format.md#arenas).
+  void checkNvmeUntouched(const Reader &item, const Instruction &instruction) {
+    if (instruction.kind == InstructionKind::TransferStart ||
+        instruction.kind == InstructionKind::TransferWait)
+      return;
+    auto refuse = [&](const std::string &what, int buffer) {
+      if (plan.memoryOf(buffer) == MemoryKind::Nvme)
+        item.fail(instruction.op + " " + what + " buffer " +
+                  std::to_string(buffer) +
+                  ", in the nvme arena; only transfers may touch NVMe");
+    };
+    for (int id : instruction.operands)
+      refuse("reads value " + std::to_string(id) + " in",
+             plan.values[id].buffer);
+    for (int id : instruction.results)
+      refuse("writes value " + std::to_string(id) + " in",
+             plan.values[id].buffer);
+    if (instruction.staging)
+      refuse("stages through", *instruction.staging);
+    if (instruction.kind == InstructionKind::Copy)
+      refuse(
+          "writes variable '" + instruction.variable + "' in",
+          plan.values[plan.variables[instruction.variableIndex].value].buffer);
   }
 
   void readCollective(const Reader &item, Instruction &instruction) {

@@ -52,12 +52,19 @@ void fuzzPlan(const std::string &text, bool verifyChecksum) {
     for (int id : instruction.operands)
       check(id >= 0 && id < static_cast<int>(plan.values.size()),
             "plan operand out of range");
-  // The reader's sweep against brute force: buffers that share bytes are
-  // never live together.
+  // Every buffer lies inside its own arena.
   const std::vector<PlanBuffer> &buffers = plan.buffers;
+  for (const PlanBuffer &buffer : buffers)
+    check(buffer.arena >= 0 &&
+              buffer.arena < static_cast<int>(plan.arenas.size()) &&
+              buffer.offset + buffer.bytes <= plan.arenas[buffer.arena].bytes,
+          "plan buffer outside its arena");
+  // The reader's sweep against brute force: buffers that share bytes of one
+  // arena are never live together.
   for (size_t a = 0; a < buffers.size() && buffers.size() <= 1000; ++a)
     for (size_t b = a + 1; b < buffers.size(); ++b)
-      check(buffers[a].bytes == 0 || buffers[b].bytes == 0 ||
+      check(buffers[a].arena != buffers[b].arena || buffers[a].bytes == 0 ||
+                buffers[b].bytes == 0 ||
                 buffers[a].offset + buffers[a].bytes <= buffers[b].offset ||
                 buffers[b].offset + buffers[b].bytes <= buffers[a].offset ||
                 buffers[a].liveLast < buffers[b].liveFirst ||

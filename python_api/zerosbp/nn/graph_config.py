@@ -91,6 +91,33 @@ class GraphConfig:
         reduce-bucket-size=1000"``."""
         self._set(overrides=str(options))
 
+    def set_offload_optimizer(self, device, *, nvme_path=None,
+                              pin_memory=False, buffer_count=4):
+        """ZeRO-Offload (``device="cpu"``: optimizer states and fp32 masters
+        in host memory, the optimizer step on the host) or ZeRO-Infinity
+        (``device="nvme"``: the states in a file under ``nvme_path``),
+        DeepSpeed's ``offload_optimizer``; needs ZeRO stage 1-3
+        (docs/design.md#offload). ``buffer_count`` NVMe reads run ahead of
+        the updates."""
+        if device not in ("cpu", "nvme"):
+            raise ValueError("set_offload_optimizer: device must be \"cpu\" "
+                             f"or \"nvme\", got {device!r}")
+        if device == "nvme" and not nvme_path:
+            raise ValueError("set_offload_optimizer: device \"nvme\" needs "
+                             "nvme_path, the directory for the files")
+        if device == "cpu" and nvme_path:
+            raise ValueError("set_offload_optimizer: nvme_path is only used "
+                             "with device \"nvme\"")
+        if isinstance(buffer_count, bool) or not isinstance(buffer_count,
+                                                            int) or \
+                buffer_count < 1:
+            raise ValueError("set_offload_optimizer: buffer_count must be an "
+                             f"int >= 1, got {buffer_count!r}")
+        self._set(offload_optimizer=device,
+                  offload_nvme_path=str(nvme_path or ""),
+                  offload_pin_memory=bool(pin_memory),
+                  offload_buffer_count=buffer_count)
+
     def set_activation_memory_budget(self, budget_bytes):
         """Of the modules marked with ``zs.checkpoint``, checkpoint the
         fewest (in call order) for which the planned activation peak per

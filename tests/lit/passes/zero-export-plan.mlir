@@ -7,7 +7,7 @@
 
 // The plan of one stage-2 step (docs/plan-format.md).
 // CHECK: "format": "zerosbp-plan",
-// CHECK-NEXT: "version": 1,
+// CHECK-NEXT: "version": 2,
 // CHECK-NEXT: "function": "plan",
 // CHECK-NEXT: "world": 4,
 // CHECK-NEXT: "placement": {

@@ -92,7 +92,7 @@ func.func @linear() -> tensor<f32> {
 // IR: sbp.collective_start reduce_scatter
 
 // PLAN: "format": "zerosbp-plan",
-// PLAN-NEXT: "version": 1,
+// PLAN-NEXT: "version": 2,
 // PLAN-NEXT: "function": "linear",
 // PLAN-NEXT: "stage": 2,
 // PLAN-NEXT: "world": 4,
