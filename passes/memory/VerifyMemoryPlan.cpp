@@ -217,7 +217,10 @@ LogicalResult Checker::run() {
   // An op computes in one memory (zero.memory_kind, else the device's) and
   // reads and writes only there; transfers move between memories.
   for (Operation &op : block) {
-    if (!hasInstruction(op) || isa<TransferStartOp, TransferWaitOp>(op))
+    // A copy into a variable stays in the variable's memory: zero-memory-plan
+    // refuses one that would cross.
+    if (!hasInstruction(op) ||
+        isa<TransferStartOp, TransferWaitOp, nn::AssignOp>(op))
       continue;
     std::string memory = "device";
     if (auto kind = op.getAttrOfType<MemoryKindAttr>(kMemoryKindAttr))

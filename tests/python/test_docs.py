@@ -31,9 +31,10 @@ LINK_FILES = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))) + [
     for name in ("README.md", "python_api/README.md", "passes/README.md")
 ]
 
-# Every optional pass on: accumulation, fp16 with a dynamic loss scale,
-# gradient clipping; -o adds zero-export-plan.
-EVERY_PASS = ("gradient-accumulation-steps=2 precision=fp16 loss-scale=0 "
+# Every optional pass on: optimizer offload, accumulation, fp16 with a
+# dynamic loss scale, gradient clipping; -o adds zero-export-plan.
+EVERY_PASS = ("stage=3 offload-optimizer=cpu "
+              "gradient-accumulation-steps=2 precision=fp16 loss-scale=0 "
               "gradient-clipping=1.0")
 
 

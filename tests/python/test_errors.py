@@ -45,11 +45,22 @@ def test_unknown_deepspeed_key():
             {"zero_optimization": {"stag": 2}}))
 
 
-def test_deepspeed_offload_is_refused():
-    with pytest.raises(zs.Error, match="offload_optimizer"):
+def test_deepspeed_parameter_offload_is_refused():
+    with pytest.raises(zs.Error, match="offloading parameters to \"cpu\" is "
+                       "not supported yet"):
         graph_with(lambda c: c.set_deepspeed_config(
-            {"zero_optimization": {"stage": 2,
-                                   "offload_optimizer": {"device": "cpu"}}}))
+            {"zero_optimization": {"stage": 3,
+                                   "offload_param": {"device": "cpu"}}}))
+
+
+def test_offload_optimizer_arguments():
+    with pytest.raises(ValueError, match="needs nvme_path"):
+        graph_with(lambda c: c.set_offload_optimizer("nvme"))
+    with pytest.raises(ValueError, match="device must be"):
+        graph_with(lambda c: c.set_offload_optimizer("gpu"))
+    with pytest.raises(zs.Error, match="needs ZeRO stage 1, 2 or 3"):
+        graph_with(lambda c: (c.enable_zero(False),
+                              c.set_offload_optimizer("cpu")))
 
 
 def test_deepspeed_train_batch_size_must_be_the_graphs_batch():

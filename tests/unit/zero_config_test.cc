@@ -469,15 +469,47 @@ TEST(DeepSpeedConfigErrors, BatchSizes) {
             "gradient_accumulation_steps (4) * world (4) overflows");
 }
 
+TEST(DeepSpeedConfig, OffloadOptimizer) {
+  ZeroConfig cpu = configOf(parseDeepSpeedConfig(
+      R"({"zero_optimization": {"stage": 2,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true}}})",
+      4));
+  EXPECT_EQ(cpu.zero.offloadOptimizer, OffloadDevice::Cpu);
+  EXPECT_TRUE(cpu.zero.offloadOptimizerPinMemory);
+  ZeroConfig nvme = configOf(parseDeepSpeedConfig(
+      R"({"zero_optimization": {"stage": 3, "offload_optimizer": {
+      "device": "nvme", "nvme_path": "/local_nvme", "buffer_count": 6,
+      "pipeline_read": true, "pipeline_write": true, "ratio": 1.0}}})",
+      4));
+  EXPECT_EQ(nvme.zero.offloadOptimizer, OffloadDevice::Nvme);
+  EXPECT_EQ(nvme.zero.offloadOptimizerNvmePath, "/local_nvme");
+  EXPECT_EQ(nvme.zero.offloadOptimizerBufferCount, 6);
+  EXPECT_NE(nvme.str().find("offload-optimizer=nvme "), std::string::npos)
+      << nvme.str();
+}
+
 TEST(DeepSpeedConfigErrors, OffloadRejected) {
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 0,
+      "offload_optimizer": {"device": "cpu"}}})"),
+            "zero_optimization.offload_optimizer.device: needs ZeRO stage 1, "
+            "2 or 3 (stage 0 keeps whole optimizer states on every rank)");
   EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 2,
-      "offload_optimizer": {"device": "cpu", "pin_memory": true}}})"),
-            "zero_optimization.offload_optimizer.device: offloading to "
-            "\"cpu\" is not supported (only \"none\")");
+      "offload_optimizer": {"device": "nvme"}}})"),
+            "zero_optimization.offload_optimizer.nvme_path: expected the "
+            "directory for the NVMe files, got none");
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 2,
+      "offload_optimizer": {"device": "cpu", "ratio": 0.5}}})"),
+            "zero_optimization.offload_optimizer.ratio: only 1 is supported "
+            "(every optimizer state offloaded), got 0.5");
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 2,
+      "offload_optimizer": {"device": "cpu", "super_offload": true}}})"),
+            "zero_optimization.offload_optimizer.super_offload: true is not "
+            "supported");
   EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 3,
       "offload_param": {"device": "nvme", "nvme_path": "/local_nvme"}}})"),
-            "zero_optimization.offload_param.device: offloading to \"nvme\" "
-            "is not supported (only \"none\")");
+            "zero_optimization.offload_param.device: offloading parameters "
+            "to \"nvme\" is not supported yet (only \"none\"); "
+            "offload_optimizer is");
   EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {
       "offload_param": {"device": "gpu"}}})"),
             "zero_optimization.offload_param.device: expected \"none\", "
@@ -1005,8 +1037,40 @@ std::string otherValue(const ConfigOption &option, const ZeroConfig &defaults) {
     return "sgd";
   case OptionType::Precision:
     return "bf16";
+  case OptionType::Offload:
+    return "nvme";
+  case OptionType::Text:
+    return "/nvme";
   }
   return "";
+}
+
+/// The other options `option` needs to be used (ConfigOptions.def's When),
+/// as pipeline-option pairs and as members of DeepSpeed's
+/// offload_optimizer.
+struct Context {
+  std::string pairs, offloadMembers;
+};
+Context contextOf(const ConfigOption &option) {
+  Context context;
+  if (option.when == OptionWhen::Fp16)
+    context.pairs = " precision=fp16";
+  if (option.when == OptionWhen::Offload || option.when == OptionWhen::Nvme) {
+    context.pairs = " stage=1";
+    bool nvme = option.when == OptionWhen::Nvme ||
+                option.field == ConfigField::OffloadOptimizer;
+    if (option.field != ConfigField::OffloadOptimizer) {
+      context.pairs +=
+          nvme ? " offload-optimizer=nvme" : " offload-optimizer=cpu";
+      context.offloadMembers +=
+          nvme ? ", \"device\": \"nvme\"" : ", \"device\": \"cpu\"";
+    }
+    if (nvme && option.field != ConfigField::OffloadOptimizerNvmePath) {
+      context.pairs += " offload-optimizer-nvme-path=/nvme";
+      context.offloadMembers += ", \"nvme_path\": \"/nvme\"";
+    }
+  }
+  return context;
 }
 
 /// The value `config` holds for `option`, as text.
@@ -1020,6 +1084,11 @@ std::string heldValue(const ConfigOption &option, const ZeroConfig &config) {
   if (const OptimizerKind *kind =
           optionMember<OptimizerKind>(config, option.field))
     return stringifyOptimizerKind(*kind).str();
+  if (const OffloadDevice *device =
+          optionMember<OffloadDevice>(config, option.field))
+    return stringifyOffloadDevice(*device).str();
+  if (const std::string *text = optionMember<std::string>(config, option.field))
+    return *text;
   return stringifyPrecision(*optionMember<Precision>(config, option.field))
       .str();
 }
@@ -1034,11 +1103,9 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
   for (const ConfigOption &option : configOptions()) {
     SCOPED_TRACE(option.key.str());
     std::string value = otherValue(option, defaults);
-    std::string context;
-    if (option.when == OptionWhen::Fp16)
-      context = " precision=fp16";
+    Context context = contextOf(option);
     ZeroConfig config = configOf(
-        parsePipelineOptions((option.key + "=" + value + context).str()));
+        parsePipelineOptions((option.key + "=" + value + context.pairs).str()));
     EXPECT_EQ(heldValue(option, config), value);
     if (option.check != OptionCheck::True)
       EXPECT_NE(config, defaults);
@@ -1060,7 +1127,17 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     EXPECT_EQ(fromJson, config) << text;
     // A plain zero_optimization or fp16 key reads as itself.
     llvm::StringRef path = option.deepSpeed;
-    if (path.consume_front("zero_optimization.")) {
+    bool quoted =
+        option.type == OptionType::Offload || option.type == OptionType::Text;
+    std::string member = quoted ? "\"" + value + "\"" : value;
+    if (path.consume_front("zero_optimization.offload_optimizer.")) {
+      std::string ds = llvm::formatv(
+          "{{\"zero_optimization\": {{\"stage\": 1, \"offload_optimizer\": "
+          "{{\"{0}\": {1}{2}}}}",
+          path, member, context.offloadMembers);
+      EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))), value)
+          << ds;
+    } else if (path.consume_front("zero_optimization.")) {
       std::string ds = llvm::formatv(
           "{{\"zero_optimization\": {{\"{0}\": {1}}}", path, value);
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))),
