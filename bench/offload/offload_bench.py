@@ -38,6 +38,7 @@ COLUMNS = [
     ("nvme_mib", "NVMe MiB/rank"),
     ("rss_mib", "process RSS MiB"),
     ("rss_saved_mib", "RSS saved MiB"),
+    ("planned_saved_mib", "planned saving MiB"),
     ("moved_mib", "moved MiB/rank/step"),
     ("moved_check", "vs formula"),
     ("transfer_wait_ms", "transfer wait ms"),
@@ -87,15 +88,16 @@ def shard_elements(plan):
     return total
 
 
-def moved_formula(mode, shard, updates):
+def moved_formula(mode, shard):
     """Bytes per rank and step (docs/design.md#offload), fp32 Adam without
     masters: the gradient and parameter shards to the host and the new
-    parameter back (12 bytes per element) plus the step (8 bytes per
-    update); with NVMe also both moments read and written (16)."""
+    parameter back (12 bytes per element) plus the step (8 bytes, copied
+    once for every update); with NVMe also both moments read and written
+    (16)."""
     if mode == "none":
         return 0
     per_element = 12 + (16 if mode == "nvme" else 0)
-    return per_element * shard + 8 * updates
+    return per_element * shard + 8
 
 
 def run(args, work, world, mode):
@@ -124,11 +126,9 @@ def run(args, work, world, mode):
     if peaks["total"] != planned["lower_bound"]:
         bench_report.fail("%s: measured device peak %d != planned %d" % (
             tag, peaks["total"], planned["lower_bound"]))
-    moved = report["transfer_bytes_per_step"]
+    moved = report.get("transfer_bytes_per_step", {})
     moved_total = sum(moved.values())
-    updates = sum(1 for i in plan["instructions"]
-                  if i["op"] in ("nn.adam", "nn.adamw", "nn.sgd"))
-    formula = moved_formula(mode, shard_elements(plan), updates)
+    formula = moved_formula(mode, shard_elements(plan))
     times = report["step_ms"][1:]
     row = {
         "ranks": world,
@@ -137,7 +137,10 @@ def run(args, work, world, mode):
         "device_mib": round(peaks["total"] / MIB, 2),
         "host_mib": round(peaks.get("host", {}).get("total", 0) / MIB, 2),
         "nvme_mib": round(peaks.get("nvme", {}).get("total", 0) / MIB, 2),
-        "rss_mib": round(report["process"]["rss_peak_bytes"] / MIB, 1),
+        "rss_mib": round(report["process"]["rss_bytes"] / MIB, 1),
+        "rss_peak_mib": round(report["process"]["rss_peak_bytes"] / MIB, 1),
+        "arena_bytes": sum(a["bytes"] for a in plan["arenas"]
+                           if a["memory"] != "nvme"),
         "moved_bytes": moved,
         "moved_mib": round(moved_total / MIB, 2),
         "moved_formula_bytes": formula,
@@ -189,6 +192,9 @@ def main():
                                                 row["losses"], base["losses"]))
             row["step_ratio"] = round(row["step_ms"] / base["step_ms"], 2)
             row["rss_saved_mib"] = round(base["rss_mib"] - row["rss_mib"], 1)
+            # Every rank's device and host arenas live in this process.
+            row["planned_saved_mib"] = round(
+                world * (base["arena_bytes"] - row["arena_bytes"]) / MIB, 1)
         rows += group
     bench_report.print_table(COLUMNS, rows)
     print("\n%s; ZeRO stage %d, fp32 Adam, thresholds 0; median of %d steps "

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace zerosbp::runtime {
 
@@ -57,11 +60,43 @@ ArenaPeaks plannedArenaPeaks(const Plan &plan, MemoryKind memory) {
   return peaks;
 }
 
+/// The bytes the plan's transfers move each step, per direction: what each
+/// rank's copy stream runs once per step.
+Json transferBytes(const Plan &plan) {
+  int64_t toHost = 0, toDevice = 0, nvmeRead = 0, nvmeWrite = 0;
+  for (const Instruction &instruction : plan.instructions) {
+    if (instruction.kind != InstructionKind::TransferStart)
+      continue;
+    int64_t bytes = plan.values[instruction.operands[0]].bytes();
+    if (instruction.from == MemoryKind::Nvme)
+      nvmeRead += bytes;
+    else if (instruction.to == MemoryKind::Nvme)
+      nvmeWrite += bytes;
+    else if (instruction.to == MemoryKind::Host)
+      toHost += bytes;
+    else
+      toDevice += bytes;
+  }
+  return {{"device_to_host", toHost},
+          {"host_to_device", toDevice},
+          {"nvme_read", nvmeRead},
+          {"nvme_write", nvmeWrite}};
+}
+
 Json arenaJson(const ArenaPeaks &peaks) {
   return {{"total", peaks.total}, {"by_role", roleBytes(peaks.byRole)}};
 }
 
 } // namespace
+
+int64_t processStatusBytes(const std::string &key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(key + ":", 0) == 0)
+      return std::atoll(line.c_str() + key.size() + 1) * 1024;
+  return 0;
+}
 
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                             const TrainResult &result) {
@@ -165,6 +200,13 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                           ? Json::object()
                           : kindBytes(rank.bytesSent.back()));
   report["comm_bytes"] = {{"per_step", perStep}, {"per_rank", perRank}};
+  if (plan.numTransfers > 0)
+    report["transfer_bytes_per_step"] = transferBytes(plan);
+  // This process's, whether it runs every rank or one (MPI: rank 0's).
+  // Resident memory now, the ranks' arenas in it, and at its peak (which
+  // includes set-up).
+  report["process"] = {{"rss_bytes", result.residentBytes},
+                       {"rss_peak_bytes", processStatusBytes("VmHWM")}};
   return report.dump(2);
 }
 

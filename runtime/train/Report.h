@@ -13,6 +13,10 @@ namespace zerosbp::runtime {
 /// ranks, the first step left out when there are more), `peak_bytes` (per
 /// rank: total, model states and by role) beside `planned_bytes`,
 /// `comm_bytes` (per step and kind, per rank), tokens per second.
+/// A size line of /proc/self/status ("VmRSS", "VmHWM"), in bytes; 0 where
+/// /proc does not say.
+int64_t processStatusBytes(const std::string &key);
+
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                             const TrainResult &result);
 

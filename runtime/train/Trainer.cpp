@@ -9,6 +9,7 @@
 #include "runtime/kernels/Kernel.h"
 #include "runtime/train/Interrupt.h"
 #include "runtime/train/ModelData.h"
+#include "runtime/train/Report.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <malloc.h>
 #include <map>
 #include <memory>
 #include <thread>
@@ -374,6 +376,10 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
                   session.stepsRun() % options.checkpointEvery == 0)))
       saveCheckpoint(session, options, seed, reporter, progress, result);
   }
+  // Freed set-up memory (initial values, data) may stay in malloc's heap;
+  // handed back, what is resident is what the run holds.
+  ::malloc_trim(0);
+  result.residentBytes = processStatusBytes("VmRSS");
   throwIfInterrupted();
   if (options.tracePath) {
     // Under MPI every process writes its own rank's timeline.

@@ -79,6 +79,9 @@ struct TrainResult {
   std::vector<double> losses;
   std::vector<RankRecord> ranks;
   int64_t tokensPerStep = 0;
+  /// This process's resident bytes after the last step, its ranks' arenas
+  /// still held (docs/runtime.md#offload).
+  int64_t residentBytes = 0;
 };
 
 /// One thread per rank in this process, over the in-process communicator.

@@ -52,6 +52,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <malloc.h>
 #include <string>
 #include <vector>
 
@@ -197,6 +198,11 @@ CommandLine parse(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Large set-up buffers (initial values, shards of a checkpoint) come
+  // from mmap and go back to the system when freed, instead of staying in
+  // malloc's heap: the resident memory of a run is what it holds
+  // (docs/runtime.md#offload).
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int rank = 0;
   try {
     CommandLine line = parse(argc, argv);
