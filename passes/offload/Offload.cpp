@@ -94,8 +94,12 @@ struct ZeroOffloadPass
     auto copyTo = [&](Value value, MemoryKind memory,
                       Operation *before) -> Value {
       auto key = std::make_pair(value, static_cast<unsigned>(memory));
-      if (Value copy = copies.lookup(key))
+      if (Value copy = copies.lookup(key)) {
+        // An earlier reader than the one it was made for.
+        if (before->isBeforeInBlock(copy.getDefiningOp()))
+          copy.getDefiningOp()->moveBefore(before);
         return copy;
+      }
       builder.setInsertionPoint(before);
       Value copy = CastOp::create(builder, value.getLoc(),
                                   inMemory(value.getType(), memory), value);
@@ -105,13 +109,17 @@ struct ZeroOffloadPass
     };
 
     for (nn::OptimizerUpdateOpInterface update : updates) {
-      // The update and the selects that choose between its results and the
-      // old values (zero-loss-scale's skipped steps) run on the host.
+      // The update, the selects that choose between its results and the
+      // old values (zero-loss-scale's skipped steps), and the cast of a new
+      // master to the parameter's precision run on the host: the device
+      // gets the low-precision parameter, as from DeepSpeed's CPU Adam.
       SmallVector<Operation *> group = {update.getOperation()};
-      for (OpResult result : update->getResults())
-        for (Operation *user : result.getUsers())
-          if (isa<nn::SelectOp>(user) && !llvm::is_contained(group, user))
-            group.push_back(user);
+      for (size_t next = 0; next < group.size(); ++next)
+        for (Value result : group[next]->getResults())
+          for (Operation *user : result.getUsers())
+            if (isa<nn::SelectOp, nn::CastOp>(user) &&
+                !llvm::is_contained(group, user))
+              group.push_back(user);
       llvm::sort(
           std::next(group.begin()), group.end(),
           [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
@@ -131,7 +139,8 @@ struct ZeroOffloadPass
         for (OpResult result : op->getResults())
           result.setType(inMemory(result.getType(), MemoryKind::host));
       }
-      // What reads the results elsewhere reads a copy made after the group.
+      // What reads the results elsewhere reads a copy made after the group,
+      // or right before it where it comes first.
       Operation *next = group.back()->getNextNode();
       for (Operation *op : group)
         for (OpResult result : op->getResults())
@@ -146,7 +155,8 @@ struct ZeroOffloadPass
                 wanted = it->second;
             }
             if (wanted != MemoryKind::host)
-              use.set(copyTo(result, wanted, next));
+              use.set(copyTo(result, wanted,
+                             user->isBeforeInBlock(next) ? user : next));
           }
     }
   }
