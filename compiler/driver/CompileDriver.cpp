@@ -5,6 +5,7 @@
 #include "compiler/driver/ActivationBudget.h"
 
 #include "compiler/driver/PassRecorder.h"
+#include "compiler/estimator/DeepSpeedEstimate.h"
 #include "compiler/estimator/PlanReport.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/nn/IR/NNOps.h"
@@ -194,6 +195,10 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
     (*budgetChoice)["recompute_flops_per_rank"] = perRank;
   if (budgetChoice)
     json["activation_checkpointing"] = std::move(*budgetChoice);
+  // DeepSpeed's own estimates for this model on the same ranks, to read
+  // beside the plan (docs/design.md#offload).
+  json["deepspeed_estimates"] = deepSpeedEstimatesJson(
+      analysis.params, largestLayerParams(func), config.world);
   return json;
 }
 

@@ -71,13 +71,33 @@ FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
       Role role = variable.getRole();
       if (role == Role::param)
         report.params += logicalElements(variable);
-      if (role != Role::activation && role != Role::input)
-        report.bytesPerRank[stringifyRole(role).str()] +=
-            perRankBytes(variable.getResult().getType());
+      // Offloaded states are held off the device (docs/design.md#offload).
+      MemoryKind memory = encoding.getPlacement().getMemory();
+      if (role != Role::activation && role != Role::input) {
+        int64_t bytes = perRankBytes(variable.getResult().getType());
+        if (memory == MemoryKind::device)
+          report.bytesPerRank[stringifyRole(role).str()] += bytes;
+        else
+          report.offloadedBytesPerRank[stringifyMemoryKind(memory).str()] +=
+              bytes;
+      }
       return WalkResult::advance();
     }
     if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
       Value grad = update.getGradient();
+      // An offloaded update reads its shard from host memory; below stage 2
+      // the device still holds the full gradient until it is reduced.
+      GlobalTensorAttr encoding = getGlobalEncoding(grad.getType());
+      MemoryKind memory =
+          encoding ? encoding.getPlacement().getMemory() : MemoryKind::device;
+      if (memory != MemoryKind::device) {
+        report.offloadedBytesPerRank[stringifyMemoryKind(memory).str()] +=
+            perRankBytes(grad.getType());
+        if (report.stage < 2)
+          report.bytesPerRank["grad"] +=
+              perRankBytes(fullGradient(grad).getType());
+        return WalkResult::advance();
+      }
       Value counted = report.stage >= 2 ? grad : fullGradient(grad);
       report.bytesPerRank["grad"] += perRankBytes(counted.getType());
       return WalkResult::advance();
@@ -121,9 +141,11 @@ double ModelStateReport::commBytes() const {
 }
 
 llvm::json::Object ModelStateReport::toJson() const {
-  llvm::json::Object bytes, comm, counts;
+  llvm::json::Object bytes, comm, counts, offloaded;
   for (const auto &[role, value] : bytesPerRank)
     bytes[role] = value;
+  for (const auto &[memory, value] : offloadedBytesPerRank)
+    offloaded[memory] = value;
   for (const char *kind :
        {"all_reduce", "reduce_scatter", "all_gather", "all_to_all"}) {
     auto it = commBytesPerStep.find(kind);
@@ -137,6 +159,7 @@ llvm::json::Object ModelStateReport::toJson() const {
       {"stage", stage},
       {"bytes_per_rank", std::move(bytes)},
       {"model_state_bytes_per_rank", modelStateBytes()},
+      {"offloaded_bytes_per_rank", std::move(offloaded)},
       {"comm_bytes_per_step", std::move(comm)},
       {"collectives", std::move(counts)},
       {"ops", ops},

@@ -22,8 +22,11 @@ struct ModelStateReport {
   int64_t params = 0;
   int64_t world = 1;
   int64_t stage = 0;
-  /// Largest per-rank bytes by role: "param", "grad", "master", "opt_state".
+  /// Largest per-rank bytes by role in device memory: "param", "grad",
+  /// "master", "opt_state".
   std::map<std::string, int64_t> bytesPerRank;
+  /// Per-rank bytes of the variables offloaded, by memory: "host", "nvme".
+  std::map<std::string, int64_t> offloadedBytesPerRank;
   /// Bytes one rank sends per step, by collective kind.
   std::map<std::string, double> commBytesPerStep;
   /// Collectives per step, by kind.
