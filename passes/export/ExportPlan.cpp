@@ -319,6 +319,8 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
                           "for this op");
   json.object([&] {
     json.attribute("op", op.getName().getStringRef());
+    if (auto memory = op.getAttrOfType<MemoryKindAttr>(kMemoryKindAttr))
+      json.attribute("memory", stringifyMemoryKind(memory.getValue()));
     writeValueList(json, "results", op.getResults());
     json.attributeObject("attrs", [&] {
       for (NamedAttribute attr : op.getAttrs()) {

@@ -12,11 +12,15 @@
 #include "runtime/exec/Distribution.h"
 #include "runtime/exec/PreparedProgram.h"
 #include "runtime/exec/RankAttrs.h"
+#include "runtime/io/SwapFile.h"
+#include "runtime/kernels/Kernel.h"
 
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <thread>
 
 namespace zerosbp::runtime {
@@ -106,15 +110,40 @@ private:
   /// Frees everything; never throws. After a failure NCCL is aborted first,
   /// so that no stream waits on a peer that will not come.
   void release();
+  /// The pinned host arena and the NVMe file of an offloaded plan
+  /// (docs/runtime.md#offload).
+  void allocateOffloadArenas(const std::string &where);
+  /// Whether variable `index` lives in the NVMe arena.
+  bool inNvme(int index) const;
+  int64_t fileOffset(int id) const;
+  /// Work run by a CUDA host function, in stream order: an offloaded
+  /// update (CPU kernel on the host arena) or an NVMe read or write.
+  struct HostCall {
+    CudaExecutor *self;
+    size_t index;
+  };
+  static void CUDART_CB runHostCall(void *data);
+  void hostWork(size_t index);
+  void rethrowHostError();
 
   const Plan &thePlan;
   int myRank;
   int deviceIndex;
   std::chrono::milliseconds timeout;
   unsigned char *arena = nullptr;
+  unsigned char *hostArena = nullptr; // Pinned (cudaMallocHost).
+  std::unique_ptr<SwapFile> swap;
+  std::vector<unsigned char *> bases;     // Of each plan arena; null: NVMe.
   std::vector<unsigned char *> addresses; // Of each buffer.
   cudaStream_t computeStream = nullptr;
   cudaStream_t commStream = nullptr;
+  /// Transfers between arenas, in start order.
+  cudaStream_t copyStream = nullptr;
+  std::vector<Event> transferReady, transferDone;
+  std::vector<KernelFn> hostKernels; // By instruction; CPU kernels.
+  std::vector<HostCall> hostCalls;   // By instruction.
+  std::mutex hostErrorMutex;
+  std::string hostError; // The first failure of host work this step.
   std::unique_ptr<CudaContext> ctx;
   std::unique_ptr<NcclComm> nccl;
   std::unique_ptr<StreamMemory> commMemory;
@@ -163,15 +192,6 @@ void CudaExecutor::setUp(Communicator &hostComm) {
   int rank = myRank;
   std::string where =
       "rank " + std::to_string(rank) + " on GPU " + std::to_string(deviceIndex);
-  // The pinned host arena, the copy stream and host-side updates are the
-  // CPU runtime's only so far (docs/runtime.md#offload).
-  if (plan.arenas.size() > 1)
-    throw RuntimeError(plan.source +
-                       ": the plan offloads optimizer states "
-                       "to " +
-                       memoryKindName(plan.arenas[1].memory) +
-                       " memory; the CUDA runtime does not run offloaded "
-                       "plans yet (use --device cpu)");
   checkCuda(where + ": cudaSetDevice", cudaSetDevice(deviceIndex));
   // Scratch from the stream-ordered pool stays reserved between steps.
   cudaMemPool_t pool;
@@ -193,6 +213,9 @@ void CudaExecutor::setUp(Communicator &hostComm) {
             cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
   checkCuda(where + ": streams",
             cudaStreamCreateWithFlags(&commStream, cudaStreamNonBlocking));
+  checkCuda(where + ": streams",
+            cudaStreamCreateWithFlags(&copyStream, cudaStreamNonBlocking));
+  allocateOffloadArenas(where);
   checkCuda(
       where + ": pinned memory",
       cudaMallocHost(reinterpret_cast<void **>(&hostStep), sizeof(int64_t)));
@@ -205,7 +228,75 @@ void CudaExecutor::setUp(Communicator &hostComm) {
   bucketReady = std::vector<Event>(plan.numBuckets);
   bucketBegin = std::vector<Event>(plan.numBuckets);
   bucketDone = std::vector<Event>(plan.numBuckets);
+  transferReady = std::vector<Event>(plan.numTransfers);
+  transferDone = std::vector<Event>(plan.numTransfers);
   prepare();
+}
+
+void CudaExecutor::allocateOffloadArenas(const std::string &where) {
+  bases.assign(thePlan.arenas.size(), nullptr);
+  bases[0] = arena;
+  for (size_t a = 1; a < thePlan.arenas.size(); ++a) {
+    const PlanArena &planned = thePlan.arenas[a];
+    std::string label =
+        where + "'s " + memoryKindName(planned.memory) + " arena";
+    if (planned.memory == MemoryKind::Nvme) {
+      swap = std::make_unique<SwapFile>(planned.path, planned.bytes, label);
+      continue;
+    }
+    // Page-locked either way: copies from pageable memory would not
+    // overlap the compute stream. pin_memory only says DeepSpeed would.
+    size_t bytes = (static_cast<size_t>(planned.bytes) + 255) / 256 * 256;
+    checkCuda(label, cudaMallocHost(reinterpret_cast<void **>(&hostArena),
+                                    bytes ? bytes : 256));
+    std::memset(hostArena, 0, bytes ? bytes : 256);
+    bases[a] = hostArena;
+  }
+}
+
+bool CudaExecutor::inNvme(int index) const {
+  int buffer = thePlan.values[thePlan.variables[index].value].buffer;
+  return thePlan.memoryOf(buffer) == MemoryKind::Nvme;
+}
+
+int64_t CudaExecutor::fileOffset(int id) const {
+  const PlanValue &value = thePlan.values[id];
+  return thePlan.buffers[value.buffer].offset + value.offset;
+}
+
+void CUDART_CB CudaExecutor::runHostCall(void *data) {
+  auto *call = static_cast<HostCall *>(data);
+  call->self->hostWork(call->index);
+}
+
+void CudaExecutor::hostWork(size_t index) {
+  const Instruction &instruction = thePlan.instructions[index];
+  PreparedInstruction &entry = prepared[index];
+  try {
+    if (instruction.kind == InstructionKind::Kernel) {
+      hostKernels[index](attrs[index], entry.operands, entry.results);
+    } else if (instruction.from == MemoryKind::Nvme) {
+      swap->read(fileOffset(instruction.operands[0]), entry.results[0].data,
+                 thePlan.values[instruction.operands[0]].bytes());
+    } else {
+      swap->write(fileOffset(instruction.results[0]), entry.operands[0].data,
+                  thePlan.values[instruction.operands[0]].bytes());
+    }
+  } catch (const std::exception &error) {
+    std::lock_guard<std::mutex> lock(hostErrorMutex);
+    if (hostError.empty())
+      hostError = "instructions[" + std::to_string(index) + "] (" +
+                  instruction.op + "): " + error.what();
+  }
+}
+
+void CudaExecutor::rethrowHostError() {
+  std::lock_guard<std::mutex> lock(hostErrorMutex);
+  if (!hostError.empty()) {
+    std::string message = std::move(hostError);
+    hostError.clear();
+    throw RuntimeError(message);
+  }
 }
 
 CudaExecutor::~CudaExecutor() { release(); }
@@ -218,6 +309,8 @@ void CudaExecutor::release() {
     (void)cudaStreamSynchronize(computeStream);
   if (commStream)
     (void)cudaStreamSynchronize(commStream);
+  if (copyStream)
+    (void)cudaStreamSynchronize(copyStream);
   ctx.reset();
   nccl.reset();
   bucketReady.clear();
@@ -227,8 +320,17 @@ void CudaExecutor::release() {
   waitEnd.clear();
   traceBegin.clear();
   traceEnd.clear();
+  transferReady.clear();
+  transferDone.clear();
   if (hostStep)
     (void)cudaFreeHost(hostStep);
+  if (hostArena)
+    (void)cudaFreeHost(hostArena);
+  hostArena = nullptr;
+  swap.reset();
+  if (copyStream)
+    (void)cudaStreamDestroy(copyStream);
+  copyStream = nullptr;
   if (computeStream)
     (void)cudaStreamDestroy(computeStream);
   if (commStream)
@@ -246,9 +348,13 @@ TensorRef CudaExecutor::tensor(int id) const {
 
 void CudaExecutor::prepare() {
   if (addresses.empty())
-    addresses = bufferAddresses(thePlan, {arena});
+    addresses = bufferAddresses(thePlan, bases);
   prepared = prepareInstructions(thePlan, addresses);
   kernels.assign(thePlan.instructions.size(), nullptr);
+  hostKernels.assign(thePlan.instructions.size(), nullptr);
+  hostCalls.clear();
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i)
+    hostCalls.push_back({this, i});
   attrs = rankAttrs(thePlan, myRank);
   waitIndexOf.assign(thePlan.instructions.size(), -1);
   int waits = 0;
@@ -258,6 +364,15 @@ void CudaExecutor::prepare() {
       waitIndexOf[i] = waits++;
     if (instruction.kind != InstructionKind::Kernel)
       continue;
+    if (instruction.memory == MemoryKind::Host) {
+      // An offloaded update: the CPU kernel on the pinned host arena.
+      hostKernels[i] = findCpuKernel(instruction.op);
+      if (!hostKernels[i])
+        throw RuntimeError(thePlan.source + ": instructions[" +
+                           std::to_string(i) + "]: no CPU kernel for '" +
+                           instruction.op + "'");
+      continue;
+    }
     kernels[i] = findCudaKernel(instruction.op);
     if (!kernels[i])
       throw RuntimeError(thePlan.source + ": instructions[" +
@@ -277,12 +392,21 @@ void CudaExecutor::storeValues(const TensorRef &target,
   storeElements(staged, values);
   checkCuda("copy to the device",
             cudaMemcpyAsync(target.data, host.data(), host.size(),
-                            cudaMemcpyHostToDevice, computeStream));
+                            cudaMemcpyDefault, computeStream));
   checkCuda("copy to the device", cudaStreamSynchronize(computeStream));
 }
 
 void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
-  storeValues(tensor(thePlan.variables[index].value), values);
+  int id = thePlan.variables[index].value;
+  if (!inNvme(index)) {
+    storeValues(tensor(id), values);
+    return;
+  }
+  TensorRef staged = tensor(id);
+  std::vector<unsigned char> host(staged.bytes());
+  staged.data = host.data();
+  storeElements(staged, values);
+  swap->write(fileOffset(id), host.data(), static_cast<int64_t>(host.size()));
 }
 
 void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
@@ -295,6 +419,9 @@ std::vector<double> CudaExecutor::outputValue(int index) const {
 }
 
 void *CudaExecutor::variableStorage(int index) {
+  if (inNvme(index))
+    throw RuntimeError("variable '" + thePlan.variables[index].name +
+                       "' lives in the NVMe arena and has no memory to share");
   return tensor(thePlan.variables[index].value).data;
 }
 
@@ -313,23 +440,35 @@ void CudaExecutor::shareVariables(const std::vector<void *> &storage) {
   checkCuda("arena", cudaMemset(memory, 0, bytes ? bytes : 256));
   checkCuda("arena", cudaFree(arena));
   arena = memory;
-  addresses = bufferAddresses(thePlan, {arena}, prefix, storage);
+  bases[0] = arena;
+  addresses = bufferAddresses(thePlan, bases, prefix, storage);
   prepare();
   tracker.shareVariables(prefix);
 }
 
 std::vector<double> CudaExecutor::variableShard(int index) const {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
-  return loadValues(tensor(thePlan.variables[index].value));
+  int id = thePlan.variables[index].value;
+  if (!inNvme(index))
+    return loadValues(tensor(id));
+  TensorRef staged = tensor(id);
+  std::vector<unsigned char> host(staged.bytes());
+  swap->read(fileOffset(id), host.data(), static_cast<int64_t>(host.size()));
+  staged.data = host.data();
+  return loadElements(staged);
 }
 
 void CudaExecutor::readVariableBytes(int index, int64_t offset, void *out,
                                      int64_t bytes) const {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
-  const auto *source = static_cast<const unsigned char *>(
-      tensor(thePlan.variables[index].value).data);
+  int id = thePlan.variables[index].value;
+  if (inNvme(index)) {
+    swap->read(fileOffset(id) + offset, out, bytes);
+    return;
+  }
+  const auto *source = static_cast<const unsigned char *>(tensor(id).data);
   checkCuda("copy from the device",
-            cudaMemcpyAsync(out, source + offset, bytes, cudaMemcpyDeviceToHost,
+            cudaMemcpyAsync(out, source + offset, bytes, cudaMemcpyDefault,
                             computeStream));
   checkCuda("copy from the device", cudaStreamSynchronize(computeStream));
 }
@@ -337,11 +476,15 @@ void CudaExecutor::readVariableBytes(int index, int64_t offset, void *out,
 void CudaExecutor::writeVariableBytes(int index, int64_t offset,
                                       const void *data, int64_t bytes) {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
-  auto *target =
-      static_cast<unsigned char *>(tensor(thePlan.variables[index].value).data);
+  int id = thePlan.variables[index].value;
+  if (inNvme(index)) {
+    swap->write(fileOffset(id) + offset, data, bytes);
+    return;
+  }
+  auto *target = static_cast<unsigned char *>(tensor(id).data);
   checkCuda("copy to the device",
-            cudaMemcpyAsync(target + offset, data, bytes,
-                            cudaMemcpyHostToDevice, computeStream));
+            cudaMemcpyAsync(target + offset, data, bytes, cudaMemcpyDefault,
+                            computeStream));
   checkCuda("copy to the device", cudaStreamSynchronize(computeStream));
 }
 
@@ -349,7 +492,7 @@ std::vector<double> CudaExecutor::loadValues(const TensorRef &source) const {
   std::vector<unsigned char> host(source.bytes());
   checkCuda("copy from the device",
             cudaMemcpyAsync(host.data(), source.data, host.size(),
-                            cudaMemcpyDeviceToHost, computeStream));
+                            cudaMemcpyDefault, computeStream));
   checkCuda("copy from the device", cudaStreamSynchronize(computeStream));
   TensorRef staged = source;
   staged.data = host.data();
@@ -361,7 +504,39 @@ void CudaExecutor::enqueue(size_t index) {
   PreparedInstruction &entry = prepared[index];
   switch (instruction.kind) {
   case InstructionKind::Kernel:
+    if (hostKernels[index]) {
+      checkCuda("host kernel", cudaLaunchHostFunc(computeStream, runHostCall,
+                                                  &hostCalls[index]));
+      break;
+    }
     kernels[index](attrs[index], entry.operands, entry.results, *ctx);
+    break;
+  case InstructionKind::TransferStart: {
+    int transfer = instruction.transfer;
+    checkCuda(
+        "transfer_start",
+        cudaEventRecord(transferReady[transfer].get(false), computeStream));
+    checkCuda(
+        "transfer_start",
+        cudaStreamWaitEvent(copyStream, transferReady[transfer].get(false), 0));
+    if (instruction.from == MemoryKind::Nvme ||
+        instruction.to == MemoryKind::Nvme)
+      checkCuda("transfer_start",
+                cudaLaunchHostFunc(copyStream, runHostCall, &hostCalls[index]));
+    else
+      checkCuda("transfer_start",
+                cudaMemcpyAsync(entry.results[0].data, entry.operands[0].data,
+                                thePlan.values[instruction.operands[0]].bytes(),
+                                cudaMemcpyDefault, copyStream));
+    checkCuda("transfer_start",
+              cudaEventRecord(transferDone[transfer].get(false), copyStream));
+    break;
+  }
+  case InstructionKind::TransferWait:
+    checkCuda("transfer_wait",
+              cudaStreamWaitEvent(computeStream,
+                                  transferDone[instruction.transfer].get(false),
+                                  0));
     break;
   case InstructionKind::AllSlice:
     runAllSlice(instruction, thePlan, myRank, entry.operands[0],
@@ -397,9 +572,9 @@ void CudaExecutor::enqueue(size_t index) {
     TensorRef target =
         tensor(thePlan.variables[instruction.variableIndex].value);
     if (target.data != entry.operands[0].data)
-      checkCuda("copy", cudaMemcpyAsync(
-                            target.data, entry.operands[0].data, target.bytes(),
-                            cudaMemcpyDeviceToDevice, computeStream));
+      checkCuda("copy", cudaMemcpyAsync(target.data, entry.operands[0].data,
+                                        target.bytes(), cudaMemcpyDefault,
+                                        computeStream));
     break;
   }
   }
@@ -484,6 +659,7 @@ double CudaExecutor::runStep(int64_t stepNumber) {
       checkCuda("step", cudaEventRecord(optimizerBegin.get(), computeStream));
     checkCuda("step", cudaEventRecord(stepEnd.get(), computeStream));
     awaitEvent(stepEnd.get(), "step");
+    rethrowHostError();
     // Every collective was waited for, so the communication stream is idle.
     ctx->checkDeviceErrors();
     nccl->checkAsyncErrors();

@@ -138,6 +138,8 @@ struct Instruction {
   // Copies.
   std::string variable;
   int variableIndex = -1;
+  // Kernels: the memory they compute in, host for an offloaded update.
+  MemoryKind memory = MemoryKind::Device;
   // Transfers between arenas: operand 0 goes to result 0.
   int transfer = -1;
   MemoryKind from = MemoryKind::Device;

@@ -547,6 +547,7 @@ private:
           item.fail("shard.all_slice takes one operand and one result");
       } else if (op.rfind("nn.", 0) == 0) {
         instruction.kind = InstructionKind::Kernel;
+        readKernelMemory(item, instruction);
       } else if (op == "transfer_start") {
         readTransfer(item, instruction);
         if (!transfersStarted.insert(instruction.transfer).second)
@@ -645,6 +646,31 @@ private:
     for (size_t d = 0; d < value.shape.size(); ++d)
       text += (d ? ", " : "") + std::to_string(value.shape[d]);
     return text + "]";
+  }
+
+  // A kernel computes in device memory, or in host memory (`"memory":
+  // "host"`, an offloaded update), and reads and writes only there: the
+  // CUDA runtime runs it on the GPU or on the host accordingly.
+  void readKernelMemory(const Reader &item, Instruction &instruction) {
+    if (item.has("memory")) {
+      instruction.memory = readMemoryKind(item.at("memory"));
+      if (instruction.memory == MemoryKind::Nvme)
+        item.at("memory").fail("a kernel cannot compute in NVMe");
+    }
+    auto check = [&](const char *what, int id) {
+      int buffer = plan.values[id].buffer;
+      MemoryKind memory = plan.memoryOf(buffer);
+      if (memory != instruction.memory && memory != MemoryKind::Nvme)
+        item.fail(instruction.op + " computes in " +
+                  memoryKindName(instruction.memory) + " memory but " + what +
+                  " value " + std::to_string(id) + " in buffer " +
+                  std::to_string(buffer) + ", in " + memoryKindName(memory) +
+                  " memory");
+    };
+    for (int id : instruction.operands)
+      check("reads", id);
+    for (int id : instruction.results)
+      check("writes", id);
   }
 
   // Only transfers move bytes in or out of an NVMe arena: a kernel, a slice,

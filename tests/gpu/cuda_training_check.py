@@ -58,6 +58,22 @@ def compile_plans(zero_compile, workdir):
     if result.returncode != 0:
         sys.exit("zero-compile failed: " + result.stderr.strip())
     plans.append((path, 2e-2))
+    # Offloaded optimizer states: the updates run on the host with the CPU
+    # kernels (pinned host arena, copy stream, NVMe file).
+    nvme = os.path.join(workdir, "nvme")
+    os.makedirs(nvme, exist_ok=True)
+    for name, pipeline, rtol in [
+            ("tiny_f32_stage2_cpu_offload",
+             "stage=2 offload-optimizer=cpu", 1e-4),
+            ("tiny_bf16_stage3_nvme_offload",
+             "stage=3 precision=bf16 offload-optimizer=nvme "
+             "offload-optimizer-nvme-path=" + nvme, 2e-2)]:
+        path = os.path.join(workdir, name + ".zplan")
+        result = run([zero_compile, "--preset=tiny", "--world=1",
+                      "--pipeline=" + pipeline, "-o", path, "--report=none"])
+        if result.returncode != 0:
+            sys.exit("zero-compile failed: " + result.stderr.strip())
+        plans.append((path, rtol))
     return plans
 
 

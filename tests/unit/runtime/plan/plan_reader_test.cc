@@ -112,9 +112,10 @@ const char *const kOffloadPlan = R"({
     {"op": "transfer_start", "transfer": 1, "from": "nvme", "to": "host",
      "stream": "copy", "results": [5], "operands": [4]},
     {"op": "transfer_wait", "transfer": 1},
-    {"op": "nn.add", "results": [6], "operands": [3, 2], "free": [2]},
+    {"op": "nn.add", "results": [6], "operands": [3, 2], "memory": "host",
+     "free": [2]},
     {"op": "nn.scale", "results": [7], "attrs": {"factor": 0.5},
-     "operands": [5]},
+     "operands": [5], "memory": "host"},
     {"op": "transfer_start", "transfer": 2, "from": "host", "to": "nvme",
      "stream": "copy", "results": [8], "operands": [7]},
     {"op": "transfer_wait", "transfer": 2, "free": [5]},
@@ -587,6 +588,25 @@ TEST(PlanReader, RefusesBadTransfers) {
                               "\"results\": [9]}")),
       "model.zplan: instructions[10]: transfer_wait takes no operands or "
       "results (they are its transfer_start's)");
+}
+
+TEST(PlanReader, KernelsComputeInOneMemory) {
+  // A device kernel may not read host memory: the CUDA runtime would hand
+  // the GPU a host pointer.
+  EXPECT_EQ(errorOf(offloadReplaced("\"operands\": [3, 2], \"memory\": "
+                                    "\"host\",",
+                                    "\"operands\": [3, 2],")),
+            "model.zplan: instructions[5]: nn.add computes in device memory "
+            "but reads value 3 in buffer 3, in host memory");
+  EXPECT_EQ(errorOf(offloadReplaced("\"operands\": [5], \"memory\": "
+                                    "\"host\"",
+                                    "\"operands\": [5], \"memory\": "
+                                    "\"nvme\"")),
+            "model.zplan: instructions[6].memory: a kernel cannot compute in "
+            "NVMe");
+  Plan plan = parsePlan(sealed(kOffloadPlan), "model.zplan");
+  EXPECT_EQ(plan.instructions[5].memory, MemoryKind::Host);
+  EXPECT_EQ(plan.instructions[0].memory, MemoryKind::Device);
 }
 
 TEST(PlanReader, OnlyTransfersTouchNvme) {
