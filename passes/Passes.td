@@ -99,8 +99,13 @@ def ZeroOffload : Pass<"zero-offload", "::mlir::func::FuncOp"> {
     shard, the step; states on NVMe) are cast to host memory before it, its
     results are in host memory, the new parameter is cast back to the
     device for its consumers, and new states on NVMe are cast back there
-    before their assignment. zero-partition makes each of these casts an
-    asynchronous transfer (docs/design.md#offload).
+    before their assignment. With `param-device` (offload_param) the
+    partitioned parameters of stage 3 move too: each device reader (a
+    gather, an update left on the device) reads a copy made right before
+    it, and the new value goes back to the parameter's memory before its
+    assignment. Between NVMe and the device a copy passes through host
+    memory. zero-partition makes each of these casts an asynchronous
+    transfer (docs/design.md#offload).
   }];
   let options = [
     Option<"device", "optimizer-device", "::zerosbp::OffloadDevice",
@@ -112,6 +117,16 @@ def ZeroOffload : Pass<"zero-offload", "::mlir::func::FuncOp"> {
                           "states in host memory"),
                clEnumValN(::zerosbp::OffloadDevice::Nvme, "nvme",
                           "states in NVMe files"))}]>,
+    Option<"paramDevice", "param-device", "::zerosbp::OffloadDevice",
+           "::zerosbp::OffloadDevice::None",
+           "stage-3 parameter shards: none, cpu or nvme",
+           [{::llvm::cl::values(
+               clEnumValN(::zerosbp::OffloadDevice::None, "none",
+                          "shards stay on the device"),
+               clEnumValN(::zerosbp::OffloadDevice::Cpu, "cpu",
+                          "shards in host memory"),
+               clEnumValN(::zerosbp::OffloadDevice::Nvme, "nvme",
+                          "shards in NVMe files"))}]>,
   ];
   let dependentDialects = ["::mlir::nn::NNDialect", "::mlir::sbp::SbpDialect"];
 }

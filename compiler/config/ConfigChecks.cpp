@@ -99,6 +99,10 @@ bool applies(const ConfigOption &option, const ZeroConfig &config) {
     return config.zero.offloadOptimizer != OffloadDevice::None;
   case OptionWhen::Nvme:
     return config.zero.offloadOptimizer == OffloadDevice::Nvme;
+  case OptionWhen::ParamOffload:
+    return config.zero.offloadParam != OffloadDevice::None;
+  case OptionWhen::ParamNvme:
+    return config.zero.offloadParam == OffloadDevice::Nvme;
   default:
     return true;
   }
@@ -155,6 +159,23 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
       check.fail(ConfigField::OffloadOptimizer,
                  "needs ZeRO stage 1, 2 or 3 (stage 0 keeps whole optimizer "
                  "states on every rank)");
+    if (option.field == ConfigField::OffloadParam &&
+        config.zero.offloadParam != OffloadDevice::None && config.stage != 3)
+      check.fail(ConfigField::OffloadParam,
+                 "needs ZeRO stage 3 (below it every rank holds whole "
+                 "parameters)");
+    if (option.field == ConfigField::OffloadParamNvmePath &&
+        config.zero.offloadParam == OffloadDevice::Nvme) {
+      if (config.zero.offloadParamNvmePath.empty())
+        check.fail(ConfigField::OffloadParamNvmePath,
+                   "expected the directory for the NVMe files, got none");
+      else if (config.zero.offloadOptimizer == OffloadDevice::Nvme &&
+               config.zero.offloadOptimizerNvmePath !=
+                   config.zero.offloadParamNvmePath)
+        check.fail(ConfigField::OffloadParamNvmePath,
+                   "differs from offload_optimizer's nvme_path; a rank has "
+                   "one NVMe file");
+    }
     if (option.field == ConfigField::OffloadOptimizerNvmePath &&
         config.zero.offloadOptimizer == OffloadDevice::Nvme &&
         config.zero.offloadOptimizerNvmePath.empty())

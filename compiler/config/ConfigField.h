@@ -53,7 +53,9 @@ enum class OptionWhen {
   Fp16,
   NonZero,
   Offload,
-  Nvme
+  Nvme,
+  ParamOffload,
+  ParamNvme
 };
 
 struct ConfigOption {

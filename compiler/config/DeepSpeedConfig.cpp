@@ -254,11 +254,17 @@ void DeepSpeedParser::readOffload(JsonObjectReader &zero, llvm::StringRef key,
   if (device && (!kind || *device != stringifyOffloadDevice(*kind)))
     offload.typeError("device", "\"none\", \"cpu\" or \"nvme\"");
   bool optimizer = key == "offload_optimizer";
-  if (kind && *kind != OffloadDevice::None && !optimizer)
-    offload.error("device", "offloading parameters to " +
-                                describeJson(*offload.get("device")) +
-                                " is not supported yet (only \"none\"); "
-                                "offload_optimizer is");
+  if (!optimizer && kind && !sink.failed()) {
+    ZeroKnobs &knobs = config.zero;
+    knobs.offloadParam = *kind;
+    if (const llvm::json::Value *path = offload.get("nvme_path"))
+      if (std::optional<llvm::StringRef> text = path->getAsString())
+        knobs.offloadParamNvmePath = text->str();
+    std::optional<bool> pin;
+    offload.readBool("pin_memory", pin);
+    if (pin)
+      knobs.offloadParamPinMemory = *pin;
+  }
   if (optimizer && kind && !sink.failed()) {
     ZeroKnobs &knobs = config.zero;
     knobs.offloadOptimizer = *kind;

@@ -153,6 +153,16 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
   case ConfigField::OffloadOptimizerNvmePath:
     config.zero.offloadOptimizerNvmePath = value.str();
     return llvm::Error::success();
+  case ConfigField::OffloadParam: {
+    std::optional<OffloadDevice> device = symbolizeOffloadDevice(value);
+    if (!device)
+      return expected("none, cpu or nvme");
+    config.zero.offloadParam = *device;
+    return llvm::Error::success();
+  }
+  case ConfigField::OffloadParamNvmePath:
+    config.zero.offloadParamNvmePath = value.str();
+    return llvm::Error::success();
   case ConfigField::OverlapComm:
     if (!(overlapComm = parseBool(value)))
       return expected("true or false");
@@ -212,6 +222,13 @@ llvm::Error OptionsParser::checkContext() {
         config.zero.offloadOptimizer != OffloadDevice::Nvme)
       return configError(option.key +
                          ": only used with offload-optimizer=nvme");
+    if (option.when == OptionWhen::ParamOffload &&
+        config.zero.offloadParam == OffloadDevice::None)
+      return configError(option.key +
+                         ": only used with offload-param=cpu or nvme");
+    if (option.when == OptionWhen::ParamNvme &&
+        config.zero.offloadParam != OffloadDevice::Nvme)
+      return configError(option.key + ": only used with offload-param=nvme");
   }
   return llvm::Error::success();
 }

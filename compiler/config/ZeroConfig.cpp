@@ -61,6 +61,10 @@ static bool isPrinted(const ConfigOption &option, const ZeroConfig &config) {
     return config.zero.offloadOptimizer != OffloadDevice::None;
   case OptionWhen::Nvme:
     return config.zero.offloadOptimizer == OffloadDevice::Nvme;
+  case OptionWhen::ParamOffload:
+    return config.zero.offloadParam != OffloadDevice::None;
+  case OptionWhen::ParamNvme:
+    return config.zero.offloadParam == OffloadDevice::Nvme;
   }
   llvm_unreachable("unknown OptionWhen");
 }
@@ -124,9 +128,8 @@ llvm::json::Value ZeroConfig::toJson() const {
   llvm::json::Object fp16{{"enabled", precision.precision == Precision::FP16}};
 
   llvm::json::Object offloadOptimizer{{"device", "none"}};
-  llvm::json::Object zeroOptimization{
-      {"offload_param", llvm::json::Object{{"device", "none"}}},
-  };
+  llvm::json::Object offloadParam{{"device", "none"}};
+  llvm::json::Object zeroOptimization;
   // The plain keys under their DeepSpeed paths (ConfigOptions.def); the
   // offload section's members only when it is in use.
   for (const ConfigOption &option : configOptions()) {
@@ -134,6 +137,9 @@ llvm::json::Value ZeroConfig::toJson() const {
     if (path.consume_front("zero_optimization.offload_optimizer.")) {
       if (isPrinted(option, *this))
         offloadOptimizer[path] = optionJson(*this, option.field);
+    } else if (path.consume_front("zero_optimization.offload_param.")) {
+      if (isPrinted(option, *this))
+        offloadParam[path] = optionJson(*this, option.field);
     } else if (path.consume_front("zero_optimization."))
       zeroOptimization[path] = optionJson(*this, option.field);
     else if (precision.precision == Precision::FP16 &&
@@ -143,6 +149,7 @@ llvm::json::Value ZeroConfig::toJson() const {
   }
 
   zeroOptimization["offload_optimizer"] = std::move(offloadOptimizer);
+  zeroOptimization["offload_param"] = std::move(offloadParam);
   llvm::json::Object result{
       {"zerosbp",
        llvm::json::Object{{"world", world},

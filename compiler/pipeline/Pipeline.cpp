@@ -101,8 +101,10 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
     pm.addPass(createZeroGradClip({/*maxNorm=*/config.gradientClipping}));
   // Last: the updates move to the host with the states they read, after
   // the passes that act where the updates read their gradients.
-  if (config.zero.offloadOptimizer != OffloadDevice::None)
-    pm.addPass(createZeroOffload({/*device=*/config.zero.offloadOptimizer}));
+  if (config.zero.offloadOptimizer != OffloadDevice::None ||
+      config.zero.offloadParam != OffloadDevice::None)
+    pm.addPass(createZeroOffload({/*device=*/config.zero.offloadOptimizer,
+                                  /*paramDevice=*/config.zero.offloadParam}));
   return llvm::Error::success();
 }
 
@@ -122,6 +124,8 @@ void zerosbp::addLocalPasses(OpPassManager &pm, const ZeroConfig &config) {
   schedule.overlapComm = zero.overlapComm;
   if (zero.offloadOptimizer == OffloadDevice::Nvme)
     schedule.nvmeDepth = zero.offloadOptimizerBufferCount;
+  else if (zero.offloadParam == OffloadDevice::Nvme)
+    schedule.nvmeDepth = 4;
   schedule.prefetchBucketSize = zero.stage3PrefetchBucketSize;
   schedule.maxLiveParameters = zero.stage3MaxLiveParameters;
   schedule.maxReuseDistance =
@@ -157,8 +161,12 @@ std::unique_ptr<Pass> zerosbp::createPlanExport(const ZeroConfig &config,
                                                 llvm::StringRef planFile) {
   ZeroExportPlanOptions options;
   options.file = planFile.str();
-  options.nvmePath = config.zero.offloadOptimizerNvmePath;
-  options.pinMemory = config.zero.offloadOptimizerPinMemory;
+  // One NVMe directory per plan (the config checks that both agree).
+  options.nvmePath = config.zero.offloadOptimizer == OffloadDevice::Nvme
+                         ? config.zero.offloadOptimizerNvmePath
+                         : config.zero.offloadParamNvmePath;
+  options.pinMemory = config.zero.offloadOptimizerPinMemory ||
+                      config.zero.offloadParamPinMemory;
   llvm::raw_string_ostream os(options.config);
   os << config.toJson();
   return createZeroExportPlan(options);

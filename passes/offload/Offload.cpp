@@ -14,6 +14,7 @@
 #include "dialects/sbp/IR/SbpOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include <functional>
 
 namespace zerosbp {
 #define GEN_PASS_DEF_ZEROOFFLOAD
@@ -49,14 +50,17 @@ struct ZeroOffloadPass
   using ZeroOffloadBase::ZeroOffloadBase;
 
   void runOnOperation() override {
-    if (device == zerosbp::OffloadDevice::None)
+    if (device == zerosbp::OffloadDevice::None &&
+        paramDevice == zerosbp::OffloadDevice::None)
       return;
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    MemoryKind states = device == zerosbp::OffloadDevice::Nvme
-                            ? MemoryKind::nvme
-                            : MemoryKind::host;
+    auto memoryFor = [](zerosbp::OffloadDevice where) {
+      return where == zerosbp::OffloadDevice::Nvme ? MemoryKind::nvme
+                                                   : MemoryKind::host;
+    };
+    MemoryKind states = memoryFor(device);
     SmallVector<nn::OptimizerUpdateOpInterface> updates;
     func.walk([&](nn::OptimizerUpdateOpInterface update) {
       updates.push_back(update);
@@ -65,6 +69,8 @@ struct ZeroOffloadPass
     // they update (the loss scale's variables and the like stay).
     llvm::SetVector<nn::VariableOp> moved;
     for (nn::OptimizerUpdateOpInterface update : updates) {
+      if (device == zerosbp::OffloadDevice::None)
+        break;
       for (Value state : update.getStates())
         if (auto variable = state.getDefiningOp<nn::VariableOp>())
           moved.insert(variable);
@@ -83,6 +89,24 @@ struct ZeroOffloadPass
       variable.getResult().setType(type);
       variableMemory[variable.getName()] = states;
     }
+    // offload_param: the partitioned parameters (stage 3's flat shards);
+    // those kept whole (persistence threshold) stay on the device.
+    llvm::SetVector<nn::VariableOp> params;
+    if (paramDevice != zerosbp::OffloadDevice::None)
+      func.walk([&](nn::VariableOp variable) {
+        GlobalTensorAttr encoding =
+            getGlobalEncoding(variable.getResult().getType());
+        if (variable.getRole() == Role::param && encoding &&
+            llvm::any_of(encoding.getSbp(),
+                         [](SbpAttr sbp) { return sbp.isSplit(); }))
+          params.insert(variable);
+      });
+    for (nn::VariableOp variable : params) {
+      MemoryKind memory = memoryFor(paramDevice);
+      variable.getResult().setType(
+          inMemory(variable.getResult().getType(), memory));
+      variableMemory[variable.getName()] = memory;
+    }
 
     OpBuilder builder(func.getContext());
     // One copy of a value per memory kind, however many ops read it there
@@ -91,10 +115,21 @@ struct ZeroOffloadPass
     // update; zero-schedule starts the transfers earlier.
     llvm::DenseMap<std::pair<Value, unsigned>, Value> copies;
     llvm::SmallPtrSet<Operation *, 16> made;
-    auto copyTo = [&](Value value, MemoryKind memory,
-                      Operation *before) -> Value {
+    std::function<Value(Value, MemoryKind, Operation *)> copyTo;
+    copyTo = [&](Value value, MemoryKind memory, Operation *before) -> Value {
+      // Between NVMe and the device through host memory, as the GPU's
+      // copies go.
+      MemoryKind from = memoryOf(value.getType());
+      if ((from == MemoryKind::nvme && memory == MemoryKind::device) ||
+          (from == MemoryKind::device && memory == MemoryKind::nvme))
+        return copyTo(copyTo(value, MemoryKind::host, before), memory, before);
+      // A parameter is copied for each reader, so that no copy is held
+      // from the forward to the backward.
+      bool isParam = llvm::any_of(params, [&](nn::VariableOp variable) {
+        return variable.getResult() == value;
+      });
       auto key = std::make_pair(value, static_cast<unsigned>(memory));
-      if (Value copy = copies.lookup(key)) {
+      if (Value copy = isParam ? Value() : copies.lookup(key)) {
         // An earlier reader than the one it was made for.
         if (before->isBeforeInBlock(copy.getDefiningOp()))
           copy.getDefiningOp()->moveBefore(before);
@@ -103,12 +138,15 @@ struct ZeroOffloadPass
       builder.setInsertionPoint(before);
       Value copy = CastOp::create(builder, value.getLoc(),
                                   inMemory(value.getType(), memory), value);
-      copies[key] = copy;
+      if (!isParam)
+        copies[key] = copy;
       made.insert(copy.getDefiningOp());
       return copy;
     };
 
     for (nn::OptimizerUpdateOpInterface update : updates) {
+      if (device == zerosbp::OffloadDevice::None)
+        break;
       // The update, the selects that choose between its results and the
       // old values (zero-loss-scale's skipped steps), and the cast of a new
       // master to the parameter's precision run on the host: the device
@@ -159,6 +197,26 @@ struct ZeroOffloadPass
                              user->isBeforeInBlock(next) ? user : next));
           }
     }
+
+    // Device readers of an offloaded parameter (its gathers; an update left
+    // on the device) read a copy each.
+    for (nn::VariableOp variable : params)
+      for (OpOperand &use :
+           llvm::make_early_inc_range(variable.getResult().getUses())) {
+        Operation *user = use.getOwner();
+        if (made.contains(user) || isa<nn::AssignOp>(user))
+          continue;
+        use.set(copyTo(variable.getResult(), MemoryKind::device, user));
+      }
+    // What is assigned goes to its variable's memory.
+    func.walk([&](nn::AssignOp assign) {
+      auto it = variableMemory.find(assign.getName());
+      MemoryKind wanted =
+          it == variableMemory.end() ? MemoryKind::device : it->second;
+      if (memoryOf(assign.getValue().getType()) != wanted)
+        assign.getValueMutable().assign(
+            copyTo(assign.getValue(), wanted, assign));
+    });
   }
 };
 
