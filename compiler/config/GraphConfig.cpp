@@ -127,6 +127,16 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
     if (spec.offloadBufferCount > 0)
       config.zero.offloadOptimizerBufferCount = spec.offloadBufferCount;
   }
+  if (!spec.offloadParam.empty()) {
+    std::optional<OffloadDevice> device =
+        symbolizeOffloadDevice(spec.offloadParam);
+    if (!device || *device == OffloadDevice::None)
+      return configError("set_offload_param: device must be \"cpu\" or "
+                         "\"nvme\", got \"" +
+                         spec.offloadParam + "\"");
+    config.zero.offloadParam = *device;
+    config.zero.offloadParamNvmePath = spec.offloadParamNvmePath;
+  }
   if (!spec.overrides.empty())
     overrides += (overrides.empty() ? "" : " ") + spec.overrides;
   if (overrides.empty()) {
@@ -134,15 +144,19 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
       return std::move(error);
     return config;
   }
-  // The path is no pipeline-option text: it may hold spaces.
+  // The paths are no pipeline-option text: they may hold spaces.
   std::string nvmePath = config.zero.offloadOptimizerNvmePath;
+  std::string paramPath = config.zero.offloadParamNvmePath;
   ZeroConfig plain = config;
   plain.zero.offloadOptimizerNvmePath = nvmePath.empty() ? "" : "-";
+  plain.zero.offloadParamNvmePath = paramPath.empty() ? "" : "-";
   auto merged = parsePipelineOptions(mergeOptions(plain.str(), overrides));
   if (!merged)
     return merged.takeError();
   if (merged->zero.offloadOptimizerNvmePath == "-")
     merged->zero.offloadOptimizerNvmePath = nvmePath;
+  if (merged->zero.offloadParamNvmePath == "-")
+    merged->zero.offloadParamNvmePath = paramPath;
   if (llvm::Error error = merged->verify())
     return std::move(error);
   return *merged;

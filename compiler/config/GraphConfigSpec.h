@@ -51,6 +51,9 @@ struct GraphConfigSpec {
   std::string offloadNvmePath;
   bool offloadPinMemory = false;
   int64_t offloadBufferCount = 0;
+  /// set_offload_param: "cpu" or "nvme"; empty when not called.
+  std::string offloadParam;
+  std::string offloadParamNvmePath;
 };
 
 } // namespace zerosbp

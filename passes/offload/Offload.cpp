@@ -115,6 +115,8 @@ struct ZeroOffloadPass
     // update; zero-schedule starts the transfers earlier.
     llvm::DenseMap<std::pair<Value, unsigned>, Value> copies;
     llvm::SmallPtrSet<Operation *, 16> made;
+    // The ops that compute in host memory: the updates' groups.
+    llvm::SmallPtrSet<Operation *, 16> onHost;
     std::function<Value(Value, MemoryKind, Operation *)> copyTo;
     copyTo = [&](Value value, MemoryKind memory, Operation *before) -> Value {
       // Between NVMe and the device through host memory, as the GPU's
@@ -161,6 +163,7 @@ struct ZeroOffloadPass
       llvm::sort(
           std::next(group.begin()), group.end(),
           [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+      onHost.insert(group.begin(), group.end());
       // In order, so that a select reads the update's results in host
       // memory already.
       for (Operation *op : group) {
@@ -204,7 +207,8 @@ struct ZeroOffloadPass
       for (OpOperand &use :
            llvm::make_early_inc_range(variable.getResult().getUses())) {
         Operation *user = use.getOwner();
-        if (made.contains(user) || isa<nn::AssignOp>(user))
+        if (made.contains(user) || onHost.contains(user) ||
+            isa<nn::AssignOp>(user))
           continue;
         use.set(copyTo(variable.getResult(), MemoryKind::device, user));
       }

@@ -398,6 +398,10 @@ python::ConfigSpec configSpec(const py::dict &dict) {
       spec.offloadPinMemory = value.cast<bool>();
     else if (key == "offload_buffer_count")
       spec.offloadBufferCount = value.cast<int64_t>();
+    else if (key == "offload_param")
+      spec.offloadParam = value.cast<std::string>();
+    else if (key == "offload_param_nvme_path")
+      spec.offloadParamNvmePath = value.cast<std::string>();
     else
       throw py::type_error("unknown config field '" + key + "'");
   }

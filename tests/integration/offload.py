@@ -15,7 +15,10 @@ hidden 32) with Adam:
 * the process's resident memory changes by the planned arena bytes
   (GPT-2 with hidden 256, one rank): up by the host arena with cpu, down
   by the device's optimizer state less the host staging with nvme;
-* a save and a resume with the states in NVMe continue the run exactly.
+* a save and a resume with the states in NVMe continue the run exactly;
+* offload_param at stage 3 (host memory, NVMe, with the optimizer states on
+  the same NVMe) keeps the losses and takes the parameter shards off the
+  device arena.
 
 Usage: offload.py ZERO_COMPILE ZERO_RUN
 """
@@ -144,6 +147,53 @@ def equivalence(zero_compile, zero_run, work, nvme):
                     precision, world, stage, losses["none"]), flush=True)
 
 
+def parameter_offload(zero_compile, zero_run, work, nvme):
+    """offload_param at stage 3 (alone, and with offload_optimizer on the
+    same NVMe directory): identical losses, the parameter shards off the
+    device arena, every arena's peaks as planned."""
+    base = "stage=3 shard-min-size=0 stage3-param-persistence-threshold=0"
+    for precision in ["fp32", "bf16"]:
+        for world in [2, 3]:
+            losses, device_params = {}, {}
+            for mode, options in [
+                    ("none", ""),
+                    ("param cpu", " offload-param=cpu"),
+                    ("param nvme", " offload-param=nvme "
+                     "offload-param-nvme-path=" + nvme),
+                    ("both nvme", " offload-param=nvme offload-optimizer=nvme"
+                     " offload-param-nvme-path=%s offload-optimizer-nvme-path"
+                     "=%s" % (nvme, nvme))]:
+                tag = "%s N=%d %s" % (precision, world, mode)
+                path = os.path.join(work, "param.zplan")
+                compile_plan(zero_compile, path, GPT2, world,
+                             base + " precision=" + precision + options)
+                report = run(zero_run, path, world, 3,
+                             os.path.join(work, "r.json"))
+                losses[mode] = report["losses"]
+                planned = report["planned_bytes"]
+                device_params[mode] = planned["by_role"]["param"]
+                for rank, peaks in enumerate(report["peak_bytes"]):
+                    check(peaks["by_role"] == planned["by_role"],
+                          "%s: rank %d device peaks as planned" % (tag, rank))
+                    for arena in ("host", "nvme"):
+                        if arena in planned:
+                            check(peaks.get(arena) == {
+                                "total": planned[arena]["total"],
+                                "by_role": planned[arena]["by_role"]},
+                                "%s: rank %d %s peaks as planned" % (
+                                    tag, rank, arena))
+                check(os.listdir(nvme) == [], "%s: nothing left in the NVMe "
+                      "directory" % tag)
+                check(losses[mode] == losses["none"],
+                      "%s: losses %s == %s" % (tag, losses[mode],
+                                               losses["none"]))
+            for mode in ("param cpu", "param nvme", "both nvme"):
+                check(device_params[mode] < device_params["none"],
+                      "%s N=%d %s: device parameter peak %d < %d" % (
+                          precision, world, mode, device_params[mode],
+                          device_params["none"]))
+
+
 def resident_memory(zero_compile, zero_run, work, nvme):
     model = ["--num-layers=2", "--hidden-size=256",
              "--num-attention-heads=4", "--seq-length=64", "--vocab-size=512",
@@ -211,6 +261,7 @@ def main():
     nvme = os.path.join(work, "nvme")
     os.makedirs(nvme, exist_ok=True)
     equivalence(zero_compile, zero_run, work, nvme)
+    parameter_offload(zero_compile, zero_run, work, nvme)
     resident_memory(zero_compile, zero_run, work, nvme)
     killed_run_leaves_nothing(zero_compile, zero_run, work, nvme)
     resume(zero_compile, zero_run, work, nvme)

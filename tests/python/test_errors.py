@@ -45,11 +45,11 @@ def test_unknown_deepspeed_key():
             {"zero_optimization": {"stag": 2}}))
 
 
-def test_deepspeed_parameter_offload_is_refused():
-    with pytest.raises(zs.Error, match="offloading parameters to \"cpu\" is "
-                       "not supported yet"):
+def test_deepspeed_parameter_offload_needs_stage_3():
+    with pytest.raises(zs.Error, match="offload_param.device: needs ZeRO "
+                       "stage 3"):
         graph_with(lambda c: c.set_deepspeed_config(
-            {"zero_optimization": {"stage": 3,
+            {"zero_optimization": {"stage": 2,
                                    "offload_param": {"device": "cpu"}}}))
 
 

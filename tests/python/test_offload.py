@@ -19,7 +19,7 @@ import models
 VOCAB, SEQ, EMBED, HEADS, LAYERS = 61, 16, 32, 2, 2
 
 
-def run(stage, offload, tmp_path, world=2, steps=3):
+def run(stage, offload, tmp_path, world=2, steps=3, params=None):
     zs.manual_seed(1)
     model = models.Gpt2(VOCAB, SEQ, EMBED, HEADS, LAYERS)
 
@@ -29,6 +29,9 @@ def run(stage, offload, tmp_path, world=2, steps=3):
         elif offload == "nvme":
             graph.config.set_offload_optimizer(
                 "nvme", nvme_path=str(tmp_path), buffer_count=2)
+        if params:
+            graph.config.set_offload_param(
+                params, nvme_path=str(tmp_path) if params == "nvme" else None)
 
     graph = models.train_graph(
         model, zs.optim.Adam(model.parameters(), lr=0.01), stage=stage,
@@ -59,6 +62,26 @@ def test_offload_is_exact(stage, offload, tmp_path):
         before["peak_bytes_by_role"]["opt_state"]
     # Nothing stays under nvme_path: the rank's file has no name.
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("params", ["cpu", "nvme"])
+def test_parameter_offload_is_exact(params, tmp_path):
+    """offload_param at stage 3, with and without offload_optimizer: the
+    parameter shards leave the device arena, the losses and the trained
+    parameters stay bit for bit."""
+    plain_losses, plain_state, plain = run(3, None, tmp_path)
+    for optimizer in (None, params):
+        losses, state, graph = run(3, optimizer, tmp_path, params=params)
+        assert losses == plain_losses
+        for name in plain_state:
+            np.testing.assert_array_equal(state[name], plain_state[name])
+        offloaded = graph.report["offloaded_bytes_per_rank"]
+        device = graph.report["bytes_per_rank"]
+        before = plain.report["bytes_per_rank"]
+        assert device["param"] == 0
+        assert offloaded["host" if params == "cpu" else "nvme"] >= \
+            before["param"]
+        assert os.listdir(tmp_path) == []
 
 
 def deepspeed_zero2(params, gpus, offload):

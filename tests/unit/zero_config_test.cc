@@ -505,11 +505,15 @@ TEST(DeepSpeedConfigErrors, OffloadRejected) {
       "offload_optimizer": {"device": "cpu", "super_offload": true}}})"),
             "zero_optimization.offload_optimizer.super_offload: true is not "
             "supported");
-  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 3,
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 2,
       "offload_param": {"device": "nvme", "nvme_path": "/local_nvme"}}})"),
-            "zero_optimization.offload_param.device: offloading parameters "
-            "to \"nvme\" is not supported yet (only \"none\"); "
-            "offload_optimizer is");
+            "zero_optimization.offload_param.device: needs ZeRO stage 3 "
+            "(below it every rank holds whole parameters)");
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {"stage": 3,
+      "offload_param": {"device": "nvme", "nvme_path": "/a"},
+      "offload_optimizer": {"device": "nvme", "nvme_path": "/b"}}})"),
+            "zero_optimization.offload_param.nvme_path: differs from "
+            "offload_optimizer's nvme_path; a rank has one NVMe file");
   EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {
       "offload_param": {"device": "gpu"}}})"),
             "zero_optimization.offload_param.device: expected \"none\", "
@@ -1055,6 +1059,21 @@ Context contextOf(const ConfigOption &option) {
   Context context;
   if (option.when == OptionWhen::Fp16)
     context.pairs = " precision=fp16";
+  if (option.when == OptionWhen::ParamOffload ||
+      option.when == OptionWhen::ParamNvme) {
+    context.pairs = " stage=3";
+    bool nvme = option.when == OptionWhen::ParamNvme ||
+                option.field == ConfigField::OffloadParam;
+    if (option.field != ConfigField::OffloadParam) {
+      context.pairs += nvme ? " offload-param=nvme" : " offload-param=cpu";
+      context.offloadMembers +=
+          nvme ? ", \"device\": \"nvme\"" : ", \"device\": \"cpu\"";
+    }
+    if (nvme && option.field != ConfigField::OffloadParamNvmePath) {
+      context.pairs += " offload-param-nvme-path=/nvme";
+      context.offloadMembers += ", \"nvme_path\": \"/nvme\"";
+    }
+  }
   if (option.when == OptionWhen::Offload || option.when == OptionWhen::Nvme) {
     context.pairs = " stage=1";
     bool nvme = option.when == OptionWhen::Nvme ||
@@ -1130,11 +1149,14 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     bool quoted =
         option.type == OptionType::Offload || option.type == OptionType::Text;
     std::string member = quoted ? "\"" + value + "\"" : value;
-    if (path.consume_front("zero_optimization.offload_optimizer.")) {
-      std::string ds = llvm::formatv(
-          "{{\"zero_optimization\": {{\"stage\": 1, \"offload_optimizer\": "
-          "{{\"{0}\": {1}{2}}}}",
-          path, member, context.offloadMembers);
+    bool param = path.starts_with("zero_optimization.offload_param.");
+    if (path.consume_front("zero_optimization.offload_optimizer.") ||
+        path.consume_front("zero_optimization.offload_param.")) {
+      std::string ds =
+          llvm::formatv("{{\"zero_optimization\": {{\"stage\": {3}, \"{4}\": "
+                        "{{\"{0}\": {1}{2}}}}",
+                        path, member, context.offloadMembers, param ? 3 : 1,
+                        param ? "offload_param" : "offload_optimizer");
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))), value)
           << ds;
     } else if (path.consume_front("zero_optimization.")) {

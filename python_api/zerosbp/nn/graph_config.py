@@ -118,6 +118,24 @@ class GraphConfig:
                   offload_pin_memory=bool(pin_memory),
                   offload_buffer_count=buffer_count)
 
+    def set_offload_param(self, device, *, nvme_path=None):
+        """ZeRO-Infinity's parameter offload, DeepSpeed's ``offload_param``:
+        the stage-3 parameter shards in host memory (``"cpu"``) or in a
+        file under ``nvme_path`` (``"nvme"``; the same directory as
+        set_offload_optimizer's, if both use NVMe), copied to the device
+        for each gather (docs/design.md#offload). Needs stage 3."""
+        if device not in ("cpu", "nvme"):
+            raise ValueError("set_offload_param: device must be \"cpu\" or "
+                             f"\"nvme\", got {device!r}")
+        if device == "nvme" and not nvme_path:
+            raise ValueError("set_offload_param: device \"nvme\" needs "
+                             "nvme_path, the directory for the files")
+        if device == "cpu" and nvme_path:
+            raise ValueError("set_offload_param: nvme_path is only used "
+                             "with device \"nvme\"")
+        self._set(offload_param=device,
+                  offload_param_nvme_path=str(nvme_path or ""))
+
     def set_activation_memory_budget(self, budget_bytes):
         """Of the modules marked with ``zs.checkpoint``, checkpoint the
         fewest (in call order) for which the planned activation peak per
