@@ -2,11 +2,14 @@
 // RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' | FileCheck %s --check-prefix=NVME
 // RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' -zero-partition | FileCheck %s --check-prefix=LOCAL
 // RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' -zero-partition | zero-opt -zero-bucketing -zero-schedule=nvme-depth=2 -zero-memory-plan -zero-verify-memory-plan | FileCheck %s --check-prefix=PLAN
+// RUN: zero-opt %s --zero-pipeline='stage=3 world=2 stage3-param-persistence-threshold=0 offload-param=nvme offload-param-nvme-path=/nvme' | FileCheck %s --check-prefix=PARAM
+// RUN: not zero-opt %s --zero-pipeline='stage=2 world=2 offload-param=cpu' 2>&1 | FileCheck %s --check-prefix=PARAM2
 // RUN: not zero-opt %s --zero-pipeline='stage=0 world=2 offload-optimizer=cpu' 2>&1 | FileCheck %s --check-prefix=STAGE0
 // RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer=nvme' 2>&1 | FileCheck %s --check-prefix=NOPATH
 // RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer=disk' 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer-pin-memory=true' 2>&1 | FileCheck %s --check-prefix=UNUSED
 
+// PARAM2: offload-param: needs ZeRO stage 3 (below it every rank holds whole parameters)
 // STAGE0: offload-optimizer: needs ZeRO stage 1, 2 or 3 (stage 0 keeps whole optimizer states on every rank)
 // NOPATH: offload-optimizer-nvme-path: expected the directory for the NVMe files, got none
 // KIND: offload-optimizer: expected none, cpu or nvme, got 'disk'
@@ -76,3 +79,17 @@ func.func @linear() -> tensor<f32> {
 // PLAN-NEXT: sbp.transfer_wait %[[R1]]
 // PLAN-NEXT: sbp.transfer_wait %[[R2]]
 // PLAN: nn.adam {{.*}}zero.memory_kind = #sbp<memory host>
+
+// offload_param at stage 3: the parameter's shard lives in the NVMe file;
+// its gather and the update (left on the device) each read a copy that
+// passes through host memory, and the new shard goes back the same way.
+// PARAM: %[[W:.*]] = nn.variable "w" param {{.*}} : tensor<128xf32, #sbp.global<[S(0)], #cpus2_nvme, param>>
+// PARAM: %[[H1:.*]] = sbp.cast %[[W]] : {{.*}}#cpus2_nvme, param>> to {{.*}}#cpus2_host, param>>
+// PARAM-NEXT: %[[D1:.*]] = sbp.cast %[[H1]] : {{.*}}#cpus2_host, param>> to tensor<128xf32, #sbp.global<[S(0)], #cpus2, param>>
+// PARAM-NEXT: sbp.cast %[[D1]] : {{.*}}[S(0)]{{.*}} to {{.*}}[B]
+// PARAM: %[[H2:.*]] = sbp.cast %[[W]] : {{.*}}#cpus2_nvme, param>> to {{.*}}#cpus2_host, param>>
+// PARAM-NEXT: %[[D2:.*]] = sbp.cast %[[H2]]
+// PARAM-NEXT: %[[NP:.*]], %{{.*}}, %{{.*}} = nn.adam %[[D2]],
+// PARAM-NEXT: %[[B1:.*]] = sbp.cast %[[NP]] : {{.*}}#cpus2, param>> to {{.*}}#cpus2_host, param>>
+// PARAM-NEXT: %[[B2:.*]] = sbp.cast %[[B1]] : {{.*}}#cpus2_host, param>> to {{.*}}#cpus2_nvme, param>>
+// PARAM-NEXT: nn.assign "w", %[[B2]]
