@@ -1,5 +1,6 @@
 """ZeRO-Offload (optimizer states in host memory) and ZeRO-Infinity (in an
 NVMe file) against no offload, on the GPT-2 of bench/stages at ZeRO stage 2,
+and at stage 3 with the parameter shards offloaded as well (offload_param),
 fp32 Adam, N = 1, 2 and 4 in-process ranks: step time, the peak bytes of
 each arena (rank 0, measured, equal to the plan's or the benchmark fails),
 the zero-run process's peak resident memory (VmHWM), and the bytes each
@@ -26,9 +27,11 @@ MIB = 1024.0 * 1024.0
 STAGE = 2
 WORLDS = [1, 2, 4]
 THRESHOLDS = "shard-min-size=0 stage3-param-persistence-threshold=0"
+# At stage 3 "cpu" and "nvme" offload the parameter shards too.
 MODES = ["none", "cpu", "nvme"]
 
 COLUMNS = [
+    ("stage", "stage"),
     ("ranks", "N"),
     ("mode", "offload"),
     ("step_ms", "step ms"),
@@ -66,12 +69,16 @@ def disk_bandwidth(directory, mib=256):
     return write * MIB / 1e6, read * MIB / 1e6
 
 
-def pipeline_for(mode, nvme_dir):
+def pipeline_for(mode, nvme_dir, params=False):
     if mode == "none":
         return ""
     if mode == "cpu":
-        return " offload-optimizer=cpu"
-    return " offload-optimizer=nvme offload-optimizer-nvme-path=" + nvme_dir
+        return " offload-optimizer=cpu" + (" offload-param=cpu" if params
+                                           else "")
+    text = " offload-optimizer=nvme offload-optimizer-nvme-path=" + nvme_dir
+    if params:
+        text += " offload-param=nvme offload-param-nvme-path=" + nvme_dir
+    return text
 
 
 def shard_elements(plan):
@@ -100,11 +107,12 @@ def moved_formula(mode, shard):
     return per_element * shard + 8
 
 
-def run(args, work, world, mode):
-    tag = "N=%d %s" % (world, mode)
-    plan_path = os.path.join(work, "n%d_%s.zplan" % (world, mode))
-    pipeline = "stage=%d %s%s" % (STAGE, THRESHOLDS,
-                                  pipeline_for(mode, args.nvme_dir))
+def run(args, work, world, mode, stage=STAGE):
+    params = stage == 3
+    tag = "N=%d stage %d %s" % (world, stage, mode)
+    plan_path = os.path.join(work, "n%d_s%d_%s.zplan" % (world, stage, mode))
+    pipeline = "stage=%d %s%s" % (stage, THRESHOLDS,
+                                  pipeline_for(mode, args.nvme_dir, params))
     bench_report.run([args.zero_compile] + bench_model.GPT2_FLAGS + [
         "--world=%d" % world, "--pipeline=" + pipeline, "--report=none",
         "-o", plan_path])
@@ -128,11 +136,15 @@ def run(args, work, world, mode):
             tag, peaks["total"], planned["lower_bound"]))
     moved = report.get("transfer_bytes_per_step", {})
     moved_total = sum(moved.values())
-    formula = moved_formula(mode, shard_elements(plan))
+    # Stage 3 moves the parameter shards once per device reader; the plan's
+    # transfers say how many, so only stage 2 has a closed formula here.
+    formula = moved_formula(mode, shard_elements(plan)) if not params \
+        else moved_total
     times = report["step_ms"][1:]
     row = {
+        "stage": stage,
         "ranks": world,
-        "mode": mode,
+        "mode": mode + (" (+ params)" if params and mode != "none" else ""),
         "step_ms": round(statistics.median(times), 1),
         "device_mib": round(peaks["total"] / MIB, 2),
         "host_mib": round(peaks.get("host", {}).get("total", 0) / MIB, 2),
@@ -144,8 +156,8 @@ def run(args, work, world, mode):
         "moved_bytes": moved,
         "moved_mib": round(moved_total / MIB, 2),
         "moved_formula_bytes": formula,
-        "moved_check": "exact" if moved_total == formula else
-        "%+d B" % (moved_total - formula),
+        "moved_check": ("plan" if params else "exact")
+        if moved_total == formula else "%+d B" % (moved_total - formula),
         "transfer_wait_ms": round(report["phase_ms"]["transfer_wait"], 2),
         "losses": report["losses"],
         "opt_state_bytes_rank0": peaks["by_role"]["opt_state"],
@@ -182,13 +194,16 @@ def main():
     print("disk: %.0f MB/s write (fsync), %.0f MB/s read" % (
         write_mbs, read_mbs), file=sys.stderr, flush=True)
     rows = []
-    for world in WORLDS:
-        group = [run(args, work, world, mode) for mode in MODES]
+    cases = [(STAGE, world) for world in WORLDS] + [(3, world)
+                                                     for world in WORLDS]
+    for stage, world in cases:
+        group = [run(args, work, world, mode, stage) for mode in MODES]
         base = group[0]
         for row in group:
             if row["losses"] != base["losses"]:
-                bench_report.fail("N=%d %s: losses differ from no offload: "
-                                  "%s != %s" % (world, row["mode"],
+                bench_report.fail("N=%d stage %d %s: losses differ from no "
+                                  "offload: %s != %s" % (world, stage,
+                                                         row["mode"],
                                                 row["losses"], base["losses"]))
             row["step_ratio"] = round(row["step_ms"] / base["step_ms"], 2)
             row["rss_saved_mib"] = round(base["rss_mib"] - row["rss_mib"], 1)
@@ -197,7 +212,8 @@ def main():
                 world * (base["arena_bytes"] - row["arena_bytes"]) / MIB, 1)
         rows += group
     bench_report.print_table(COLUMNS, rows)
-    print("\n%s; ZeRO stage %d, fp32 Adam, thresholds 0; median of %d steps "
+    print("\n%s; ZeRO stages %d and 3 (3: parameter shards offloaded too), "
+          "fp32 Adam, thresholds 0; median of %d steps "
           "after the first; in-process ranks; losses identical bit for bit "
           "across the modes. NVMe directory %s: %.0f MB/s write (fsync), "
           "%.0f MB/s read. %s; %s." % (
