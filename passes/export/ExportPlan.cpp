@@ -137,7 +137,6 @@ private:
                                  ArrayRef<int64_t> frees);
   void writeTensorEntry(llvm::json::OStream &json, Operation *op, Value value,
                         StringRef name);
-  void writeShards(llvm::json::OStream &json, RankedTensorType global);
   void writeValueList(llvm::json::OStream &json, StringRef key,
                       ValueRange values);
 
@@ -183,32 +182,9 @@ void Exporter::writeValueList(llvm::json::OStream &json, StringRef key,
   });
 }
 
-/// Per rank, the [begin, end) of every dim of the global tensor it holds.
-void Exporter::writeShards(llvm::json::OStream &json, RankedTensorType global) {
-  GlobalTensorAttr encoding = getGlobalEncoding(global);
-  SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
-  json.attributeArray("shards", [&] {
-    for (int64_t rank = 0; rank < placement.getNumRanks(); ++rank) {
-      SmallVector<int64_t, 2> coords = rankCoordinates(hierarchy, rank);
-      json.array([&] {
-        for (int64_t dim = 0; dim < global.getRank(); ++dim) {
-          int64_t begin = 0, size = global.getDimSize(dim);
-          if (encoding)
-            for (auto [axis, sbp] : llvm::enumerate(encoding.getSbp()))
-              if (sbp.isSplit() && sbp.getAxis() == dim) {
-                begin += splitOffset(size, hierarchy[axis], coords[axis]);
-                size = splitSize(size, hierarchy[axis], coords[axis]);
-              }
-          json.array([&] {
-            json.value(begin);
-            json.value(begin + size);
-          });
-        }
-      });
-    }
-  });
-}
-
+/// A distributed tensor: its shapes and SBP. Which block each rank holds
+/// follows from them (the reader computes it), so the plan does not grow
+/// with the ranks.
 void Exporter::writeTensorEntry(llvm::json::OStream &json, Operation *op,
                                 Value value, StringRef name) {
   auto local = cast<RankedTensorType>(value.getType());
@@ -225,7 +201,6 @@ void Exporter::writeTensorEntry(llvm::json::OStream &json, Operation *op,
       for (SbpAttr sbp : encoding.getSbp())
         json.value(sbp.str());
     });
-  writeShards(json, global);
 }
 
 LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,

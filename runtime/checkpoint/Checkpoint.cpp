@@ -139,7 +139,7 @@ FileDigest writeRankCheckpoint(const Plan &plan, int rank,
     SafetensorsTensor tensor;
     tensor.name = variable.name;
     tensor.dtype = variable.dtype;
-    tensor.shape = extents(variable.shards[rank]);
+    tensor.shape = extents(variable.shard(rank));
     int64_t bytes = numElements(tensor.shape) *
                     static_cast<int64_t>(dtypeBytes(tensor.dtype));
     bool halfway = n == owned.size() / 2;
@@ -296,7 +296,7 @@ std::vector<int> filesReadBy(const OpenedCheckpoint &checkpoint,
     const CheckpointTensor *tensor =
         checkpoint.manifest.findTensor(variable.name);
     std::vector<ShardRun> target =
-        shardRuns(layoutOf(variable), variable.shards[rank]);
+        shardRuns(layoutOf(variable), variable.shard(rank));
     for (const CheckpointPiece &piece : tensor->pieces)
       if (!reads[piece.rank] &&
           !runOverlaps(shardRuns(tensor->layout, piece.ranges), target).empty())
@@ -398,9 +398,9 @@ void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
     int variableIndex = static_cast<int>(index);
     int64_t elementBytes = static_cast<int64_t>(dtypeBytes(variable.dtype));
     std::vector<ShardRun> target =
-        shardRuns(layoutOf(variable), variable.shards[rank]);
+        shardRuns(layoutOf(variable), variable.shard(rank));
     // Padding past the model (the tail of a flat partition) reads as zero.
-    int64_t localCount = shardElements(variable.shards[rank]);
+    int64_t localCount = shardElements(variable.shard(rank));
     int64_t filled = 0;
     for (const ShardRun &run : target)
       filled = std::max(filled, run.local + run.length);

@@ -215,14 +215,14 @@ std::vector<std::vector<int>> blockWriters(const Plan &plan) {
   std::vector<int64_t> assigned(plan.world, 0);
   for (size_t i = 0; i < plan.variables.size(); ++i) {
     const PlanVariable &variable = plan.variables[i];
-    int64_t bytes = shardElements(variable.shards[0]) *
+    int64_t bytes = shardElements(variable.shard(0)) *
                     static_cast<int64_t>(dtypeBytes(variable.dtype));
     // The ranks holding each distinct block, in the order of the first.
     std::map<std::vector<DimRange>, int> groupOf;
     std::vector<std::vector<int>> groups;
     for (int r = 0; r < plan.world; ++r) {
       auto [it, added] =
-          groupOf.emplace(variable.shards[r], static_cast<int>(groups.size()));
+          groupOf.emplace(variable.shard(r), static_cast<int>(groups.size()));
       if (added)
         groups.emplace_back();
       groups[it->second].push_back(r);
@@ -275,7 +275,7 @@ CheckpointManifest manifestOfPlan(const Plan &plan, int64_t step,
   for (size_t index = 0; index < writers.size(); ++index)
     for (int rank : writers[index])
       manifest.tensors[index].pieces.push_back(
-          {rank, plan.variables[index].shards[rank]});
+          {rank, plan.variables[index].shard(rank)});
   for (int rank = 0; rank < plan.world; ++rank)
     manifest.files.push_back({rankFileName(rank, plan.world), rank, 0, 0});
   return manifest;

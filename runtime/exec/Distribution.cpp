@@ -23,7 +23,7 @@ namespace {
 template <typename Visit>
 void forEachRun(const DistributedTensor &tensor, int rank, Visit visit) {
   const std::vector<int64_t> &shape = tensor.globalShape;
-  const std::vector<DimRange> &ranges = tensor.shards[rank];
+  const std::vector<DimRange> ranges = tensor.shard(rank);
   size_t rankCount = shape.size();
   if (rankCount == 0) {
     visit(0, 0, 1);

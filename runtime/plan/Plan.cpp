@@ -3,6 +3,8 @@
 
 #include "runtime/plan/Plan.h"
 
+#include <algorithm>
+
 namespace zerosbp::runtime {
 
 static const char *const kRoleNames[kNumRoles] = {
@@ -36,6 +38,30 @@ std::optional<MemoryKind> parseMemoryKind(const std::string &name) {
     if (name == memoryKindName(kind))
       return kind;
   return std::nullopt;
+}
+
+std::vector<DimRange> DistributedTensor::shard(int rank) const {
+  if (!shards.empty())
+    return shards[rank];
+  // Row-major coordinates of `rank` in the hierarchy.
+  std::vector<int64_t> coords(hierarchy.size());
+  int64_t rest = rank;
+  for (size_t axis = hierarchy.size(); axis-- > 0;) {
+    coords[axis] = rest % hierarchy[axis];
+    rest /= hierarchy[axis];
+  }
+  std::vector<DimRange> ranges;
+  for (size_t dim = 0; dim < globalShape.size(); ++dim) {
+    int64_t begin = 0, size = globalShape[dim];
+    for (size_t axis = 0; axis < splitDims.size(); ++axis)
+      if (splitDims[axis] == static_cast<int>(dim)) {
+        int64_t parts = hierarchy[axis], index = coords[axis];
+        begin += index * (size / parts) + std::min(index, size % parts);
+        size = size / parts + (index < size % parts ? 1 : 0);
+      }
+    ranges.emplace_back(begin, begin + size);
+  }
+  return ranges;
 }
 
 int64_t PlanValue::numel() const {

@@ -82,8 +82,18 @@ struct DistributedTensor {
   std::vector<int64_t> localShape;
   std::vector<int64_t> globalShape;
   std::vector<std::string> sbp;
-  /// shards[rank][dim].
+  /// The dim each hierarchy axis splits, -1 where it does not (from `sbp`),
+  /// and the plan's hierarchy: what shard() computes a rank's block from.
+  std::vector<int> splitDims;
+  std::vector<int64_t> hierarchy;
+  /// shards[rank][dim], where given explicitly (hand-built plans, tests);
+  /// empty for a plan read from a file, whose size so does not grow with
+  /// the ranks (docs/plan-format.md#variables-and-inputs).
   std::vector<std::vector<DimRange>> shards;
+
+  /// Rank `rank`'s block of the global tensor, [begin, end) per dim: its
+  /// balanced part of each split dim (the compiler's rule), or shards[rank].
+  std::vector<DimRange> shard(int rank) const;
 };
 
 struct PlanVariable : DistributedTensor {

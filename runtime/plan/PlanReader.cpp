@@ -411,28 +411,61 @@ private:
     const PlanValue &value = plan.values[tensor.value];
     if (value.shape != tensor.localShape || value.dtype != tensor.dtype)
       item.fail("'" + tensor.name + "' does not match its value's type");
-    if (item.has("sbp"))
-      for (const Reader &entry : item.at("sbp").items())
-        tensor.sbp.push_back(entry.string());
-    Reader shards = item.at("shards");
-    std::vector<Reader> perRank = shards.items();
-    if (static_cast<int>(perRank.size()) != plan.world)
-      shards.fail("expected one entry per rank (" + std::to_string(plan.world) +
-                  ")");
-    for (const Reader &rank : perRank) {
-      std::vector<DimRange> ranges;
-      std::vector<Reader> dims = rank.items();
-      if (dims.size() != tensor.globalShape.size())
-        rank.fail("expected one range per dim of the global shape");
+    tensor.hierarchy = plan.hierarchy;
+    tensor.splitDims.assign(plan.hierarchy.size(), -1);
+    if (item.has("sbp")) {
+      std::vector<Reader> entries = item.at("sbp").items();
+      if (entries.size() != plan.hierarchy.size())
+        item.at("sbp").fail("expected one entry per hierarchy axis (" +
+                            std::to_string(plan.hierarchy.size()) + ")");
+      for (size_t axis = 0; axis < entries.size(); ++axis) {
+        std::string text = entries[axis].string();
+        tensor.sbp.push_back(text);
+        int dim = -1;
+        if (text == "B" || text == "P(sum)" || text == "P(max)")
+          continue;
+        if (std::sscanf(text.c_str(), "S(%d)", &dim) != 1 || dim < 0 ||
+            dim >= static_cast<int>(tensor.globalShape.size()) ||
+            text != "S(" + std::to_string(dim) + ")")
+          entries[axis].fail("expected B, S(d) with d a dim of the global "
+                             "shape, P(sum) or P(max), got '" +
+                             text + "'");
+        tensor.splitDims[axis] = dim;
+      }
+    }
+    // Every rank's block is computed from the SBP: SPMD plans split evenly,
+    // so each has the local shape. Older plans list the blocks; they must
+    // be these.
+    std::vector<Reader> listedShards;
+    bool listed = item.has("shards");
+    if (listed) {
+      listedShards = item.at("shards").items();
+      if (static_cast<int>(listedShards.size()) != plan.world)
+        item.at("shards").fail("expected one entry per rank (" +
+                               std::to_string(plan.world) + ")");
+    }
+    for (int rank = 0; rank < plan.world; ++rank) {
+      std::vector<DimRange> ranges = tensor.shard(rank);
+      for (size_t d = 0; d < ranges.size(); ++d)
+        if (ranges[d].second - ranges[d].first != tensor.localShape[d])
+          item.fail("'" + tensor.name + "': rank " + std::to_string(rank) +
+                    " holds " +
+                    std::to_string(ranges[d].second - ranges[d].first) +
+                    " of dim " + std::to_string(d) +
+                    " by its SBP, not the local shape's " +
+                    std::to_string(tensor.localShape[d]));
+      if (!listed)
+        continue;
+      std::vector<Reader> dims = listedShards[rank].items();
+      if (dims.size() != ranges.size())
+        listedShards[rank].fail(
+            "expected one range per dim of the global shape");
       for (size_t d = 0; d < dims.size(); ++d) {
         std::vector<int64_t> range = dims[d].integers(0);
-        if (range.size() != 2 || range[0] > range[1] ||
-            range[1] > tensor.globalShape[d] ||
-            range[1] - range[0] != tensor.localShape[d])
+        if (range.size() != 2 || range[0] != ranges[d].first ||
+            range[1] != ranges[d].second)
           dims[d].fail("bad shard range for '" + tensor.name + "'");
-        ranges.emplace_back(range[0], range[1]);
       }
-      tensor.shards.push_back(std::move(ranges));
     }
   }
 

@@ -100,7 +100,11 @@ int sharedVariableIndex(const PlanVariable &variable, const Plan &owner) {
   std::string what = "parameter '" + variable.name + "'";
   if (!match || match->role != Role::Param)
     throw RuntimeError(what + " is not a parameter of the training graph");
-  if (match->dtype != variable.dtype || match->shards != variable.shards ||
+  // Both plans run on the same ranks (the caller checks the placement).
+  bool sameShards = true;
+  for (int rank = 0; sameShards && rank < owner.world; ++rank)
+    sameShards = match->shard(rank) == variable.shard(rank);
+  if (match->dtype != variable.dtype || !sameShards ||
       match->globalShape != variable.globalShape ||
       match->modelShape() != variable.modelShape())
     throw RuntimeError(

@@ -409,6 +409,35 @@ TEST(PlanReader, RefusesAVersion1Plan) {
             "version 2 (compile the model again)");
 }
 
+// Each rank's block follows from the SBP, so a plan need not list it and
+// its size does not grow with the ranks.
+TEST(PlanReader, ComputesShardsFromTheSbp) {
+  // w split on 2 ranks: [0, 2) and [2, 4), from the SBP alone.
+  std::string split =
+      replacedIn(replaced("\"global_shape\": [4], \"sbp\": [\"B\"],\n"
+                          "                 \"shards\": [[[0, 4]], [[0, 4]]], ",
+                          "\"global_shape\": [8], \"sbp\": [\"S(0)\"], "),
+                 "\"local_shape\": [4]", "\"local_shape\": [4]");
+  Plan plan = parsePlan(sealed(split), "model.zplan");
+  const PlanVariable &w = plan.variables[0];
+  EXPECT_TRUE(w.shards.empty());
+  EXPECT_EQ(w.shard(0), (std::vector<DimRange>{{0, 4}}));
+  EXPECT_EQ(w.shard(1), (std::vector<DimRange>{{4, 8}}));
+  // Listed blocks must be those.
+  EXPECT_THAT(errorOf(replaced("\"shards\": [[[0, 4]], [[0, 4]]]",
+                               "\"shards\": [[[0, 4]], [[0, 3]]]")),
+              HasSubstr("variables[0].shards[1][0]: bad shard range for 'w'"));
+  // A local shape that the SBP does not give.
+  EXPECT_THAT(errorOf(replacedIn(split, "\"global_shape\": [8]",
+                                 "\"global_shape\": [6]")),
+              HasSubstr("'w': rank 0 holds 3 of dim 0 by its SBP, not the "
+                        "local shape's 4"));
+  EXPECT_THAT(
+      errorOf(replacedIn(split, "\"sbp\": [\"S(0)\"]", "\"sbp\": [\"S(1)\"]")),
+      HasSubstr("expected B, S(d) with d a dim of the global shape, "
+                "P(sum) or P(max), got 'S(1)'"));
+}
+
 TEST(PlanReader, ReadsTheArenas) {
   Plan plan = parsePlan(sealed(kOffloadPlan), "model.zplan");
   ASSERT_EQ(plan.arenas.size(), 3u);
