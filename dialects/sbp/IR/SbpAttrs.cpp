@@ -107,6 +107,9 @@ void PlacementAttr::print(AsmPrinter &printer) const {
 }
 
 PlacementAttr PlacementAttr::withMemory(MemoryKind memory) const {
+  // Most placements are in device memory already: no new attribute.
+  if (memory == getMemory())
+    return *this;
   return PlacementAttr::get(getContext(), getDevice(), getRanks(),
                             getHierarchy(), memory);
 }

@@ -79,7 +79,12 @@ LogicalResult CastOp::verify() {
            << sourceType.getElementType() << " to "
            << targetType.getElementType() << "; use nn.cast";
   PlacementAttr from = source.getPlacement(), to = target.getPlacement();
-  if (from.onDevice() != to.onDevice())
+  auto sameRanks = [](PlacementAttr a, PlacementAttr b) {
+    return a == b ||
+           (a.getDevice() == b.getDevice() && a.getRanks() == b.getRanks() &&
+            a.getHierarchy() == b.getHierarchy());
+  };
+  if (!sameRanks(from, to))
     return emitOpError("casts between different placements ")
            << from << " and " << to
            << "; only SBP changes on one placement are supported";
