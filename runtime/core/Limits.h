@@ -14,7 +14,7 @@ namespace zerosbp::runtime {
 /// --ranks`, a plan's and a
 /// checkpoint manifest's world, and the Python API's placements, graphs and
 /// `zerosbp.launch -n` (as `_zerosbp.MAX_RANKS`) all stop here.
-constexpr int kMaxRanks = 4096;
+constexpr int kMaxRanks = 16384;
 
 } // namespace zerosbp::runtime
 

@@ -263,22 +263,22 @@ def test_npy_files_load_as_np_load_reads_them(tmp_path):
 
 def test_the_api_has_zero_runs_limit_on_ranks(tmp_path):
     limit = zs._zerosbp.MAX_RANKS
-    assert limit == 4096
+    assert limit == 16384
     done = subprocess.run([os.environ["ZEROSBP_RUN"], "m.zplan",
                            f"--ranks={limit + 1}"], capture_output=True,
                           text=True)
     assert done.returncode == 1
     assert done.stderr.splitlines()[0] == (
-        "zero-run: --ranks: expected an integer in [1, 4096], got '4097'")
+        "zero-run: --ranks: expected an integer in [1, 16384], got '16385'")
 
     with pytest.raises(ValueError) as error:
         zs.placement("cpu", ranks=range(limit + 1))
     assert str(error.value) == (
-        "placement: expected a number of ranks in [1, 4096], got 4097")
+        "placement: expected a number of ranks in [1, 16384], got 16385")
     with pytest.raises(ValueError) as error:
         zs.placement("cpu", ranks=range(10**12))  # Not built as a list.
     assert str(error.value) == (
-        "placement: expected a number of ranks in [1, 4096], got "
+        "placement: expected a number of ranks in [1, 16384], got "
         "1000000000000")
     assert zs.placement("cuda", ranks=range(limit)).world == limit
 
@@ -286,7 +286,7 @@ def test_the_api_has_zero_runs_limit_on_ranks(tmp_path):
     with pytest.raises(zs.Error) as error:
         zs._zerosbp.GraphCapture("G", limit + 1)
     assert str(error.value) == (
-        "world: expected a number of ranks in [1, 4096], got 4097")
+        "world: expected a number of ranks in [1, 16384], got 16385")
 
     script = tmp_path / "train.py"
     script.write_text("")
@@ -296,7 +296,7 @@ def test_the_api_has_zero_runs_limit_on_ranks(tmp_path):
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == (
         "python3 -m zerosbp.launch: error: -n: expected an integer in "
-        "[1, 4096], got '4097'")
+        "[1, 16384], got '16385'")
 
 
 def test_a_missing_file_is_a_zerosbp_error(tmp_path):

@@ -24,13 +24,13 @@
 // VOCAB: BEGIN
 // VOCAB-NEXT: zero-compile: --vocab-size must be positive, got 0
 // VOCAB-NEXT: exit 1
-// RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --world 4097 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=WORLD
+// RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --world 16385 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=WORLD
 // WORLD: BEGIN
-// WORLD-NEXT: zero-compile: --world: expected a number of ranks in [1, 4096], got 4097
+// WORLD-NEXT: zero-compile: --world: expected a number of ranks in [1, 16384], got 16385
 // WORLD-NEXT: exit 1
 // RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --world 0 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=WORLD0
 // WORLD0: BEGIN
-// WORLD0-NEXT: zero-compile: --world: expected a number of ranks in [1, 4096], got 0
+// WORLD0-NEXT: zero-compile: --world: expected a number of ranks in [1, 16384], got 0
 // WORLD0-NEXT: exit 1
 // RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --batch-size 0 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=BATCH
 // BATCH: BEGIN

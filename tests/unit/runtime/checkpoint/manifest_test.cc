@@ -249,9 +249,9 @@ TEST(ManifestParser, NamesTheBadTopLevelField) {
             }),
             "m.json: step: out of range");
   EXPECT_EQ(errorAfter([](Json &j) { j["world"] = 0; }),
-            "m.json: world: 0 is outside [1, 4096]");
-  EXPECT_EQ(errorAfter([](Json &j) { j["world"] = 5000; }),
-            "m.json: world: 5000 is outside [1, 4096]");
+            "m.json: world: 0 is outside [1, 16384]");
+  EXPECT_EQ(errorAfter([](Json &j) { j["world"] = 20000; }),
+            "m.json: world: 20000 is outside [1, 16384]");
   EXPECT_EQ(errorAfter([](Json &j) { j["stage"] = 4; }),
             "m.json: stage: 4 is outside [0, 3]");
   EXPECT_EQ(errorAfter([](Json &j) { j["stage"] = "3"; }),
