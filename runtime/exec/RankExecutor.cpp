@@ -52,8 +52,9 @@ void RankExecutor::allocateOffloadArenas() {
   bases[0] = arena;
   for (size_t a = 1; a < thePlan.arenas.size(); ++a) {
     const PlanArena &planned = thePlan.arenas[a];
-    std::string label = "rank " + std::to_string(myRank) + "'s " +
-                        memoryKindName(planned.memory) + " arena";
+    // Errors reach the user prefixed with the rank.
+    std::string label =
+        std::string("the ") + memoryKindName(planned.memory) + " arena";
     if (planned.memory == MemoryKind::Nvme) {
       swap = std::make_unique<SwapFile>(planned.path, planned.bytes, label);
       continue;

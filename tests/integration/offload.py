@@ -254,6 +254,24 @@ def resume(zero_compile, zero_run, work, nvme):
                                            whole["losses"][2:]))
 
 
+def missing_nvme_directory(zero_compile, zero_run, work):
+    """A plan whose NVMe directory does not exist stops with one line."""
+    path = os.path.join(work, "missing.zplan")
+    missing = os.path.join(work, "no-such-directory")
+    compile_plan(zero_compile, path, GPT2, 2,
+                 "stage=2 offload-optimizer=nvme offload-optimizer-nvme-path="
+                 + missing)
+    done = subprocess.run([zero_run, path, "--ranks", "2", "--steps", "1",
+                           "--quiet"], capture_output=True, text=True)
+    lines = done.stderr.strip().splitlines()
+    check(done.returncode == 1 and lines == [
+        "zero-run: rank 0: cannot create the nvme arena in '%s': No such "
+        "file or directory" % missing] or (done.returncode == 1 and lines == [
+            "zero-run: rank 1: cannot create the nvme arena in '%s': No such "
+            "file or directory" % missing]),
+          "a missing NVMe directory: exit %d, %s" % (done.returncode, lines))
+
+
 def main():
     zero_compile, zero_run = sys.argv[1], sys.argv[2]
     work = os.environ.get("TEST_TMPDIR", "/tmp/offload_test")
@@ -265,6 +283,7 @@ def main():
     resident_memory(zero_compile, zero_run, work, nvme)
     killed_run_leaves_nothing(zero_compile, zero_run, work, nvme)
     resume(zero_compile, zero_run, work, nvme)
+    missing_nvme_directory(zero_compile, zero_run, work)
     finish()
 
 
