@@ -45,32 +45,45 @@ MemoryKind memoryOf(Type type) {
   return encoding ? encoding.getPlacement().getMemory() : MemoryKind::device;
 }
 
-struct ZeroOffloadPass
-    : public zerosbp::impl::ZeroOffloadBase<ZeroOffloadPass> {
-  using ZeroOffloadBase::ZeroOffloadBase;
+/// One function's rewrite: which variables move, and the copies that the
+/// moves make necessary.
+class Offloader {
+public:
+  Offloader(func::FuncOp func, zerosbp::OffloadDevice states,
+            zerosbp::OffloadDevice params)
+      : func(func), builder(func.getContext()), stateDevice(states),
+        paramDevice(params) {}
 
-  void runOnOperation() override {
-    if (device == zerosbp::OffloadDevice::None &&
-        paramDevice == zerosbp::OffloadDevice::None)
-      return;
-    func::FuncOp func = getOperation();
-    if (func.isExternal())
-      return;
-    auto memoryFor = [](zerosbp::OffloadDevice where) {
-      return where == zerosbp::OffloadDevice::Nvme ? MemoryKind::nvme
-                                                   : MemoryKind::host;
-    };
-    MemoryKind states = memoryFor(device);
-    SmallVector<nn::OptimizerUpdateOpInterface> updates;
+  LogicalResult run() {
     func.walk([&](nn::OptimizerUpdateOpInterface update) {
       updates.push_back(update);
     });
-    // The variables the updates keep: their states, and the fp32 masters
-    // they update (the loss scale's variables and the like stay).
+    if (stateDevice != zerosbp::OffloadDevice::None) {
+      if (failed(moveStates()))
+        return failure();
+    }
+    if (paramDevice != zerosbp::OffloadDevice::None)
+      moveParameters();
+    if (stateDevice != zerosbp::OffloadDevice::None)
+      for (nn::OptimizerUpdateOpInterface update : updates)
+        if (failed(runOnHost(update)))
+          return failure();
+    copyForParameterReaders();
+    assignInVariableMemory();
+    return success();
+  }
+
+private:
+  static MemoryKind memoryFor(zerosbp::OffloadDevice where) {
+    return where == zerosbp::OffloadDevice::Nvme ? MemoryKind::nvme
+                                                 : MemoryKind::host;
+  }
+
+  /// The variables the updates keep: their states, and the fp32 masters
+  /// they update (the loss scale's variables and the like stay).
+  LogicalResult moveStates() {
     llvm::SetVector<nn::VariableOp> moved;
     for (nn::OptimizerUpdateOpInterface update : updates) {
-      if (device == zerosbp::OffloadDevice::None)
-        break;
       for (Value state : update.getStates())
         if (auto variable = state.getDefiningOp<nn::VariableOp>())
           moved.insert(variable);
@@ -78,149 +91,166 @@ struct ZeroOffloadPass
           variable && variable.getRole() == Role::master)
         moved.insert(variable);
     }
-    llvm::StringMap<MemoryKind> variableMemory;
+    MemoryKind memory = memoryFor(stateDevice);
     for (nn::VariableOp variable : moved) {
-      RankedTensorType type = inMemory(variable.getResult().getType(), states);
-      if (!type) {
-        variable.emitOpError("zero-offload: needs the #sbp.global encoding "
-                             "of zero-sbp-propagation");
-        return signalPassFailure();
-      }
+      RankedTensorType type = inMemory(variable.getResult().getType(), memory);
+      if (!type)
+        return variable.emitOpError("zero-offload: needs the #sbp.global "
+                                    "encoding of zero-sbp-propagation");
       variable.getResult().setType(type);
-      variableMemory[variable.getName()] = states;
-    }
-    // offload_param: the partitioned parameters (stage 3's flat shards);
-    // those kept whole (persistence threshold) stay on the device.
-    llvm::SetVector<nn::VariableOp> params;
-    if (paramDevice != zerosbp::OffloadDevice::None)
-      func.walk([&](nn::VariableOp variable) {
-        GlobalTensorAttr encoding =
-            getGlobalEncoding(variable.getResult().getType());
-        if (variable.getRole() == Role::param && encoding &&
-            llvm::any_of(encoding.getSbp(),
-                         [](SbpAttr sbp) { return sbp.isSplit(); }))
-          params.insert(variable);
-      });
-    for (nn::VariableOp variable : params) {
-      MemoryKind memory = memoryFor(paramDevice);
-      variable.getResult().setType(
-          inMemory(variable.getResult().getType(), memory));
       variableMemory[variable.getName()] = memory;
     }
+    return success();
+  }
 
-    OpBuilder builder(func.getContext());
-    // One copy of a value per memory kind, however many ops read it there
-    // (the step, read by every update). A copy is made right where it is
-    // first needed, so that what comes off NVMe is held only around its
-    // update; zero-schedule starts the transfers earlier.
-    llvm::DenseMap<std::pair<Value, unsigned>, Value> copies;
-    llvm::SmallPtrSet<Operation *, 16> made;
-    // The ops that compute in host memory: the updates' groups.
-    llvm::SmallPtrSet<Operation *, 16> onHost;
-    std::function<Value(Value, MemoryKind, Operation *)> copyTo;
-    copyTo = [&](Value value, MemoryKind memory, Operation *before) -> Value {
-      // Between NVMe and the device through host memory, as the GPU's
-      // copies go.
-      MemoryKind from = memoryOf(value.getType());
-      if ((from == MemoryKind::nvme && memory == MemoryKind::device) ||
-          (from == MemoryKind::device && memory == MemoryKind::nvme))
-        return copyTo(copyTo(value, MemoryKind::host, before), memory, before);
-      // A parameter is copied for each reader, so that no copy is held
-      // from the forward to the backward.
-      bool isParam = llvm::any_of(params, [&](nn::VariableOp variable) {
-        return variable.getResult() == value;
-      });
-      auto key = std::make_pair(value, static_cast<unsigned>(memory));
-      if (Value copy = isParam ? Value() : copies.lookup(key)) {
-        // An earlier reader than the one it was made for.
-        if (before->isBeforeInBlock(copy.getDefiningOp()))
-          copy.getDefiningOp()->moveBefore(before);
-        return copy;
-      }
-      builder.setInsertionPoint(before);
-      Value copy = CastOp::create(builder, value.getLoc(),
-                                  inMemory(value.getType(), memory), value);
-      if (!isParam)
-        copies[key] = copy;
-      made.insert(copy.getDefiningOp());
-      return copy;
-    };
-
-    for (nn::OptimizerUpdateOpInterface update : updates) {
-      if (device == zerosbp::OffloadDevice::None)
-        break;
-      // The update, the selects that choose between its results and the
-      // old values (zero-loss-scale's skipped steps), and the cast of a new
-      // master to the parameter's precision run on the host: the device
-      // gets the low-precision parameter, as from DeepSpeed's CPU Adam.
-      SmallVector<Operation *> group = {update.getOperation()};
-      for (size_t next = 0; next < group.size(); ++next)
-        for (Value result : group[next]->getResults())
-          for (Operation *user : result.getUsers())
-            if (isa<nn::SelectOp, nn::CastOp>(user) &&
-                !llvm::is_contained(group, user))
-              group.push_back(user);
-      llvm::sort(
-          std::next(group.begin()), group.end(),
-          [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-      onHost.insert(group.begin(), group.end());
-      // In order, so that a select reads the update's results in host
-      // memory already.
-      for (Operation *op : group) {
-        for (OpOperand &operand : op->getOpOperands()) {
-          Value value = operand.get();
-          if (!getGlobalEncoding(value.getType())) {
-            op->emitOpError("zero-offload: operand #")
-                << operand.getOperandNumber() << " has no #sbp.global encoding";
-            return signalPassFailure();
-          }
-          if (memoryOf(value.getType()) != MemoryKind::host)
-            operand.set(copyTo(value, MemoryKind::host, op));
-        }
-        for (OpResult result : op->getResults())
-          result.setType(inMemory(result.getType(), MemoryKind::host));
-      }
-      // What reads the results elsewhere reads a copy made after the group,
-      // or right before it where it comes first.
-      Operation *next = group.back()->getNextNode();
-      for (Operation *op : group)
-        for (OpResult result : op->getResults())
-          for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
-            Operation *user = use.getOwner();
-            if (made.contains(user) || llvm::is_contained(group, user))
-              continue;
-            MemoryKind wanted = MemoryKind::device;
-            if (auto assign = dyn_cast<nn::AssignOp>(user)) {
-              auto it = variableMemory.find(assign.getName());
-              if (it != variableMemory.end())
-                wanted = it->second;
-            }
-            if (wanted != MemoryKind::host)
-              use.set(copyTo(result, wanted,
-                             user->isBeforeInBlock(next) ? user : next));
-          }
+  /// offload_param: the partitioned parameters (stage 3's flat shards);
+  /// those kept whole (persistence threshold) stay on the device.
+  void moveParameters() {
+    func.walk([&](nn::VariableOp variable) {
+      GlobalTensorAttr encoding =
+          getGlobalEncoding(variable.getResult().getType());
+      if (variable.getRole() == Role::param && encoding &&
+          llvm::any_of(encoding.getSbp(),
+                       [](SbpAttr sbp) { return sbp.isSplit(); }))
+        params.insert(variable.getResult());
+    });
+    MemoryKind memory = memoryFor(paramDevice);
+    for (Value param : params) {
+      param.setType(inMemory(param.getType(), memory));
+      variableMemory[param.getDefiningOp<nn::VariableOp>().getName()] = memory;
     }
+  }
 
-    // Device readers of an offloaded parameter (its gathers; an update left
-    // on the device) read a copy each.
-    for (nn::VariableOp variable : params)
-      for (OpOperand &use :
-           llvm::make_early_inc_range(variable.getResult().getUses())) {
+  /// `value` in `memory`, by a cast right before `before`. One copy of a
+  /// value per memory kind serves every reader (the step, read by every
+  /// update), except a parameter's: each reader gets its own, so that no
+  /// copy is held from the forward to the backward. Copies are made where
+  /// first needed, so that what comes off NVMe is held only around its
+  /// reader; zero-schedule starts the transfers earlier.
+  Value copyTo(Value value, MemoryKind memory, Operation *before) {
+    // Between NVMe and the device through host memory, as a GPU's go.
+    MemoryKind from = memoryOf(value.getType());
+    if ((from == MemoryKind::nvme && memory == MemoryKind::device) ||
+        (from == MemoryKind::device && memory == MemoryKind::nvme))
+      return copyTo(copyTo(value, MemoryKind::host, before), memory, before);
+    bool isParam = params.contains(value);
+    auto key = std::make_pair(value, static_cast<unsigned>(memory));
+    if (Value copy = isParam ? Value() : copies.lookup(key)) {
+      // An earlier reader than the one it was made for.
+      if (before->isBeforeInBlock(copy.getDefiningOp()))
+        copy.getDefiningOp()->moveBefore(before);
+      return copy;
+    }
+    builder.setInsertionPoint(before);
+    Value copy = CastOp::create(builder, value.getLoc(),
+                                inMemory(value.getType(), memory), value);
+    if (!isParam)
+      copies[key] = copy;
+    made.insert(copy.getDefiningOp());
+    return copy;
+  }
+
+  /// The update, the selects that choose between its results and the old
+  /// values (zero-loss-scale's skipped steps), and the cast of a new master
+  /// to the parameter's precision run on the host: the device gets the
+  /// low-precision parameter, as from DeepSpeed's CPU Adam.
+  LogicalResult runOnHost(nn::OptimizerUpdateOpInterface update) {
+    SmallVector<Operation *> group = {update.getOperation()};
+    for (size_t next = 0; next < group.size(); ++next)
+      for (Value result : group[next]->getResults())
+        for (Operation *user : result.getUsers())
+          if (isa<nn::SelectOp, nn::CastOp>(user) &&
+              !llvm::is_contained(group, user))
+            group.push_back(user);
+    llvm::sort(
+        std::next(group.begin()), group.end(),
+        [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    onHost.insert(group.begin(), group.end());
+    // In order, so that a select reads the update's results in host memory
+    // already.
+    for (Operation *op : group) {
+      for (OpOperand &operand : op->getOpOperands()) {
+        Value value = operand.get();
+        if (!getGlobalEncoding(value.getType()))
+          return op->emitOpError("zero-offload: operand #")
+                 << operand.getOperandNumber()
+                 << " has no #sbp.global encoding";
+        if (memoryOf(value.getType()) != MemoryKind::host)
+          operand.set(copyTo(value, MemoryKind::host, op));
+      }
+      for (OpResult result : op->getResults())
+        result.setType(inMemory(result.getType(), MemoryKind::host));
+    }
+    // What reads the results elsewhere reads a copy made after the group,
+    // or right before it where it comes first.
+    Operation *next = group.back()->getNextNode();
+    for (Operation *op : group)
+      for (OpResult result : op->getResults())
+        for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
+          Operation *user = use.getOwner();
+          if (made.contains(user) || llvm::is_contained(group, user))
+            continue;
+          MemoryKind wanted = MemoryKind::device;
+          if (auto assign = dyn_cast<nn::AssignOp>(user))
+            wanted = memoryOfVariable(assign.getName());
+          if (wanted != MemoryKind::host)
+            use.set(copyTo(result, wanted,
+                           user->isBeforeInBlock(next) ? user : next));
+        }
+    return success();
+  }
+
+  /// Device readers of an offloaded parameter (its gathers; an update left
+  /// on the device) read a copy each.
+  void copyForParameterReaders() {
+    for (Value param : params)
+      for (OpOperand &use : llvm::make_early_inc_range(param.getUses())) {
         Operation *user = use.getOwner();
         if (made.contains(user) || onHost.contains(user) ||
             isa<nn::AssignOp>(user))
           continue;
-        use.set(copyTo(variable.getResult(), MemoryKind::device, user));
+        use.set(copyTo(param, MemoryKind::device, user));
       }
-    // What is assigned goes to its variable's memory.
+  }
+
+  /// What is assigned goes to its variable's memory.
+  void assignInVariableMemory() {
     func.walk([&](nn::AssignOp assign) {
-      auto it = variableMemory.find(assign.getName());
-      MemoryKind wanted =
-          it == variableMemory.end() ? MemoryKind::device : it->second;
+      MemoryKind wanted = memoryOfVariable(assign.getName());
       if (memoryOf(assign.getValue().getType()) != wanted)
         assign.getValueMutable().assign(
             copyTo(assign.getValue(), wanted, assign));
     });
+  }
+
+  MemoryKind memoryOfVariable(StringRef name) const {
+    auto it = variableMemory.find(name);
+    return it == variableMemory.end() ? MemoryKind::device : it->second;
+  }
+
+  func::FuncOp func;
+  OpBuilder builder;
+  zerosbp::OffloadDevice stateDevice, paramDevice;
+  SmallVector<nn::OptimizerUpdateOpInterface> updates;
+  llvm::StringMap<MemoryKind> variableMemory;
+  /// The offloaded parameters' values.
+  llvm::SetVector<Value> params;
+  llvm::DenseMap<std::pair<Value, unsigned>, Value> copies;
+  /// The casts this rewrite made, and the ops it moved to host memory.
+  llvm::SmallPtrSet<Operation *, 16> made, onHost;
+};
+
+struct ZeroOffloadPass
+    : public zerosbp::impl::ZeroOffloadBase<ZeroOffloadPass> {
+  using ZeroOffloadBase::ZeroOffloadBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || (device == zerosbp::OffloadDevice::None &&
+                              paramDevice == zerosbp::OffloadDevice::None))
+      return;
+    if (failed(Offloader(func, device, paramDevice).run()))
+      signalPassFailure();
   }
 };
 
