@@ -2,6 +2,8 @@
 
 #include "compiler/config/ConfigChecks.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include "compiler/config/ConfigAccess.h"
 #include "compiler/config/Diagnostics.h"
 
@@ -88,26 +90,6 @@ void checkBatchRule(Checker &check, const ZeroConfig &config) {
                                     : std::string(", which overflows")));
 }
 
-/// Whether `option` is used with `config`'s optimizer and precision.
-bool applies(const ConfigOption &option, const ZeroConfig &config) {
-  switch (option.when) {
-  case OptionWhen::NotSgd:
-    return config.optimizer.kind != OptimizerKind::SGD;
-  case OptionWhen::Fp16:
-    return config.precision.precision == Precision::FP16;
-  case OptionWhen::Offload:
-    return config.zero.offloadOptimizer != OffloadDevice::None;
-  case OptionWhen::Nvme:
-    return config.zero.offloadOptimizer == OffloadDevice::Nvme;
-  case OptionWhen::ParamOffload:
-    return config.zero.offloadParam != OffloadDevice::None;
-  case OptionWhen::ParamNvme:
-    return config.zero.offloadParam == OffloadDevice::Nvme;
-  default:
-    return true;
-  }
-}
-
 /// The range check of ConfigOptions.def for one option.
 void checkRange(Checker &check, const ConfigOption &option,
                 const ZeroConfig &config) {
@@ -137,10 +119,52 @@ void checkRange(Checker &check, const ConfigOption &option,
 
 } // namespace
 
+bool zerosbp::optionApplies(const ConfigOption &option,
+                            const ZeroConfig &config) {
+  switch (option.when) {
+  case OptionWhen::NotSgd:
+    return config.optimizer.kind != OptimizerKind::SGD;
+  case OptionWhen::Fp16:
+    return config.precision.precision == Precision::FP16;
+  case OptionWhen::Offload:
+    return config.zero.offloadOptimizer != OffloadDevice::None;
+  case OptionWhen::Nvme:
+    return config.zero.offloadOptimizer == OffloadDevice::Nvme;
+  case OptionWhen::ParamOffload:
+    return config.zero.offloadParam != OffloadDevice::None;
+  case OptionWhen::ParamNvme:
+    return config.zero.offloadParam == OffloadDevice::Nvme;
+  case OptionWhen::Always:
+  case OptionWhen::PrintedNotSgd:
+  case OptionWhen::NonZero:
+    return true;
+  }
+  llvm_unreachable("unknown OptionWhen");
+}
+
+std::string zerosbp::unusedReason(OptionWhen when) {
+  switch (when) {
+  case OptionWhen::NotSgd:
+    return "not used by optimizer=sgd";
+  case OptionWhen::Fp16:
+    return "only used with precision=fp16";
+  case OptionWhen::Offload:
+    return "only used with offload-optimizer=cpu or nvme";
+  case OptionWhen::Nvme:
+    return "only used with offload-optimizer=nvme";
+  case OptionWhen::ParamOffload:
+    return "only used with offload-param=cpu or nvme";
+  case OptionWhen::ParamNvme:
+    return "only used with offload-param=nvme";
+  default:
+    return "used";
+  }
+}
+
 llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
   Checker check(name);
   for (const ConfigOption &option : configOptions()) {
-    if (applies(option, config))
+    if (optionApplies(option, config))
       checkRange(check, option, config);
     // The rules that tie two options, right after the second.
     if (option.field == ConfigField::WeightDecay &&

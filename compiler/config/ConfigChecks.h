@@ -13,8 +13,15 @@
 #include "compiler/config/ZeroConfig.h"
 
 #include <optional>
+#include <string>
 
 namespace zerosbp {
+
+/// Whether `option` is used with `config`'s other options (ConfigOptions.def's
+/// When: Adam's keys with SGD, fp16's with fp32, offload's without offload
+/// are not); `unusedReason` says why not, as pipeline-option text.
+bool optionApplies(const ConfigOption &option, const ZeroConfig &config);
+std::string unusedReason(OptionWhen when);
 
 /// The first field of `config` that is out of range, or a batch-size
 /// mismatch.

@@ -208,27 +208,8 @@ llvm::Error OptionsParser::checkContext() {
   for (const ConfigOption &option : configOptions()) {
     if (!given(option.field))
       continue;
-    if (option.when == OptionWhen::NotSgd &&
-        config.optimizer.kind == OptimizerKind::SGD)
-      return configError(option.key + ": not used by optimizer=sgd");
-    if (option.when == OptionWhen::Fp16 &&
-        config.precision.precision != Precision::FP16)
-      return configError(option.key + ": only used with precision=fp16");
-    if (option.when == OptionWhen::Offload &&
-        config.zero.offloadOptimizer == OffloadDevice::None)
-      return configError(option.key +
-                         ": only used with offload-optimizer=cpu or nvme");
-    if (option.when == OptionWhen::Nvme &&
-        config.zero.offloadOptimizer != OffloadDevice::Nvme)
-      return configError(option.key +
-                         ": only used with offload-optimizer=nvme");
-    if (option.when == OptionWhen::ParamOffload &&
-        config.zero.offloadParam == OffloadDevice::None)
-      return configError(option.key +
-                         ": only used with offload-param=cpu or nvme");
-    if (option.when == OptionWhen::ParamNvme &&
-        config.zero.offloadParam != OffloadDevice::Nvme)
-      return configError(option.key + ": only used with offload-param=nvme");
+    if (!optionApplies(option, config))
+      return configError(option.key + ": " + unusedReason(option.when));
   }
   return llvm::Error::success();
 }

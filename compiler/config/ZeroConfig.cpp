@@ -48,25 +48,13 @@ llvm::Error ZeroConfig::verify() const {
 /// Whether `option` is printed for `config` (ConfigOptions.def's When).
 static bool isPrinted(const ConfigOption &option, const ZeroConfig &config) {
   switch (option.when) {
-  case OptionWhen::Always:
-    return true;
-  case OptionWhen::NotSgd:
   case OptionWhen::PrintedNotSgd:
     return config.optimizer.kind != OptimizerKind::SGD;
-  case OptionWhen::Fp16:
-    return config.precision.precision == Precision::FP16;
   case OptionWhen::NonZero:
     return *optionMember<int64_t>(config, option.field) != 0;
-  case OptionWhen::Offload:
-    return config.zero.offloadOptimizer != OffloadDevice::None;
-  case OptionWhen::Nvme:
-    return config.zero.offloadOptimizer == OffloadDevice::Nvme;
-  case OptionWhen::ParamOffload:
-    return config.zero.offloadParam != OffloadDevice::None;
-  case OptionWhen::ParamNvme:
-    return config.zero.offloadParam == OffloadDevice::Nvme;
+  default:
+    return optionApplies(option, config);
   }
-  llvm_unreachable("unknown OptionWhen");
 }
 
 /// `config`'s value of `field` as pipeline-option text.
