@@ -2,11 +2,10 @@
 
 #include "compiler/config/ConfigChecks.h"
 
-#include "llvm/Support/ErrorHandling.h"
-
 #include "compiler/config/ConfigAccess.h"
 #include "compiler/config/Diagnostics.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
