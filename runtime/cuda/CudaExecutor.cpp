@@ -113,9 +113,6 @@ private:
   /// The pinned host arena and the NVMe file of an offloaded plan
   /// (docs/runtime.md#offload).
   void allocateOffloadArenas(const std::string &where);
-  /// Whether variable `index` lives in the NVMe arena.
-  bool inNvme(int index) const;
-  int64_t fileOffset(int id) const;
   /// Work run by a CUDA host function, in stream order: an offloaded
   /// update (CPU kernel on the host arena) or an NVMe read or write.
   struct HostCall {
@@ -254,16 +251,6 @@ void CudaExecutor::allocateOffloadArenas(const std::string &where) {
   }
 }
 
-bool CudaExecutor::inNvme(int index) const {
-  int buffer = thePlan.values[thePlan.variables[index].value].buffer;
-  return thePlan.memoryOf(buffer) == MemoryKind::Nvme;
-}
-
-int64_t CudaExecutor::fileOffset(int id) const {
-  const PlanValue &value = thePlan.values[id];
-  return thePlan.buffers[value.buffer].offset + value.offset;
-}
-
 void CUDART_CB CudaExecutor::runHostCall(void *data) {
   auto *call = static_cast<HostCall *>(data);
   call->self->hostWork(call->index);
@@ -276,10 +263,12 @@ void CudaExecutor::hostWork(size_t index) {
     if (instruction.kind == InstructionKind::Kernel) {
       hostKernels[index](attrs[index], entry.operands, entry.results);
     } else if (instruction.from == MemoryKind::Nvme) {
-      swap->read(fileOffset(instruction.operands[0]), entry.results[0].data,
+      swap->read(thePlan.arenaOffset(instruction.operands[0]),
+                 entry.results[0].data,
                  thePlan.values[instruction.operands[0]].bytes());
     } else {
-      swap->write(fileOffset(instruction.results[0]), entry.operands[0].data,
+      swap->write(thePlan.arenaOffset(instruction.results[0]),
+                  entry.operands[0].data,
                   thePlan.values[instruction.operands[0]].bytes());
     }
   } catch (const std::exception &error) {
@@ -398,7 +387,7 @@ void CudaExecutor::storeValues(const TensorRef &target,
 
 void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
   int id = thePlan.variables[index].value;
-  if (!inNvme(index)) {
+  if (!thePlan.variableInNvme(index)) {
     storeValues(tensor(id), values);
     return;
   }
@@ -406,7 +395,8 @@ void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
   std::vector<unsigned char> host(staged.bytes());
   staged.data = host.data();
   storeElements(staged, values);
-  swap->write(fileOffset(id), host.data(), static_cast<int64_t>(host.size()));
+  swap->write(thePlan.arenaOffset(id), host.data(),
+              static_cast<int64_t>(host.size()));
 }
 
 void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
@@ -419,7 +409,7 @@ std::vector<double> CudaExecutor::outputValue(int index) const {
 }
 
 void *CudaExecutor::variableStorage(int index) {
-  if (inNvme(index))
+  if (thePlan.variableInNvme(index))
     throw RuntimeError("variable '" + thePlan.variables[index].name +
                        "' lives in the NVMe arena and has no memory to share");
   return tensor(thePlan.variables[index].value).data;
@@ -449,11 +439,12 @@ void CudaExecutor::shareVariables(const std::vector<void *> &storage) {
 std::vector<double> CudaExecutor::variableShard(int index) const {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
-  if (!inNvme(index))
+  if (!thePlan.variableInNvme(index))
     return loadValues(tensor(id));
   TensorRef staged = tensor(id);
   std::vector<unsigned char> host(staged.bytes());
-  swap->read(fileOffset(id), host.data(), static_cast<int64_t>(host.size()));
+  swap->read(thePlan.arenaOffset(id), host.data(),
+             static_cast<int64_t>(host.size()));
   staged.data = host.data();
   return loadElements(staged);
 }
@@ -462,8 +453,8 @@ void CudaExecutor::readVariableBytes(int index, int64_t offset, void *out,
                                      int64_t bytes) const {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
-  if (inNvme(index)) {
-    swap->read(fileOffset(id) + offset, out, bytes);
+  if (thePlan.variableInNvme(index)) {
+    swap->read(thePlan.arenaOffset(id) + offset, out, bytes);
     return;
   }
   const auto *source = static_cast<const unsigned char *>(tensor(id).data);
@@ -477,8 +468,8 @@ void CudaExecutor::writeVariableBytes(int index, int64_t offset,
                                       const void *data, int64_t bytes) {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
-  if (inNvme(index)) {
-    swap->write(fileOffset(id) + offset, data, bytes);
+  if (thePlan.variableInNvme(index)) {
+    swap->write(thePlan.arenaOffset(id) + offset, data, bytes);
     return;
   }
   auto *target = static_cast<unsigned char *>(tensor(id).data);

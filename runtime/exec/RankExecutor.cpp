@@ -72,24 +72,14 @@ void RankExecutor::allocateOffloadArenas() {
   }
 }
 
-int64_t RankExecutor::fileOffset(int id) const {
-  const PlanValue &value = thePlan.values[id];
-  return thePlan.buffers[value.buffer].offset + value.offset;
-}
-
-bool RankExecutor::inNvme(int index) const {
-  int buffer = thePlan.values[thePlan.variables[index].value].buffer;
-  return thePlan.memoryOf(buffer) == MemoryKind::Nvme;
-}
-
 void RankExecutor::transfer(const Instruction &instruction,
                             const PreparedInstruction &entry) {
   int from = instruction.operands[0], to = instruction.results[0];
   int64_t bytes = thePlan.values[from].bytes();
   if (instruction.from == MemoryKind::Nvme)
-    swap->read(fileOffset(from), entry.results[0].data, bytes);
+    swap->read(thePlan.arenaOffset(from), entry.results[0].data, bytes);
   else if (instruction.to == MemoryKind::Nvme)
-    swap->write(fileOffset(to), entry.operands[0].data, bytes);
+    swap->write(thePlan.arenaOffset(to), entry.operands[0].data, bytes);
   else
     std::memmove(entry.results[0].data, entry.operands[0].data, bytes);
 }
@@ -116,7 +106,7 @@ void RankExecutor::shareVariables(const std::vector<void *> &storage) {
 }
 
 void *RankExecutor::variableStorage(int index) {
-  if (inNvme(index))
+  if (thePlan.variableInNvme(index))
     throw RuntimeError("variable '" + thePlan.variables[index].name +
                        "' lives in the NVMe arena and has no memory to share");
   return tensor(thePlan.variables[index].value).data;
@@ -139,7 +129,7 @@ TensorRef RankExecutor::tensor(int id) const {
 
 void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
   TensorRef target = tensor(thePlan.variables[index].value);
-  if (!inNvme(index)) {
+  if (!thePlan.variableInNvme(index)) {
     storeElements(target, values);
     return;
   }
@@ -147,8 +137,8 @@ void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
   std::vector<unsigned char> staged(target.bytes());
   target.data = staged.data();
   storeElements(target, values);
-  swap->write(fileOffset(thePlan.variables[index].value), staged.data(),
-              static_cast<int64_t>(staged.size()));
+  swap->write(thePlan.arenaOffset(thePlan.variables[index].value),
+              staged.data(), static_cast<int64_t>(staged.size()));
 }
 
 void RankExecutor::writeInput(int index, const std::vector<double> &values) {
@@ -157,10 +147,10 @@ void RankExecutor::writeInput(int index, const std::vector<double> &values) {
 
 std::vector<double> RankExecutor::variableShard(int index) const {
   TensorRef source = tensor(thePlan.variables[index].value);
-  if (!inNvme(index))
+  if (!thePlan.variableInNvme(index))
     return loadElements(source);
   std::vector<unsigned char> staged(source.bytes());
-  swap->read(fileOffset(thePlan.variables[index].value), staged.data(),
+  swap->read(thePlan.arenaOffset(thePlan.variables[index].value), staged.data(),
              static_cast<int64_t>(staged.size()));
   source.data = staged.data();
   return loadElements(source);
@@ -169,8 +159,8 @@ std::vector<double> RankExecutor::variableShard(int index) const {
 void RankExecutor::readVariableBytes(int index, int64_t offset, void *out,
                                      int64_t bytes) const {
   int id = thePlan.variables[index].value;
-  if (inNvme(index)) {
-    swap->read(fileOffset(id) + offset, out, bytes);
+  if (thePlan.variableInNvme(index)) {
+    swap->read(thePlan.arenaOffset(id) + offset, out, bytes);
     return;
   }
   const auto *data = static_cast<const unsigned char *>(tensor(id).data);
@@ -180,8 +170,8 @@ void RankExecutor::readVariableBytes(int index, int64_t offset, void *out,
 void RankExecutor::writeVariableBytes(int index, int64_t offset,
                                       const void *data, int64_t bytes) {
   int id = thePlan.variables[index].value;
-  if (inNvme(index)) {
-    swap->write(fileOffset(id) + offset, data, bytes);
+  if (thePlan.variableInNvme(index)) {
+    swap->write(thePlan.arenaOffset(id) + offset, data, bytes);
     return;
   }
   auto *target = static_cast<unsigned char *>(tensor(id).data);

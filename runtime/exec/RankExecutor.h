@@ -74,10 +74,6 @@ private:
   /// Runs transfer instruction `index` (on the copy stream).
   void transfer(const Instruction &instruction,
                 const PreparedInstruction &entry);
-  /// The NVMe file offset of value `id`.
-  int64_t fileOffset(int id) const;
-  /// Whether variable `index` lives in the NVMe arena.
-  bool inNvme(int index) const;
 
   const Plan &thePlan;
   int myRank;

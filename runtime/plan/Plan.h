@@ -194,6 +194,14 @@ struct Plan {
   MemoryKind memoryOf(int buffer) const {
     return arenas[buffers[buffer].arena].memory;
   }
+  /// The byte offset of value `id` in its arena: an NVMe file's offset.
+  int64_t arenaOffset(int id) const {
+    return buffers[values[id].buffer].offset + values[id].offset;
+  }
+  /// Whether variable `index` lives in the NVMe arena.
+  bool variableInNvme(int index) const {
+    return memoryOf(values[variables[index].value].buffer) == MemoryKind::Nvme;
+  }
 
   /// Coordinates of `rank` in the hierarchy, row-major.
   std::vector<int64_t> coordinates(int rank) const;
