@@ -99,15 +99,7 @@ class GraphConfig:
         DeepSpeed's ``offload_optimizer``; needs ZeRO stage 1-3
         (docs/design.md#offload). ``buffer_count`` NVMe reads run ahead of
         the updates."""
-        if device not in ("cpu", "nvme"):
-            raise ValueError("set_offload_optimizer: device must be \"cpu\" "
-                             f"or \"nvme\", got {device!r}")
-        if device == "nvme" and not nvme_path:
-            raise ValueError("set_offload_optimizer: device \"nvme\" needs "
-                             "nvme_path, the directory for the files")
-        if device == "cpu" and nvme_path:
-            raise ValueError("set_offload_optimizer: nvme_path is only used "
-                             "with device \"nvme\"")
+        _check_offload("set_offload_optimizer", device, nvme_path)
         if isinstance(buffer_count, bool) or not isinstance(buffer_count,
                                                             int) or \
                 buffer_count < 1:
@@ -124,15 +116,7 @@ class GraphConfig:
         file under ``nvme_path`` (``"nvme"``; the same directory as
         set_offload_optimizer's, if both use NVMe), copied to the device
         for each gather (docs/design.md#offload). Needs stage 3."""
-        if device not in ("cpu", "nvme"):
-            raise ValueError("set_offload_param: device must be \"cpu\" or "
-                             f"\"nvme\", got {device!r}")
-        if device == "nvme" and not nvme_path:
-            raise ValueError("set_offload_param: device \"nvme\" needs "
-                             "nvme_path, the directory for the files")
-        if device == "cpu" and nvme_path:
-            raise ValueError("set_offload_param: nvme_path is only used "
-                             "with device \"nvme\"")
+        _check_offload("set_offload_param", device, nvme_path)
         self._set(offload_param=device,
                   offload_param_nvme_path=str(nvme_path or ""))
 
@@ -158,3 +142,16 @@ class GraphConfig:
 
     def _deepspeed_has_optimizer(self):
         return self._deepspeed is not None and "optimizer" in self._deepspeed
+
+
+def _check_offload(method, device, nvme_path):
+    """The device and NVMe directory of an offload setter."""
+    if device not in ("cpu", "nvme"):
+        raise ValueError(f"{method}: device must be \"cpu\" or \"nvme\", "
+                         f"got {device!r}")
+    if device == "nvme" and not nvme_path:
+        raise ValueError(f"{method}: device \"nvme\" needs nvme_path, the "
+                         "directory for the files")
+    if device == "cpu" and nvme_path:
+        raise ValueError(f"{method}: nvme_path is only used with device "
+                         "\"nvme\"")
