@@ -444,7 +444,20 @@ private:
         item.at("shards").fail("expected one entry per rank (" +
                                std::to_string(plan.world) + ")");
     }
-    for (int rank = 0; rank < plan.world; ++rank) {
+    // Every block has the local shape exactly when each split divides its
+    // dim evenly: then only listed blocks need a look per rank (a plan's
+    // start-up stays independent of the ranks).
+    bool even = true;
+    for (size_t d = 0; d < tensor.globalShape.size(); ++d) {
+      int64_t size = tensor.globalShape[d];
+      for (size_t axis = 0; axis < tensor.splitDims.size(); ++axis)
+        if (tensor.splitDims[axis] == static_cast<int>(d)) {
+          even = even && size % tensor.hierarchy[axis] == 0;
+          size /= tensor.hierarchy[axis];
+        }
+      even = even && size == tensor.localShape[d];
+    }
+    for (int rank = 0; rank < plan.world && (!even || listed); ++rank) {
       std::vector<DimRange> ranges = tensor.shard(rank);
       for (size_t d = 0; d < ranges.size(); ++d)
         if (ranges[d].second - ranges[d].first != tensor.localShape[d])
