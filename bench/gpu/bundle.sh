@@ -52,7 +52,9 @@ for f in "$ZERO_RUN" "$ZERO_COMPILE" "${TESTS[@]}"; do
   fi
 done
 # Without /usr/local/cuda here, zero-run is built without the CUDA executor.
-if ! ldd "$ZERO_RUN" | grep -q 'libcudart\.so'; then
+# grep reads all of ldd's output: with -q it would stop early, ldd would die of
+# SIGPIPE and pipefail would report a failure.
+if ! ldd "$ZERO_RUN" | grep 'libcudart\.so' > /dev/null; then
   echo "bundle.sh: $ZERO_RUN does not link CUDA" \
     "(no /usr/local/cuda at build time)" >&2
   exit 1
@@ -82,7 +84,7 @@ SKIP='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libutil|libresolv'
 SKIP+='|libstdc\+\+|libgcc_s|libcudart|libcublas|libcublasLt|libnccl)\.so'
 mkdir -p "$STAGE/lib"
 for f in "${BINARIES[@]}"; do
-  if ldd "$f" | grep -q 'not found'; then
+  if ldd "$f" | grep 'not found' > /dev/null; then
     echo "bundle.sh: $f has unresolved libraries:" >&2
     ldd "$f" | grep 'not found' >&2
     exit 1
@@ -148,6 +150,14 @@ echo '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 2}}' \
 compile tiny_bf16_stage2 --preset=tiny --world=1 \
   --config="$OUT/plans/tiny_bf16_stage2.json"
 CHECK_PLANS+=("tiny_bf16_stage2 2e-2")
+# Offloaded optimizer states: the updates run on the host with the CPU
+# kernels (pinned host arena, copy stream, an NVMe file under /tmp).
+compile tiny_f32_stage2_cpu_offload --preset=tiny --world=1 \
+  --pipeline="stage=2 offload-optimizer=cpu"
+CHECK_PLANS+=("tiny_f32_stage2_cpu_offload 1e-4")
+compile tiny_bf16_stage3_nvme_offload --preset=tiny --world=1 \
+  --pipeline="stage=3 precision=bf16 offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
+CHECK_PLANS+=("tiny_bf16_stage3_nvme_offload 2e-2")
 # examples/mlp/mlp.mlir names its 4-rank CPU placement in the IR: the same
 # graph on one GPU is that file with the placement rewritten.
 MLP_NOTE=""

@@ -97,7 +97,14 @@ __global__ void clipCoefficient(FloatRef sumSquares, float maxNorm,
   // stays NaN.
   float norm = sqrtf(load(sumSquares, 0)) / gradScale;
   float coefficient = maxNorm / (norm + 1e-6f);
-  store(result, 0, coefficient > 1.0f ? 1.0f : coefficient);
+  float clipped = coefficient > 1.0f ? 1.0f : coefficient;
+  // The device's NaN is not the host's (ptxas may make the clamp a
+  // NaN-propagating min, which writes 0x7fffffff): a NaN is written as the
+  // IEEE quiet NaN, tested on the bits so that no float rewrite undoes it.
+  unsigned bits = __float_as_uint(clipped);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    bits = 0x7fc00000u;
+  store(result, 0, __uint_as_float(bits));
 }
 
 __global__ void selectElements(FloatRef predicate, FloatRef onTrue,

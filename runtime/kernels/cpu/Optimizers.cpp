@@ -14,6 +14,7 @@
 #include "runtime/kernels/cpu/Support.h"
 
 #include <cmath>
+#include <limits>
 
 namespace zerosbp::runtime::cpu {
 
@@ -103,10 +104,14 @@ void clipCoefficientKernel(const AttrMap &attrs, const Tensors &operands,
   auto maxNorm = static_cast<float>(attrs.getFloat("max_norm"));
   auto gradScale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
   // torch.nn.utils.clip_grad_norm_: min(1, max_norm / (norm + 1e-6)); NaN
-  // stays NaN.
+  // stays NaN, written as the IEEE quiet NaN whatever the operand's payload,
+  // as the CUDA kernel writes it.
   float norm = std::sqrt(readScalar(operands[0])) / gradScale;
   float coefficient = maxNorm / (norm + 1e-6f);
-  writeScalar(results[0], coefficient > 1.0f ? 1.0f : coefficient);
+  float clipped = coefficient > 1.0f ? 1.0f : coefficient;
+  writeScalar(results[0], std::isnan(clipped)
+                              ? std::numeric_limits<float>::quiet_NaN()
+                              : clipped);
 }
 
 } // namespace zerosbp::runtime::cpu

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace zerosbp::runtime::test {
 namespace {
@@ -855,6 +857,15 @@ TEST(CpuKernelsForward, ClipCoefficient) {
             makeAttrs({{"max_norm", 0.25}, {"grad_scale", 8.0}}),
             {sumSquares.ref}, {out.ref});
   EXPECT_FLOAT_EQ(out.get(0), 0.25f / (0.5f + 1e-6f));
+  // A NaN sum of squares (here a negative NaN with a payload) gives the IEEE
+  // quiet NaN, the bits the CUDA kernel writes too.
+  uint32_t oddNan = 0xffc00123u;
+  std::memcpy(sumSquares.ref.data, &oddNan, sizeof(oddNan));
+  runKernel("nn.clip_coefficient", makeAttrs({{"max_norm", 1.0}}),
+            {sumSquares.ref}, {out.ref});
+  uint32_t bits = 0;
+  std::memcpy(&bits, out.ref.data, sizeof(bits));
+  EXPECT_EQ(bits, 0x7fc00000u);
 }
 
 } // namespace
