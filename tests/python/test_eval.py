@@ -70,18 +70,26 @@ def test_eval_equals_numpy_before_and_after_training(stage, world):
     model, train, batches = mlp_setup(stage, world)
     predict = Predict(model)
     x, y = batches[0]
-    train(x, y)  # Compiles the training graph; eval then shares it.
-    for step in range(3):
+    initial = {k: np.array(v) for k, v in model.state_dict().items()}
+    # Compiled but not run: the first evaluation sees the initial
+    # parameters on the ranks, split as the training graph holds them.
+    train.compile(x, y)
+    for step in range(4):
         logits, loss = predict(x, y)
         assert logits.shape == (BATCH, 10) and logits.dtype == np.float32
-        want_logits, want_loss = mlp_reference(model.state_dict(), x, y)
+        state = model.state_dict()
+        if step == 0:
+            for name, value in initial.items():
+                assert np.array_equal(state[name], value), name
+        want_logits, want_loss = mlp_reference(state, x, y)
         assert_close(logits, want_logits)
         assert abs(float(loss) - want_loss) <= 2e-6 * max(1, want_loss)
-        train(*batches[step % len(batches)])
+        if step < 3:
+            train(*batches[step % len(batches)])
     assert predict.inference and not train.inference
     assert predict._owner is train
     # The steps of the training graph are not counted by evaluations.
-    assert train.steps_run == 4 and predict._session.evaluations_run == 3
+    assert train.steps_run == 3 and predict._session.evaluations_run == 4
 
 
 @pytest.mark.parametrize("stage", [2, 3])
@@ -346,6 +354,49 @@ def test_zero_run_eval_on_a_training_checkpoint(tmp_path):
     result = json.loads(report.read_text())
     assert result["mode"] == "eval" and result["losses"] == \
         [float(l) for l in losses]
+
+
+def test_zero_run_eval_with_init(tmp_path):
+    """zero-run --eval --init: parameters given as .npy files (PyTorch names
+    and layouts), evaluated at stage 3 on 4 ranks, equal a float64 NumPy
+    forward of those files; no training step runs."""
+    compile_, run_ = os.environ["ZEROSBP_COMPILE"], os.environ["ZEROSBP_RUN"]
+    train_plan, eval_plan = tmp_path / "train.zplan", tmp_path / "eval.zplan"
+    assert run(compile_, "--preset=tiny", "--world=1", "--report=none", "-o",
+               train_plan)[0] == 0
+    assert run(compile_, "--preset=tiny", "--world=4", "--stage=3", "--eval",
+               "--report=none", "-o", eval_plan)[0] == 0
+    # The parameters' names and shapes, from a saved model; the values are
+    # drawn anew below.
+    saved = tmp_path / "saved"
+    code, out = run(run_, train_plan, "--steps=1", "--quiet", "--save", saved)
+    assert code == 0, out
+    rng = np.random.default_rng(9)
+    init = tmp_path / "init"
+    init.mkdir()
+    state = {}
+    for path in sorted(saved.glob("*.npy")):
+        shape = np.load(path).shape
+        value = rng.normal(0, 0.2, shape).astype(np.float32)
+        state[path.stem] = value
+        np.save(init / path.name, value)
+    assert len(state) > 4
+    tokens = rng.integers(0, 512, (2, 4, 32))
+    labels = rng.integers(0, 512, (2, 4, 32))
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "tokens.npy", tokens)
+    np.save(data / "labels.npy", labels)
+    outputs = tmp_path / "outputs"
+    code, out = run(run_, eval_plan, "--eval", "--steps=2", "--init", init,
+                    "--data", data, "--outputs", outputs)
+    assert code == 0, out
+    logits = np.load(outputs / "output0.npy")
+    losses = np.load(outputs / "output1.npy")
+    for b in range(2):
+        want = numpy_logits(state, 4, tokens[b])
+        assert_close(logits[b], want, tol=1e-5)
+        assert abs(losses[b] - cross_entropy(want, labels[b])) <= 1e-5
 
 
 def test_zero_run_eval_flags(tmp_path):
