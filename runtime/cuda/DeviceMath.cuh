@@ -121,6 +121,9 @@ __device__ __forceinline__ void copyElement(void *dst, int64_t to,
   case 4:
     static_cast<uint32_t *>(dst)[to] = static_cast<const uint32_t *>(src)[from];
     return;
+  case 16:
+    static_cast<uint4 *>(dst)[to] = static_cast<const uint4 *>(src)[from];
+    return;
   default:
     static_cast<uint64_t *>(dst)[to] = static_cast<const uint64_t *>(src)[from];
   }

@@ -71,6 +71,34 @@ void copyStrided(std::string_view op, CudaContext &ctx,
     return;
   }
   expectDeviceRank(op, dims);
+  // Whole 16-, 8- or 4-byte words when the innermost dim is contiguous on
+  // both sides and the other strides and both addresses allow it: a head
+  // split's rows of 64 bf16 become 8 words, and the per-element index
+  // arithmetic, not memory, is what bounds this kernel.
+  StridedDim &inner = dims.back();
+  if (inner.strideA == 1 && inner.strideB == 1) {
+    for (size_t wordBytes : {16, 8, 4}) {
+      if (wordBytes <= elementBytes)
+        break;
+      auto factor = static_cast<int64_t>(wordBytes / elementBytes);
+      bool fits = inner.size % factor == 0 &&
+                  reinterpret_cast<uintptr_t>(dst) % wordBytes == 0 &&
+                  reinterpret_cast<uintptr_t>(src) % wordBytes == 0;
+      for (size_t d = 0; d + 1 < dims.size(); ++d)
+        fits = fits && dims[d].strideA % factor == 0 &&
+               dims[d].strideB % factor == 0;
+      if (!fits)
+        continue;
+      inner.size /= factor;
+      for (size_t d = 0; d + 1 < dims.size(); ++d) {
+        dims[d].strideA /= factor;
+        dims[d].strideB /= factor;
+      }
+      numel /= factor;
+      elementBytes = wordBytes;
+      break;
+    }
+  }
   CopyDims copy{static_cast<int>(dims.size()), {}, {}, {}};
   for (size_t d = 0; d < dims.size(); ++d) {
     copy.sizes[d] = dims[d].size;

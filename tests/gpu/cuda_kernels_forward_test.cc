@@ -72,6 +72,17 @@ TEST_F(CudaKernelsForward, BiasAddAndScale) {
   expectMatchesCpu("nn.scale", factor, {&x}, {{DType::F32, {4, 33, 65}}});
   expectMatchesCpu("nn.scale", factor, {&x16}, {{DType::F16, {7, 129}}});
   expectMatchesCpu("nn.scale", factor, {&x}, {{DType::F32, {4, 33, 65}, 0}});
+  // Rows of a multiple of 8 elements take the vector path's row broadcast,
+  // in every storage type and in place.
+  HostTensor rows = randomTensor(DType::BF16, {5, 3, 64}, 5);
+  HostTensor rowBias = randomTensor(DType::F32, {64}, 6);
+  for (DType type : {DType::BF16, DType::F16, DType::F32})
+    expectMatchesCpu("nn.bias_add", {}, {&rows, &rowBias}, {{type, {5, 3, 64}}},
+                     {}, dtypeName(type));
+  expectMatchesCpu("nn.bias_add", {}, {&rows, &rowBias},
+                   {{DType::BF16, {5, 3, 64}, 0}}, {}, "in place");
+  HostTensor rows32 = randomTensor(DType::F32, {2, 1024}, 7);
+  expectMatchesCpu("nn.scale", factor, {&rows32}, {{DType::BF16, {2, 1024}}});
 }
 
 TEST_F(CudaKernelsForward, DropoutMasksLikeTheCpuBitForBit) {
