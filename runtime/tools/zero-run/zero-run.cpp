@@ -36,6 +36,8 @@
 // runs on its own GPU (rank r of a process on device r mod the devices it
 // sees), with NCCL between the GPUs.
 //
+// `zero-run --help` lists every flag with its help and default.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Error.h"
@@ -47,14 +49,85 @@
 #include "runtime/train/Report.h"
 #include "runtime/train/Trainer.h"
 
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <malloc.h>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+// The command line is `--name value` or `--name=value`, with `-` for `_` in
+// the names below. An unset optional flag leaves the choice to the plan or
+// the runtime.
+ABSL_FLAG(std::optional<int>, ranks, std::nullopt,
+          "ranks, which must equal the plan's world (-n N is the same); "
+          "without it, the plan's world");
+ABSL_FLAG(std::string, backend, "inprocess",
+          "inprocess: one thread per rank in this process; mpi: one process "
+          "per rank (started under mpirun, or starting it)");
+ABSL_FLAG(std::string, device, "",
+          "cpu or cuda: where the ranks run; without it, the plan's "
+          "placement");
+ABSL_FLAG(std::optional<int64_t>, steps, std::nullopt,
+          "training steps of this run, or batches with --eval; required");
+ABSL_FLAG(std::optional<std::string>, data, std::nullopt,
+          "a directory of one <input>.npy per graph input, shape (steps, "
+          "*global shape); without it, synthetic inputs from --seed");
+ABSL_FLAG(std::optional<std::string>, init, std::nullopt,
+          "a directory of one <param>.npy per parameter, PyTorch names and "
+          "layouts; without it, each variable's init with --seed");
+ABSL_FLAG(std::optional<std::string>, save, std::nullopt,
+          "writes the final full parameters to this directory as .npy "
+          "files, replacing it as a whole");
+ABSL_FLAG(std::optional<std::string>, resume, std::nullopt,
+          "continues from a checkpoint: a step directory, or a directory "
+          "with `latest`; not with --init");
+ABSL_FLAG(std::optional<std::string>, checkpoint_dir, std::nullopt,
+          "saves the whole training state to this directory after the last "
+          "step, and every --checkpoint-every steps");
+ABSL_FLAG(std::optional<int64_t>, checkpoint_every, std::nullopt,
+          "also saves a checkpoint every K steps (needs --checkpoint-dir)");
+ABSL_FLAG(std::optional<int>, keep, std::nullopt,
+          "keeps the newest K checkpoints (needs --checkpoint-dir); without "
+          "it, all");
+ABSL_FLAG(std::string, report, "none",
+          "json: prints the report on stdout (progress lines go to stderr); "
+          "none: no report on stdout");
+ABSL_FLAG(std::optional<std::string>, report_file, std::nullopt,
+          "writes the report to this file");
+ABSL_FLAG(std::optional<std::string>, trace, std::nullopt,
+          "writes the last step's compute and communication timeline to "
+          "this file as Chrome trace-event JSON");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
+          "seed of the synthetic data and initial values; without it, 0, or "
+          "the checkpoint's with --resume");
+ABSL_FLAG(int64_t, timeout, 300,
+          "seconds a collective waits for its peers before the run fails");
+ABSL_FLAG(std::optional<int>, threads, std::nullopt,
+          "BLAS threads per rank; without it, the cores shared among this "
+          "process's ranks");
+ABSL_FLAG(bool, quiet, false, "prints no progress lines");
+ABSL_FLAG(bool, check_gradients, false,
+          "before every optimizer update, checks that the gradient it reads "
+          "is finite");
+ABSL_FLAG(bool, eval, false,
+          "runs an inference plan (zero-compile --eval) on --steps batches "
+          "instead of training");
+ABSL_FLAG(std::optional<std::string>, outputs, std::nullopt,
+          "with --eval, writes every output stacked over the batches to "
+          "<dir>/output<k>.npy");
 
 using namespace zerosbp::runtime;
 
@@ -71,6 +144,32 @@ const char *const kUsage =
     "--resume DIR] [--data DIR] [--outputs DIR] [--backend ...] "
     "[--report=json] [--report-file FILE]";
 
+// Checked on the text as given, before Abseil parses it, so that an error
+// quotes it and only plain decimal integers are taken.
+struct IntegerRange {
+  const char *flag;
+  int64_t min, max;
+};
+const IntegerRange kIntegerRanges[] = {
+    {"ranks", 1, kMaxRanks},
+    {"steps", 1, 1000000000},
+    {"checkpoint_every", 1, 1000000000},
+    {"keep", 1, 1000000},
+    {"seed", 0, INT64_MAX},
+    {"timeout", 1, 86400},
+    {"threads", 1, 256},
+};
+
+struct Choice {
+  const char *flag;
+  const char *first, *second;
+};
+const Choice kChoices[] = {
+    {"backend", "inprocess", "mpi"},
+    {"device", "cpu", "cuda"},
+    {"report", "json", "none"},
+};
+
 [[noreturn]] void usageError(const std::string &message) {
   throw RuntimeError(message + "\n" + kUsage);
 }
@@ -86,112 +185,187 @@ int64_t parseInteger(const std::string &flag, const std::string &text,
   return value;
 }
 
+// Only the flags defined above: another library's flags are not zero-run's
+// to take or to list.
+bool isOwnFlag(const absl::CommandLineFlag &flag) {
+  return flag.Filename() == __FILE__;
+}
+
+std::string dashed(absl::string_view name) {
+  std::string text(name.data(), name.size());
+  std::replace(text.begin(), text.end(), '_', '-');
+  return text;
+}
+
+// The flag `option` (`--checkpoint-every`, `-n`) names, or null.
+absl::CommandLineFlag *findFlag(const std::string &option) {
+  std::string name;
+  if (option == "-n")
+    name = "ranks";
+  else if (option.rfind("--", 0) == 0 && option.find('_') == std::string::npos)
+    name = option.substr(2);
+  else
+    return nullptr;
+  std::replace(name.begin(), name.end(), '-', '_');
+  absl::CommandLineFlag *flag = absl::FindCommandLineFlag(name);
+  return flag && isOwnFlag(*flag) ? flag : nullptr;
+}
+
+void checkValue(const std::string &option, const absl::CommandLineFlag &flag,
+                const std::string &text) {
+  for (const IntegerRange &range : kIntegerRanges)
+    if (flag.Name() == range.flag) {
+      parseInteger(option, text, range.min, range.max);
+      return;
+    }
+  for (const Choice &choice : kChoices)
+    if (flag.Name() == choice.flag) {
+      if (text != choice.first && text != choice.second)
+        usageError(option + ": expected " + choice.first + " or " +
+                   choice.second + ", got '" + text + "'");
+      return;
+    }
+  if (flag.IsOfType<bool>()) {
+    if (text != "true" && text != "false")
+      usageError(option + ": expected true or false, got '" + text + "'");
+    return;
+  }
+  // An empty path would leave the flag unset.
+  if (text.empty())
+    usageError(option + " needs a value");
+}
+
+// Prints `text` from `column` on, wrapped at 80 columns, after `lead`.
+void printWrapped(std::ostream &out, const std::string &lead,
+                  const std::string &text, size_t column) {
+  std::string line =
+      lead + std::string(column - std::min(column, lead.size()), ' ');
+  bool empty = true;
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    if (!empty && line.size() + 1 + word.size() > 80) {
+      out << line << "\n";
+      line = std::string(column, ' ');
+      empty = true;
+    }
+    line += (empty ? "" : " ") + word;
+    empty = false;
+  }
+  out << line << "\n";
+}
+
+void printHelp(std::ostream &out) {
+  std::vector<std::pair<std::string, const absl::CommandLineFlag *>> flags;
+  for (const auto &[name, flag] : absl::GetAllFlags())
+    if (isOwnFlag(*flag))
+      flags.emplace_back("--" + dashed(name), flag);
+  std::sort(flags.begin(), flags.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  size_t column = 0;
+  for (const auto &[option, flag] : flags)
+    column = std::max(column, option.size());
+  column += 4;
+  out << kUsage << "\n\nflags (--name value or --name=value):\n";
+  for (const auto &[option, flag] : flags) {
+    std::string text = flag->Help();
+    std::string defaultValue = flag->DefaultValue();
+    if (!defaultValue.empty())
+      text += " (default: " + defaultValue + ")";
+    printWrapped(out, "  " + option, text, column);
+  }
+}
+
 struct CommandLine {
   TrainOptions options;
   bool ranksGiven = false;
-  bool stepsGiven = false;
   bool jsonToStdout = false;
   std::optional<std::string> reportFile;
 };
 
 CommandLine parse(int argc, char **argv) {
-  CommandLine line;
-  TrainOptions &options = line.options;
+  std::string planPath;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::string value;
-    bool inlineValue = false;
-    if (arg.rfind("--", 0) == 0) {
-      size_t equals = arg.find('=');
+    std::string option = args[i];
+    std::optional<std::string> value;
+    if (option.rfind("--", 0) == 0) {
+      size_t equals = option.find('=');
       if (equals != std::string::npos) {
-        value = arg.substr(equals + 1);
-        arg = arg.substr(0, equals);
-        inlineValue = true;
+        value = option.substr(equals + 1);
+        option.resize(equals);
       }
     }
-    auto next = [&]() -> std::string {
-      if (inlineValue)
-        return value;
-      if (i + 1 >= args.size())
-        usageError(arg + " needs a value");
-      return args[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage << "\n";
+    if (option == "--help" || option == "-h") {
+      printHelp(std::cout);
       std::exit(0);
-    } else if (arg == "--ranks" || arg == "-n") {
-      options.ranks = static_cast<int>(parseInteger(arg, next(), 1, kMaxRanks));
-      line.ranksGiven = true;
-    } else if (arg == "--backend") {
-      options.backend = next();
-      if (options.backend != "inprocess" && options.backend != "mpi")
-        usageError("--backend: expected inprocess or mpi, got '" +
-                   options.backend + "'");
-    } else if (arg == "--device") {
-      options.device = next();
-      if (options.device != "cpu" && options.device != "cuda")
-        usageError("--device: expected cpu or cuda, got '" + options.device +
-                   "'");
-    } else if (arg == "--steps") {
-      options.steps = parseInteger(arg, next(), 1, 1000000000);
-      line.stepsGiven = true;
-    } else if (arg == "--eval") {
-      options.eval = true;
-    } else if (arg == "--outputs") {
-      options.outputsDir = next();
-    } else if (arg == "--data") {
-      options.dataDir = next();
-    } else if (arg == "--init") {
-      options.initDir = next();
-    } else if (arg == "--save") {
-      options.saveDir = next();
-    } else if (arg == "--resume") {
-      options.resumeDir = next();
-    } else if (arg == "--checkpoint-dir") {
-      options.checkpointDir = next();
-    } else if (arg == "--checkpoint-every") {
-      options.checkpointEvery = parseInteger(arg, next(), 1, 1000000000);
-    } else if (arg == "--keep") {
-      options.keep = static_cast<int>(parseInteger(arg, next(), 1, 1000000));
-    } else if (arg == "--report") {
-      std::string kind = next();
-      if (kind == "json")
-        line.jsonToStdout = true;
-      else if (kind != "none")
-        usageError("--report: expected json or none, got '" + kind + "'");
-    } else if (arg == "--report-file") {
-      line.reportFile = next();
-    } else if (arg == "--trace") {
-      options.tracePath = next();
-    } else if (arg == "--seed") {
-      options.seed =
-          static_cast<uint64_t>(parseInteger(arg, next(), 0, INT64_MAX));
-      options.seedGiven = true;
-    } else if (arg == "--timeout") {
-      options.timeoutSeconds =
-          static_cast<double>(parseInteger(arg, next(), 1, 86400));
-    } else if (arg == "--threads") {
-      options.threads = static_cast<int>(parseInteger(arg, next(), 1, 256));
-    } else if (arg == "--quiet") {
-      options.progress = false;
-    } else if (arg == "--check-gradients") {
-      options.checkGradients = true;
-    } else if (arg.rfind("-", 0) == 0) {
-      usageError("unknown option '" + arg + "'");
-    } else if (options.planPath.empty()) {
-      options.planPath = arg;
-    } else {
-      usageError("unexpected argument '" + arg + "'");
     }
+    if (option.rfind("-", 0) != 0) {
+      if (!planPath.empty())
+        usageError("unexpected argument '" + option + "'");
+      planPath = option;
+      continue;
+    }
+    absl::CommandLineFlag *flag = findFlag(option);
+    if (!flag)
+      usageError("unknown option '" + option + "'");
+    std::string text;
+    if (value)
+      text = *value;
+    else if (flag->IsOfType<bool>())
+      text = "true";
+    else if (i + 1 < args.size())
+      text = args[++i];
+    else
+      usageError(option + " needs a value");
+    checkValue(option, *flag, text);
+    std::string error;
+    if (!flag->ParseFrom(text, &error))
+      usageError(option + ": " + error);
   }
-  if (options.planPath.empty())
+  if (planPath.empty())
     usageError("no plan file given");
-  if (!line.stepsGiven)
+  std::optional<int64_t> steps = absl::GetFlag(FLAGS_steps);
+  if (!steps)
     usageError("--steps is required");
-  if ((options.checkpointEvery > 0 || options.keep > 0) &&
-      !options.checkpointDir)
+  std::optional<int64_t> checkpointEvery =
+      absl::GetFlag(FLAGS_checkpoint_every);
+  std::optional<int> keep = absl::GetFlag(FLAGS_keep);
+  std::optional<std::string> checkpointDir =
+      absl::GetFlag(FLAGS_checkpoint_dir);
+  if ((checkpointEvery || keep) && !checkpointDir)
     usageError("--checkpoint-every and --keep need --checkpoint-dir");
+
+  CommandLine line;
+  TrainOptions &options = line.options;
+  options.planPath = planPath;
+  if (std::optional<int> ranks = absl::GetFlag(FLAGS_ranks)) {
+    options.ranks = *ranks;
+    line.ranksGiven = true;
+  }
+  options.backend = absl::GetFlag(FLAGS_backend);
+  options.device = absl::GetFlag(FLAGS_device);
+  options.steps = *steps;
+  options.eval = absl::GetFlag(FLAGS_eval);
+  options.outputsDir = absl::GetFlag(FLAGS_outputs);
+  options.dataDir = absl::GetFlag(FLAGS_data);
+  options.initDir = absl::GetFlag(FLAGS_init);
+  options.saveDir = absl::GetFlag(FLAGS_save);
+  options.resumeDir = absl::GetFlag(FLAGS_resume);
+  options.checkpointDir = checkpointDir;
+  options.checkpointEvery = checkpointEvery.value_or(0);
+  options.keep = keep.value_or(0);
+  line.jsonToStdout = absl::GetFlag(FLAGS_report) == "json";
+  line.reportFile = absl::GetFlag(FLAGS_report_file);
+  options.tracePath = absl::GetFlag(FLAGS_trace);
+  if (std::optional<uint64_t> seed = absl::GetFlag(FLAGS_seed)) {
+    options.seed = *seed;
+    options.seedGiven = true;
+  }
+  options.timeoutSeconds = static_cast<double>(absl::GetFlag(FLAGS_timeout));
+  options.threads = absl::GetFlag(FLAGS_threads).value_or(0);
+  options.progress = !absl::GetFlag(FLAGS_quiet);
+  options.checkGradients = absl::GetFlag(FLAGS_check_gradients);
   return line;
 }
 

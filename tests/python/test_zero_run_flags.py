@@ -1,0 +1,111 @@
+"""zero-run's command line: --help lists every flag the usage names, with
+its help and default, and a bad flag is one line `zero-run: <message>`
+followed by the usage, exit status 1."""
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+
+def run(*args):
+    done = subprocess.run([os.environ["ZEROSBP_RUN"], *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stdout, done.stderr
+
+
+def usage_and_flags(text):
+    """(usage lines, {flag: help}) of --help's output."""
+    usage, _, listing = text.partition("\n\n")
+    flags = {}
+    name = None
+    for line in listing.splitlines()[1:]:
+        entry = re.fullmatch(r"  (--[a-z-]+) +(\S.*)", line)
+        if entry:
+            name = entry.group(1)
+            flags[name] = entry.group(2)
+        else:
+            assert name and re.fullmatch(r" {4,}\S.*", line), line
+            flags[name] += " " + line.strip()
+    return usage.splitlines(), flags
+
+
+@pytest.mark.parametrize("option", ["--help", "-h"])
+def test_help_lists_every_flag(option):
+    code, out, err = run(option)
+    assert code == 0 and err == ""
+    usage, flags = usage_and_flags(out)
+    assert usage[0].startswith("usage: zero-run model.zplan ")
+    assert usage[1].startswith("       zero-run eval.zplan --eval ")
+    named = set(re.findall(r"--[a-z][a-z-]*", " ".join(usage)))
+    assert len(flags) == len(named) == 21
+    assert set(flags) == named
+    for name, text in flags.items():
+        assert len(text) > 10, name
+    assert flags["--backend"].endswith("(default: inprocess)")
+    assert flags["--timeout"].endswith("(default: 300)")
+    assert flags["--quiet"] == "prints no progress lines (default: false)"
+    assert "-n N is the same" in flags["--ranks"]
+    assert "required" in flags["--steps"]
+    assert flags["--device"].startswith("cpu or cuda")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["m.zplan", "--steps=1", "--device=tpu"],
+     "--device: expected cpu or cuda, got 'tpu'"),
+    (["m.zplan", "--steps", "0"],
+     "--steps: expected an integer in [1, 1000000000], got '0'"),
+    (["m.zplan", "--steps=1", "-n", "0x2"],
+     "-n: expected an integer in [1, 16384], got '0x2'"),
+    (["m.zplan", "--steps=1", "--timeout=1.5"],
+     "--timeout: expected an integer in [1, 86400], got '1.5'"),
+    (["m.zplan", "--steps=1", "--backend", "threads"],
+     "--backend: expected inprocess or mpi, got 'threads'"),
+    (["m.zplan", "--steps=1", "--report=xml"],
+     "--report: expected json or none, got 'xml'"),
+    (["m.zplan", "--steps=1", "--quiet=maybe"],
+     "--quiet: expected true or false, got 'maybe'"),
+    (["m.zplan", "--steps=1", "--x"], "unknown option '--x'"),
+    (["m.zplan", "--steps=1", "--x=1"], "unknown option '--x'"),
+    (["m.zplan", "--steps=1", "--checkpoint_dir=ck"],
+     "unknown option '--checkpoint_dir'"),
+    (["m.zplan", "--steps=1", "--noquiet"], "unknown option '--noquiet'"),
+    (["m.zplan", "--steps=1", "--data"], "--data needs a value"),
+    (["m.zplan", "--steps=1", "--save="], "--save needs a value"),
+    (["m.zplan", "other.zplan", "--steps=1"],
+     "unexpected argument 'other.zplan'"),
+    (["--steps=1"], "no plan file given"),
+    (["m.zplan", "--ranks=2"], "--steps is required"),
+    (["m.zplan", "--steps=1", "--keep=2"],
+     "--checkpoint-every and --keep need --checkpoint-dir"),
+], ids=lambda value: value if isinstance(value, str) else None)
+def test_a_bad_flag_is_one_line_and_the_usage(args, message):
+    code, out, err = run(*args)
+    _, help_out, _ = run("--help")
+    usage, _ = usage_and_flags(help_out)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [f"zero-run: {message}", *usage]
+
+
+def test_flags_reach_the_run(tmp_path):
+    """-n is --ranks, `--quiet=false` prints progress, and the seed and
+    the report flags are read."""
+    plan = tmp_path / "m.zplan"
+    subprocess.run([os.environ["ZEROSBP_COMPILE"], "--preset=tiny",
+                    "--world=2", "--report=none", "-o", str(plan)],
+                   check=True)
+    reports = []
+    for ranks in [["-n", "2"], ["--ranks=2"]]:
+        report = tmp_path / "report.json"
+        code, out, err = run(plan, *ranks, "--steps", "2", "--seed=7",
+                             "--quiet=false", "--report-file", report)
+        assert code == 0, err
+        assert len([l for l in out.splitlines() if l.startswith("step")]) == 2
+        reports.append(json.loads(report.read_text())["losses"])
+    assert reports[0] == reports[1]
+    code, out, err = run(plan, "--steps=2", "--seed=8", "--quiet",
+                         "--report=json")
+    assert code == 0 and err == "", err
+    assert json.loads(out)["losses"] != reports[0]
