@@ -100,6 +100,68 @@ __device__ __forceinline__ void storeFloat(void *data, DType type, int64_t i,
   }
 }
 
+/// Elements a thread moves at once on the vector paths: 16 bytes of bf16 or
+/// f16, 32 of f32.
+constexpr int kVector = 8;
+
+/// Elements [i, i + kVector) of a float tensor whose address and `i` make a
+/// 16-byte aligned start; f32, bf16 and f16 in 16-byte loads.
+__device__ __forceinline__ void
+loadVector(const void *data, DType type, int64_t i, float (&values)[kVector]) {
+  if (type == DType::F32) {
+    const auto *at =
+        reinterpret_cast<const float4 *>(static_cast<const float *>(data) + i);
+    float4 low = at[0], high = at[1];
+    values[0] = low.x, values[1] = low.y, values[2] = low.z, values[3] = low.w;
+    values[4] = high.x, values[5] = high.y, values[6] = high.z;
+    values[7] = high.w;
+    return;
+  }
+  if (type == DType::BF16 || type == DType::F16) {
+    uint4 raw = *reinterpret_cast<const uint4 *>(
+        static_cast<const uint16_t *>(data) + i);
+    uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int k = 0; k < kVector; ++k) {
+      auto bits = static_cast<uint16_t>(words[k / 2] >> (16 * (k % 2)));
+      values[k] =
+          type == DType::BF16 ? bf16BitsToFloat(bits) : halfBitsToFloat(bits);
+    }
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kVector; ++k)
+    values[k] = loadFloat(data, type, i + k);
+}
+
+/// Stores `values` as elements [i, i + kVector), aligned as loadVector's.
+__device__ __forceinline__ void storeVector(void *data, DType type, int64_t i,
+                                            const float (&values)[kVector]) {
+  if (type == DType::F32) {
+    auto *at = reinterpret_cast<float4 *>(static_cast<float *>(data) + i);
+    at[0] = make_float4(values[0], values[1], values[2], values[3]);
+    at[1] = make_float4(values[4], values[5], values[6], values[7]);
+    return;
+  }
+  if (type == DType::BF16 || type == DType::F16) {
+    uint32_t words[4];
+#pragma unroll
+    for (int k = 0; k < kVector; k += 2) {
+      uint32_t low = type == DType::BF16 ? floatToBf16Bits(values[k])
+                                         : floatToHalfBits(values[k]);
+      uint32_t high = type == DType::BF16 ? floatToBf16Bits(values[k + 1])
+                                          : floatToHalfBits(values[k + 1]);
+      words[k / 2] = low | (high << 16);
+    }
+    *reinterpret_cast<uint4 *>(static_cast<uint16_t *>(data) + i) =
+        make_uint4(words[0], words[1], words[2], words[3]);
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kVector; ++k)
+    storeFloat(data, type, i + k, values[k]);
+}
+
 /// Element i of an i32/i64 tensor.
 __device__ __forceinline__ int64_t loadIndex(const void *data, DType type,
                                              int64_t i) {

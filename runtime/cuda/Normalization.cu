@@ -179,8 +179,8 @@ void layerNormGradKernel(const AttrMap &attrs, const Tensors &operands,
   }
 
   // The column sums read dy and x before dx, which may replace either, is
-  // written.
-  constexpr int64_t kTargetThreads = 1 << 16;
+  // written. As reduceColumns, about 256K threads in all.
+  constexpr int64_t kTargetThreads = 1 << 18;
   constexpr int64_t kMinChunk = 32, kMaxChunks = 65535;
   int64_t chunks = std::clamp<int64_t>(
       std::min(kTargetThreads / n, (rows + kMinChunk - 1) / kMinChunk), 1,

@@ -144,8 +144,10 @@ void runReduce(std::string_view op, const AttrMap &attrs,
     out.finish();
     return;
   }
-  // Aim for about 64K threads in all, with chunks of at least 32 elements.
-  constexpr int64_t kTargetThreads = 1 << 16;
+  // Aim for about 256K threads in all (an H200 holds 270K resident), with
+  // chunks of at least 32 elements: each thread reads one element a row, so
+  // only many threads keep enough loads in flight.
+  constexpr int64_t kTargetThreads = 1 << 18;
   constexpr int64_t kMinChunk = 32, kMaxChunks = 65535;
   int64_t chunks =
       std::clamp<int64_t>(std::min(kTargetThreads / layout.outCount,

@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 
 namespace zerosbp::runtime::gpu {
 
@@ -93,6 +95,121 @@ __global__ void softmaxGradRows(FloatRef dy, FloatRef y, FloatRef dx,
       storeFloat(dx.data, dx.type, at, value);
     }
   }
+}
+
+/// Chunks of kVector elements a lane holds on the warp-per-row path: rows of
+/// up to 32 * kRowChunks * kVector = 1024 elements.
+constexpr int kRowChunks = 4;
+constexpr int64_t kWarpRowMax = 32 * kRowChunks * kVector;
+
+/// softmaxRows for contiguous rows of at most kWarpRowMax elements (the
+/// attention scores): one warp per row, held in registers between the
+/// passes and moved in 16-byte loads and stores. The same arithmetic per
+/// element; the sum is in double, so its order only matters past f32.
+__global__ void softmaxWarpRows(FloatRef x, FloatRef y, SoftmaxLayout layout,
+                                int64_t rows) {
+  int lane = threadIdx.x & 31;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  for (int64_t row = warp; row < rows; row += warps) {
+    int64_t base = row * layout.size;
+    int64_t valid = layout.causal ? row % layout.size + 1 : layout.size;
+    float values[kRowChunks][kVector];
+    float localMax = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < kRowChunks; ++c) {
+      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      if (j >= layout.size)
+        continue;
+      loadVector(x.data, x.type, base + j, values[c]);
+#pragma unroll
+      for (int k = 0; k < kVector; ++k)
+        if (j + k < valid)
+          localMax = values[c][k] > localMax ? values[c][k] : localMax;
+    }
+    float max = warpMax(localMax);
+    double localSum = 0.0;
+#pragma unroll
+    for (int c = 0; c < kRowChunks; ++c) {
+      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+#pragma unroll
+      for (int k = 0; k < kVector; ++k)
+        if (j + k < valid) {
+          values[c][k] = fastExp(values[c][k] - max);
+          localSum += values[c][k];
+        }
+    }
+    auto inverse = static_cast<float>(1.0 / warpSum(localSum));
+#pragma unroll
+    for (int c = 0; c < kRowChunks; ++c) {
+      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      if (j >= layout.size)
+        continue;
+      float out[kVector];
+#pragma unroll
+      for (int k = 0; k < kVector; ++k)
+        out[k] = j + k < valid ? values[c][k] * inverse : 0.0f;
+      storeVector(y.data, y.type, base + j, out);
+    }
+  }
+}
+
+/// softmaxGradRows on the rows softmaxWarpRows takes.
+__global__ void softmaxGradWarpRows(FloatRef dy, FloatRef y, FloatRef dx,
+                                    SoftmaxLayout layout, int64_t rows) {
+  int lane = threadIdx.x & 31;
+  int64_t warp =
+      (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  for (int64_t row = warp; row < rows; row += warps) {
+    int64_t base = row * layout.size;
+    int64_t valid = layout.causal ? row % layout.size + 1 : layout.size;
+    float grads[kRowChunks][kVector], outputs[kRowChunks][kVector];
+    double localDot = 0.0;
+#pragma unroll
+    for (int c = 0; c < kRowChunks; ++c) {
+      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      if (j >= layout.size)
+        continue;
+      loadVector(dy.data, dy.type, base + j, grads[c]);
+      loadVector(y.data, y.type, base + j, outputs[c]);
+#pragma unroll
+      for (int k = 0; k < kVector; ++k)
+        if (j + k < valid)
+          localDot += static_cast<double>(grads[c][k]) *
+                      static_cast<double>(outputs[c][k]);
+    }
+    auto dot = static_cast<float>(warpSum(localDot));
+#pragma unroll
+    for (int c = 0; c < kRowChunks; ++c) {
+      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      if (j >= layout.size)
+        continue;
+      float out[kVector];
+#pragma unroll
+      for (int k = 0; k < kVector; ++k)
+        out[k] = j + k < valid ? outputs[c][k] * (grads[c][k] - dot) : 0.0f;
+      storeVector(dx.data, dx.type, base + j, out);
+    }
+  }
+}
+
+/// Whether the warp-per-row kernels take `layout`'s rows of these tensors.
+bool warpRows(const SoftmaxLayout &layout,
+              std::initializer_list<TensorRef> tensors) {
+  if (layout.inner != 1 || layout.size % kVector != 0 ||
+      layout.size > kWarpRowMax)
+    return false;
+  for (const TensorRef &tensor : tensors)
+    if (tensor.dtype == DType::F64 ||
+        reinterpret_cast<uintptr_t>(tensor.data) % 16 != 0)
+      return false;
+  return true;
+}
+
+unsigned warpRowBlocks(int64_t rows, int threads) {
+  return gridFor(rows * 32, threads);
 }
 
 /// -log softmax(x)[label] per sample, in double; 0 for a label out of range
@@ -174,8 +291,14 @@ void softmaxKernel(const AttrMap &attrs, const Tensors &operands,
   ResultTarget out(op, ctx, result,
                    overlapsOtherThanReplaced(result, operands));
   int64_t rows = layout.outer * layout.inner;
-  softmaxRows<<<rowBlocks(rows), rowThreads(layout.size), 0, ctx.stream()>>>(
-      ref(input), ref(out.tensor()), layout, rows);
+  constexpr int kThreads = 256;
+  if (warpRows(layout, {input, out.tensor()}))
+    softmaxWarpRows<<<warpRowBlocks(rows, kThreads), kThreads, 0,
+                      ctx.stream()>>>(ref(input), ref(out.tensor()), layout,
+                                      rows);
+  else
+    softmaxRows<<<rowBlocks(rows), rowThreads(layout.size), 0, ctx.stream()>>>(
+        ref(input), ref(out.tensor()), layout, rows);
   checkLaunch(op);
   out.finish();
 }
@@ -191,9 +314,15 @@ void softmaxGradKernel(const AttrMap &attrs, const Tensors &operands,
   ResultTarget out(op, ctx, result,
                    overlapsOtherThanReplaced(result, operands));
   int64_t rows = layout.outer * layout.inner;
-  softmaxGradRows<<<rowBlocks(rows), rowThreads(layout.size), 0,
-                    ctx.stream()>>>(ref(gradOutput), ref(output),
-                                    ref(out.tensor()), layout, rows);
+  constexpr int kThreads = 256;
+  if (warpRows(layout, {gradOutput, output, out.tensor()}))
+    softmaxGradWarpRows<<<warpRowBlocks(rows, kThreads), kThreads, 0,
+                          ctx.stream()>>>(ref(gradOutput), ref(output),
+                                          ref(out.tensor()), layout, rows);
+  else
+    softmaxGradRows<<<rowBlocks(rows), rowThreads(layout.size), 0,
+                      ctx.stream()>>>(ref(gradOutput), ref(output),
+                                      ref(out.tensor()), layout, rows);
   checkLaunch(op);
   out.finish();
 }

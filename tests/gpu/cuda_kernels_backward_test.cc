@@ -90,6 +90,10 @@ TEST_F(CudaKernelsBackward, SoftmaxGrad) {
       {{3, 17, 5}, makeAttrs({{"axis", int64_t{1}}}), "middle axis"},
       {{2, 3, 19, 19}, makeAttrs({{"causal", true}}), "causal"},
       {{2, 2000}, {}, "long rows"},
+      // The warp-per-row path: rows of a multiple of 8 up to 1024.
+      {{4, 64, 64}, makeAttrs({{"causal", true}}), "causal rows of 64"},
+      {{3, 1024}, {}, "rows of 1024"},
+      {{3, 8}, {}, "rows of 8"},
   };
   unsigned seed = 1;
   for (const Case &c : cases) {

@@ -284,6 +284,26 @@ TEST_F(CudaKernelsForward, Softmax) {
   expectMatchesCpu("nn.softmax", makeAttrs({{"causal", true}}), {&scores},
                    {{DType::F32, {2, 3, 19, 19}, 0}}, tolerance,
                    "causal in place");
+  // Rows of a multiple of 8 up to 1024 elements take the warp-per-row path,
+  // causal or not, in place or not; rows of 1032 are past it.
+  HostTensor attention =
+      randomTensor(DType::BF16, {2, 2, 64, 64}, 6, -8.0, 8.0);
+  AttrMap causal = makeAttrs({{"causal", true}});
+  expectMatchesCpu("nn.softmax", causal, {&attention},
+                   {{DType::BF16, {2, 2, 64, 64}}}, tolerance, "causal rows");
+  expectMatchesCpu("nn.softmax", causal, {&attention},
+                   {{DType::BF16, {2, 2, 64, 64}, 0}}, tolerance,
+                   "causal rows in place");
+  for (int64_t size : {8, 1024, 1032}) {
+    HostTensor x = randomTensor(DType::F32, {3, size}, 7, -8.0, 8.0);
+    expectMatchesCpu("nn.softmax", {}, {&x}, {{DType::F32, {3, size}}},
+                     tolerance, "rows of " + std::to_string(size));
+    // Causal scores are square.
+    HostTensor square = randomTensor(DType::F32, {size, size}, 8, -8.0, 8.0);
+    expectMatchesCpu("nn.softmax", causal, {&square},
+                     {{DType::F16, {size, size}}}, tolerance,
+                     "causal rows of " + std::to_string(size));
+  }
 }
 
 TEST_F(CudaKernelsForward, Embedding) {
