@@ -242,11 +242,15 @@ def ZeroSbpPropagation
     of an optimizer update (role `grad`). A value written by `nn.assign`
     is cast to its variable's SBP. With `world`, a graph without any
     placement is placed on CPU ranks 0..world-1, and a placed graph must
-    have that many ranks.
+    have that many ranks. With `mics-shard-size` m, a 1-D placement of N
+    ranks becomes the 2-D `[N/m, m]` and every annotated value keeps its
+    SBP on both axes (MiCS; zero-stage then shards within the inner axis).
   }];
   let options = [
     Option<"world", "world", "int64_t", "0",
            "rank count (0: take the graph's placement)">,
+    Option<"micsShardSize", "mics-shard-size", "int64_t", "0",
+           "MiCS: lay the ranks out as [nodes, this] (0: as placed)">,
   ];
   let dependentDialects = ["::mlir::sbp::SbpDialect"];
 }
@@ -262,7 +266,10 @@ def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
     `S(0)`, so every rank owns an equal contiguous shard. Variables with
     fewer than `shard-min-size` elements stay broadcast. Only this pass
     splits variables: one captured with another SBP than `B` on every axis
-    is an error at every stage.
+    is an error at every stage. With `mics-shard-size` m (MiCS), the
+    placement must be 2-D `[nodes, m]`: shards are `[B, S(0)]`, padded to a
+    multiple of m, so gathers stay within a node and gradients are
+    reduce-scattered within it, then all-reduced across nodes.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", "0", "ZeRO stage, 0 to 3">,
@@ -270,6 +277,9 @@ def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
            "tensors with fewer elements stay broadcast">,
     Option<"persistenceThreshold", "persistence-threshold", "int64_t", "0",
            "stage 3: parameters with fewer elements stay gathered">,
+    Option<"micsShardSize", "mics-shard-size", "int64_t", "0",
+           "MiCS: shards split over the inner axis of a [nodes, this] "
+           "placement and replicated across nodes (0: over every rank)">,
   ];
   let dependentDialects = ["::mlir::sbp::SbpDialect",
                            "::mlir::nn::NNDialect"];

@@ -187,6 +187,20 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
       check.fail(ConfigField::OffloadParam,
                  "needs ZeRO stage 3 (below it every rank holds whole "
                  "parameters)");
+    if (option.field == ConfigField::MicsShardSize &&
+        config.zero.micsShardSize > 0) {
+      int64_t size = config.zero.micsShardSize;
+      if (config.stage == 0)
+        check.fail(ConfigField::MicsShardSize,
+                   "needs ZeRO stage 1, 2 or 3 (stage 0 shards nothing)");
+      // One rank is one group at any size (Python checks a config before
+      // its graph is placed, on one rank).
+      else if (config.world > 1 && config.world % size != 0)
+        check.fail(ConfigField::MicsShardSize,
+                   "expected a divisor of the world size " +
+                       std::to_string(config.world) + ", got " +
+                       std::to_string(size));
+    }
     if (option.field == ConfigField::OffloadParamNvmePath &&
         config.zero.offloadParam == OffloadDevice::Nvme) {
       if (config.zero.offloadParamNvmePath.empty())

@@ -26,7 +26,8 @@ llvm::Error outOfRange(ConfigField field, int64_t value, int64_t lo,
 llvm::Expected<ZeroConfig> zerosbp::enableZero(int64_t world, bool mode,
                                                int64_t stage,
                                                int64_t shardMinSize,
-                                               int64_t shardRestoreLevel) {
+                                               int64_t shardRestoreLevel,
+                                               int64_t micsShardSize) {
   if (world < 1)
     return outOfRange(ConfigField::World, world, 1, std::nullopt);
   ZeroConfig config;
@@ -43,6 +44,7 @@ llvm::Expected<ZeroConfig> zerosbp::enableZero(int64_t world, bool mode,
     config.stage = stage;
     config.shardMinSize = shardMinSize;
     config.shardRestoreLevel = shardRestoreLevel;
+    config.zero.micsShardSize = micsShardSize;
   }
   config.zero.overlapComm = config.stage == 3;
   // OneFlow has no persistence threshold: shard_min_size alone keeps small

@@ -28,6 +28,8 @@ struct GraphConfigSpec {
   int64_t stage = 2;
   int64_t shardMinSize = 1024;
   int64_t shardRestoreLevel = 1;
+  /// MiCS's group size, an argument enable_zero adds to OneFlow's; 0: flat.
+  int64_t micsShardSize = 0;
   /// The optimizer added with add_optimizer: sgd, adam or adamw; empty keeps
   /// the DeepSpeed config's.
   std::string optimizer;

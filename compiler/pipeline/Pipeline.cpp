@@ -29,12 +29,21 @@ llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
 
 /// zero-sbp-propagation and zero-stage, which training and inference share.
 static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
-  pm.addPass(createZeroSbpPropagation({/*world=*/config.world}));
+  // MiCS lays the ranks out as [nodes, shard size]; a group of every rank
+  // is flat ZeRO.
+  int64_t mics = config.zero.micsShardSize > 0 &&
+                         config.zero.micsShardSize < config.world &&
+                         config.stage > 0
+                     ? config.zero.micsShardSize
+                     : 0;
+  pm.addPass(createZeroSbpPropagation(
+      {/*world=*/config.world, /*micsShardSize=*/mics}));
   ZeroStageOptions stage;
   stage.stage = config.stage;
   stage.shardMinSize = config.shardMinSize;
   stage.persistenceThreshold =
       config.stage >= 3 ? config.zero.stage3ParamPersistenceThreshold : 0;
+  stage.micsShardSize = mics;
   pm.addPass(createZeroStage(stage));
 }
 

@@ -232,6 +232,10 @@ LogicalResult Partitioner::checkOp(Operation &op) {
 /// hierarchy axis out and added from the outermost in, so that the ranks of
 /// each step's group hold consecutive parts: gathering `[S(0), S(0)]` over
 /// axis 1 first gives each row of the grid its half, then axis 0 the whole.
+/// Among the other steps, those that split come before those that do not,
+/// so that a reduction to `B` runs on the split part: `[P, P]` to
+/// `[B, S(0)]` (MiCS's gradients) reduce-scatters over axis 1, then
+/// all-reduces a 1/p1 shard over axis 0.
 LogicalResult Partitioner::planCast(CastOp cast) {
   RankedTensorType sourceType = globalTypes.lookup(cast.getInput());
   GlobalTensorAttr source = getGlobalEncoding(sourceType);
@@ -249,9 +253,11 @@ LogicalResult Partitioner::planCast(CastOp cast) {
   for (int64_t axis = numAxes - 1; axis >= 0; --axis)
     if (state[axis] != wanted[axis] && state[axis].isSplit())
       order.push_back(axis);
-  for (int64_t axis = 0; axis < numAxes; ++axis)
-    if (state[axis] != wanted[axis] && !state[axis].isSplit())
-      order.push_back(axis);
+  for (bool toSplit : {true, false})
+    for (int64_t axis = 0; axis < numAxes; ++axis)
+      if (state[axis] != wanted[axis] && !state[axis].isSplit() &&
+          wanted[axis].isSplit() == toSplit)
+        order.push_back(axis);
 
   auto emitCastError = [&](int64_t axis) {
     InFlightDiagnostic diag = cast.emitOpError("from ");

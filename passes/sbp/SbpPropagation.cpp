@@ -102,6 +102,49 @@ static FailureOr<PlacementAttr> findPlacement(func::FuncOp func,
   return placement;
 }
 
+/// MiCS's placement: `placement`'s ranks as [nodes, shardSize]. The values
+/// a 1-D graph annotates keep their SBP on both axes: a split over N ranks
+/// is the same nested split over nodes x shardSize when it divides, and the
+/// ranks keep their order.
+static FailureOr<PlacementAttr>
+micsPlacement(func::FuncOp func, PlacementAttr placement, int64_t shardSize) {
+  SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
+  int64_t ranks = placement.getNumRanks();
+  if (hierarchy.size() == 2 && hierarchy[1] == shardSize)
+    return placement;
+  if (hierarchy.size() != 1 || ranks % shardSize != 0)
+    return func.emitError("zero-sbp-propagation: mics-shard-size=")
+           << shardSize << " must divide the ranks of a 1-D placement or be "
+           << "the inner size of a 2-D one; @" << func.getName()
+           << " is placed on " << placement;
+  auto grid = PlacementAttr::get(
+      func.getContext(), placement.getDevice(), placement.getRanks(),
+      {ranks / shardSize, shardSize}, placement.getMemory());
+  auto onGrid = [&](Type type) -> Type {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    GlobalTensorAttr encoding = getGlobalEncoding(tensor);
+    if (!encoding)
+      return type;
+    SbpAttr sbp = encoding.getSbp().front();
+    return globalTensorType(
+        RankedTensorType::get(tensor.getShape(), tensor.getElementType()),
+        {sbp, sbp}, grid.withMemory(encoding.getPlacement().getMemory()),
+        encoding.getRole());
+  };
+  for (BlockArgument argument : func.getArguments())
+    argument.setType(onGrid(argument.getType()));
+  func.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      result.setType(onGrid(result.getType()));
+  });
+  SmallVector<Type> results;
+  for (Type type : func.getResultTypes())
+    results.push_back(onGrid(type));
+  func.setType(FunctionType::get(
+      func.getContext(), func.getBody().front().getArgumentTypes(), results));
+  return grid;
+}
+
 Role Propagation::resultRole(Operation *op, unsigned index) {
   // An update's results are the next values of its operands' variables.
   if (auto update = dyn_cast<nn::OptimizerUpdateOpInterface>(op)) {
@@ -274,6 +317,8 @@ struct ZeroSbpPropagationPass
       return signalPassFailure();
     }
     FailureOr<PlacementAttr> placement = findPlacement(func, world);
+    if (succeeded(placement) && micsShardSize > 0)
+      placement = micsPlacement(func, *placement, micsShardSize);
     if (failed(placement) || failed(Propagation(func, *placement).run()))
       signalPassFailure();
   }

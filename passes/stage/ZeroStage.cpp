@@ -14,6 +14,10 @@
 //   stage 3: parameters are shards too: every use, forward or backward,
 //            all-gathers its own copy, and the update writes the shard.
 //
+// MiCS (`mics-shard-size`): on a 2-D placement [nodes, m] the shards are
+// `[B, S(0)]`, split over the m ranks of a node and replicated across
+// nodes, padded to a multiple of m (docs/design.md#hierarchical-zero).
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -38,18 +42,27 @@ namespace {
 class StageRewriter {
 public:
   StageRewriter(func::FuncOp func, int64_t stage, int64_t shardMinSize,
-                int64_t persistenceThreshold)
+                int64_t persistenceThreshold, int64_t micsShardSize)
       : func(func), builder(func.getContext()), stage(stage),
-        shardMinSize(shardMinSize), persistenceThreshold(persistenceThreshold) {
-  }
+        shardMinSize(shardMinSize), persistenceThreshold(persistenceThreshold),
+        micsShardSize(micsShardSize) {}
 
   LogicalResult run();
 
 private:
-  /// Elements of a tensor padded to a multiple of the rank count.
+  /// Elements of a tensor padded to a multiple of the ranks that share it.
   int64_t paddedSize(int64_t numel) const {
-    return (numel + ranks - 1) / ranks * ranks;
+    return (numel + shardRanks - 1) / shardRanks * shardRanks;
   }
+  /// The SBP of a shard: S(0) on every axis, or MiCS's [B, S(0)].
+  SmallVector<SbpAttr> shardSbp() const {
+    MLIRContext *context = builder.getContext();
+    if (micsShardSize > 0)
+      return {SbpAttr::getBroadcast(context), SbpAttr::getSplit(context, 0)};
+    return uniformSbp(SbpAttr::getSplit(context, 0), placement);
+  }
+  /// Checks that the placement is MiCS's [nodes, mics-shard-size].
+  LogicalResult checkMicsPlacement();
   bool isPartitioned(RankedTensorType type) const {
     return type.getNumElements() >= std::max<int64_t>(shardMinSize, 1);
   }
@@ -58,7 +71,7 @@ private:
            type.getNumElements() >= persistenceThreshold;
   }
 
-  RankedTensorType flatType(RankedTensorType type, SbpAttr sbp, Role role);
+  RankedTensorType flatType(RankedTensorType type, Role role);
   /// reshape -> pad -> cast to S(0): the shard of `value` on this rank.
   Value toShard(Location loc, Value value, Role role);
   /// cast S(0) -> B -> slice -> reshape: the whole tensor from shards.
@@ -74,9 +87,10 @@ private:
 
   func::FuncOp func;
   OpBuilder builder;
-  int64_t stage, shardMinSize, persistenceThreshold;
+  int64_t stage, shardMinSize, persistenceThreshold, micsShardSize;
   PlacementAttr placement;
-  int64_t ranks = 1;
+  /// The ranks a shard is split over: all of them, or a MiCS group.
+  int64_t shardRanks = 1;
   llvm::StringMap<nn::VariableOp> variables;
   /// The forward pass: every op the returned loss depends on.
   llvm::DenseSet<Operation *> forward;
@@ -86,12 +100,24 @@ private:
 
 } // namespace
 
-RankedTensorType StageRewriter::flatType(RankedTensorType type, SbpAttr sbp,
-                                         Role role) {
+RankedTensorType StageRewriter::flatType(RankedTensorType type, Role role) {
   return globalTensorType(
       RankedTensorType::get({paddedSize(type.getNumElements())},
                             type.getElementType()),
-      uniformSbp(sbp, placement), placement, role);
+      shardSbp(), placement, role);
+}
+
+LogicalResult StageRewriter::checkMicsPlacement() {
+  SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
+  if (hierarchy.size() == 2 && hierarchy[1] == micsShardSize)
+    return success();
+  std::string shape;
+  llvm::raw_string_ostream os(shape);
+  llvm::interleave(hierarchy, os, "x");
+  return func.emitError("zero-stage: mics-shard-size=")
+         << micsShardSize << " needs a 2-D placement [nodes, " << micsShardSize
+         << "] (zero-sbp-propagation's mics-shard-size makes one); @"
+         << func.getName() << " is placed on " << shape;
 }
 
 Value StageRewriter::toShard(Location loc, Value value, Role role) {
@@ -110,9 +136,7 @@ Value StageRewriter::toShard(Location loc, Value value, Role role) {
                                                      encoding.withRole(role)),
                                result, builder.getDenseI64ArrayAttr({0}),
                                builder.getDenseI64ArrayAttr({padding}));
-  return castTo(
-      builder, loc, result,
-      uniformSbp(SbpAttr::getSplit(builder.getContext(), 0), placement));
+  return castTo(builder, loc, result, shardSbp());
 }
 
 Value StageRewriter::fromShard(Location loc, Value shard,
@@ -142,8 +166,7 @@ void StageRewriter::partitionVariable(nn::VariableOp variable) {
     return;
   auto type = cast<RankedTensorType>(variable.getResult().getType());
   logicalTypes[variable] = type;
-  variable.getResult().setType(flatType(
-      type, SbpAttr::getSplit(builder.getContext(), 0), variable.getRole()));
+  variable.getResult().setType(flatType(type, variable.getRole()));
   variable.setLogicalShapeAttr(builder.getDenseI64ArrayAttr(type.getShape()));
 }
 
@@ -366,7 +389,12 @@ LogicalResult StageRewriter::run() {
   }
   if (!placement)
     return success();
-  ranks = placement.getNumRanks();
+  shardRanks = placement.getNumRanks();
+  if (micsShardSize > 0) {
+    if (failed(checkMicsPlacement()))
+      return failure();
+    shardRanks = micsShardSize;
+  }
 
   if (stage >= 3) {
     SmallVector<Operation *> worklist;
@@ -403,7 +431,8 @@ struct ZeroStagePass : public zerosbp::impl::ZeroStageBase<ZeroStagePass> {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    if (failed(StageRewriter(func, stage, shardMinSize, persistenceThreshold)
+    if (failed(StageRewriter(func, stage, shardMinSize, persistenceThreshold,
+                             micsShardSize)
                    .run()))
       signalPassFailure();
   }

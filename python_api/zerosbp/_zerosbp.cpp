@@ -368,6 +368,8 @@ python::ConfigSpec configSpec(const py::dict &dict) {
       spec.shardMinSize = value.cast<int64_t>();
     else if (key == "shard_restore_level")
       spec.shardRestoreLevel = value.cast<int64_t>();
+    else if (key == "mics_shard_size")
+      spec.micsShardSize = value.cast<int64_t>();
     else if (key == "optimizer")
       spec.optimizer = value.cast<std::string>();
     else if (key == "lr")

@@ -233,9 +233,12 @@ int64_t directBytesSent(CollectiveKind kind, DType type, int64_t count,
 
 void Communicator::countCollective(CollectiveKind kind, DType type,
                                    int64_t count, const CommGroup &group) {
-  counters.called(kind) += 1;
-  counters.sent(kind) +=
+  int64_t bytes =
       directBytesSent(kind, type, count, group.size(), group.index());
+  counters.called(kind) += 1;
+  counters.sent(kind) += bytes;
+  if (group.axis() >= 0 && group.axis() < kMaxHierarchyAxes)
+    counters.bytesSentOnAxis[group.axis()] += bytes;
 }
 
 } // namespace zerosbp::runtime

@@ -36,6 +36,8 @@ namespace zerosbp::runtime {
 
 enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, AllToAll };
 constexpr int kNumCollectiveKinds = 4;
+/// Placements have at most two hierarchy axes (nodes and ranks per node).
+constexpr int kMaxHierarchyAxes = 2;
 const char *collectiveKindName(CollectiveKind kind); // "all_reduce", ...
 
 enum class ReduceOp { Sum, Max };
@@ -50,6 +52,10 @@ public:
   /// This rank's index in ranks().
   int index() const { return myIndex; }
   int size() const { return static_cast<int>(members.size()); }
+  /// The plan's hierarchy axis this group runs collectives over, or -1:
+  /// bytes are counted per axis too (intra- against inter-node).
+  int axis() const { return hierarchyAxis; }
+  void setAxis(int axis) { hierarchyAxis = axis; }
 
 protected:
   CommGroup(std::vector<int> members, int myIndex)
@@ -58,11 +64,14 @@ protected:
 private:
   std::vector<int> members;
   int myIndex;
+  int hierarchyAxis = -1;
 };
 
 struct CommStats {
   std::array<int64_t, kNumCollectiveKinds> bytesSent{};
   std::array<int64_t, kNumCollectiveKinds> calls{};
+  /// The same bytes by the hierarchy axis of their group.
+  std::array<int64_t, kMaxHierarchyAxes> bytesSentOnAxis{};
   int64_t &sent(CollectiveKind kind) {
     return bytesSent[static_cast<int>(kind)];
   }

@@ -182,8 +182,10 @@ std::vector<CommGroup *> createAxisGroups(const Plan &plan, int rank,
     if (instruction.kind == InstructionKind::CollectiveStart)
       axes.insert(instruction.groupAxis);
   std::vector<CommGroup *> groups(plan.hierarchy.size(), nullptr);
-  for (int axis : axes)
+  for (int axis : axes) {
     groups[axis] = &comm.createGroup(plan.groupOf(rank, axis));
+    groups[axis]->setAxis(axis);
+  }
   return groups;
 }
 

@@ -199,7 +199,18 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
     perRank.push_back(rank.bytesSent.empty()
                           ? Json::object()
                           : kindBytes(rank.bytesSent.back()));
-  report["comm_bytes"] = {{"per_step", perStep}, {"per_rank", perRank}};
+  // By hierarchy axis (axis 0: across nodes, 1: within a node, on a 2-D
+  // placement), each rank's last step.
+  Json perAxis = Json::array();
+  for (const RankRecord &rank : result.ranks) {
+    Json axes = Json::array();
+    if (!rank.bytesSentOnAxis.empty())
+      for (size_t axis = 0; axis < plan.hierarchy.size(); ++axis)
+        axes.push_back(rank.bytesSentOnAxis.back()[axis]);
+    perAxis.push_back(axes);
+  }
+  report["comm_bytes"] = {
+      {"per_step", perStep}, {"per_rank", perRank}, {"per_axis", perAxis}};
   if (plan.numTransfers > 0)
     report["transfer_bytes_per_step"] = transferBytes(plan);
   // This process's, whether it runs every rank or one (MPI: rank 0's).

@@ -28,8 +28,16 @@ KindBytes bytesDelta(const CommStats &now, const CommStats &before) {
   return delta;
 }
 
+AxisBytes axisBytesDelta(const CommStats &now, const CommStats &before) {
+  AxisBytes delta;
+  for (int axis = 0; axis < kMaxHierarchyAxes; ++axis)
+    delta[axis] = now.bytesSentOnAxis[axis] - before.bytesSentOnAxis[axis];
+  return delta;
+}
+
 /// One rank's step record as a flat vector, for gathering, and back.
 std::vector<double> flatten(const StepTimes &times, const KindBytes &sent,
+                            const AxisBytes &sentOnAxis,
                             const MemoryPeaks &peaks) {
   std::vector<double> flat = {times.step,
                               times.forward,
@@ -52,6 +60,8 @@ std::vector<double> flatten(const StepTimes &times, const KindBytes &sent,
     for (int64_t bytes : arena->byRole)
       flat.push_back(static_cast<double>(bytes));
   }
+  for (int64_t bytes : sentOnAxis)
+    flat.push_back(static_cast<double>(bytes));
   return flat;
 }
 
@@ -78,6 +88,10 @@ void unflatten(const double *at, RankRecord &record) {
     for (int role = 0; role < kNumRoles; ++role)
       arena->byRole[role] = static_cast<int64_t>(*rest++);
   }
+  AxisBytes onAxis;
+  for (int axis = 0; axis < kMaxHierarchyAxes; ++axis)
+    onAxis[axis] = static_cast<int64_t>(*rest++);
+  record.bytesSentOnAxis.push_back(onAxis);
 }
 
 /// `loss`, unless it is NaN or Inf: the updates of that step read
@@ -275,6 +289,7 @@ double TrainingSession::runProgram(
     inputs.push_back(globalInputs(static_cast<int>(i)));
   std::vector<double> losses(executors.size(), 0.0);
   std::vector<KindBytes> sent(executors.size());
+  std::vector<AxisBytes> sentOnAxis(executors.size());
   onLocalRanks([&](Executor &executor) {
     size_t local = externalComm ? 0 : executor.rank();
     for (size_t i = 0; i < thePlan.inputs.size(); ++i)
@@ -284,19 +299,21 @@ double TrainingSession::runProgram(
     CommStats before = executor.commStats();
     losses[local] = executor.runStep(stepNumber);
     sent[local] = bytesDelta(executor.commStats(), before);
+    sentOnAxis[local] = axisBytesDelta(executor.commStats(), before);
   });
   if (!externalComm) {
     for (auto &executor : executors) {
       RankRecord &record = rankRecords[executor->rank()];
       record.times.push_back(executor->lastStepTimes());
       record.bytesSent.push_back(sent[executor->rank()]);
+      record.bytesSentOnAxis.push_back(sentOnAxis[executor->rank()]);
       record.peaks = executor->memoryPeaks();
     }
     return losses[0];
   }
   Executor &executor = *executors[0];
-  std::vector<double> mine =
-      flatten(executor.lastStepTimes(), sent[0], executor.memoryPeaks());
+  std::vector<double> mine = flatten(executor.lastStepTimes(), sent[0],
+                                     sentOnAxis[0], executor.memoryPeaks());
   std::vector<double> all = gather(mine);
   for (int r = 0; r < thePlan.world; ++r)
     unflatten(all.data() + r * mine.size(), rankRecords[r]);

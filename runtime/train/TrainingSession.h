@@ -37,13 +37,15 @@ namespace zerosbp::runtime {
 class InProcessWorld;
 
 using KindBytes = std::array<int64_t, kNumCollectiveKinds>;
+using AxisBytes = std::array<int64_t, kMaxHierarchyAxes>;
 
 /// What one rank measured: its memory peaks, and per step its times and
-/// bytes sent by collective kind.
+/// bytes sent by collective kind and by hierarchy axis.
 struct RankRecord {
   MemoryPeaks peaks;
   std::vector<StepTimes> times;
   std::vector<KindBytes> bytesSent;
+  std::vector<AxisBytes> bytesSentOnAxis;
 };
 
 using GatherFn =

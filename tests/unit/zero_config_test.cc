@@ -1059,6 +1059,9 @@ Context contextOf(const ConfigOption &option) {
   Context context;
   if (option.when == OptionWhen::Fp16)
     context.pairs = " precision=fp16";
+  // MiCS groups split model states: stage 0 has none.
+  if (option.field == ConfigField::MicsShardSize)
+    context.pairs = " stage=1";
   if (option.when == OptionWhen::ParamOffload ||
       option.when == OptionWhen::ParamNvme) {
     context.pairs = " stage=3";
@@ -1160,8 +1163,11 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))), value)
           << ds;
     } else if (path.consume_front("zero_optimization.")) {
+      // MiCS needs a stage that splits model states.
+      std::string stage =
+          option.field == ConfigField::MicsShardSize ? "\"stage\": 1, " : "";
       std::string ds = llvm::formatv(
-          "{{\"zero_optimization\": {{\"{0}\": {1}}}", path, value);
+          "{{\"zero_optimization\": {{{2}\"{0}\": {1}}}", path, value, stage);
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))),
                 value);
     } else if (option.type != OptionType::Precision &&

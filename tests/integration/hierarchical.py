@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""MiCS (mics_shard_size m) against flat ZeRO on the same GPT-2, and its
+bytes per hierarchy axis against the formulas of
+docs/design.md#hierarchical-zero.
+
+For N ranks laid out as [n, m] (n = N/m groups of m ranks; a group is a
+node), at stages 1-3 (fp32 Adam, both thresholds 0):
+
+* the losses equal flat ZeRO's over N ranks to reduction-order noise;
+* averaged over the ranks and leaving out the loss's all-reduce, each step
+  sends within a group (axis 1)  8 Ψm (m-1)/m  bytes: the gradients'
+  reduce-scatter and the parameters' all-gather, both over the group; and
+  across groups (axis 0)  8 (Ψm/m) (n-1)/n  bytes: the all-reduce of each
+  rank's gradient shard. Ψm counts every tensor padded to a multiple of m.
+  Flat ZeRO sends 8 Ψp (N-1)/N over its one axis;
+* model states per rank at stage 3 are 16 Ψm/m bytes, against flat's
+  16 Ψp/N: MiCS keeps m-way shards, replicated n times.
+
+It also checks that DeepSpeed's `mics_shard_size` compiles the plan the
+pipeline key does, that -1 (DeepSpeed's default) is flat ZeRO, and the
+refusals. Prints a table of the bytes.
+
+Usage: hierarchical.py ZERO_COMPILE ZERO_RUN
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
+        "--seq-length=16", "--vocab-size=64", "--batch-size=16"]
+BASE = "stage3-param-persistence-threshold=0 shard-min-size=0"
+STEPS = 3
+
+
+def numel(shape):
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
+
+
+def loss_bytes(group):
+    """The loss's 0-D all-reduce over a group, averaged over its ranks:
+    rank 0 of the group sends 4 (g-1) bytes, the others 4."""
+    return 8 * (group - 1) / group if group > 1 else 0
+
+
+def main():
+    zero_compile, zero_run = sys.argv[1], sys.argv[2]
+    work = os.environ.get("TEST_TMPDIR", "/tmp/hierarchical")
+    os.makedirs(work, exist_ok=True)
+    failures = []
+
+    def check(condition, message):
+        if not condition:
+            failures.append(message)
+            print("FAIL: " + message)
+
+    def compile_plan(name, world, pipeline, extra=()):
+        plan = os.path.join(work, name + ".zplan")
+        flags = ["--pipeline=" + pipeline] if pipeline else []
+        done = subprocess.run(
+            [zero_compile] + GPT2 + ["--world=%d" % world, "--report=none",
+                                     "-o", plan] + flags + list(extra),
+            capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit("zero-compile %s failed: %s" % (name, done.stderr))
+        return plan
+
+    def train(plan):
+        report = plan + ".run.json"
+        subprocess.run([zero_run, plan, "--steps", str(STEPS), "--quiet",
+                        "--report-file", report], check=True)
+        with open(report) as f:
+            return json.load(f)
+
+    def padded_states(plan):
+        with open(plan) as f:
+            variables = json.load(f)["variables"]
+        return sum(numel(v["global_shape"]) for v in variables
+                   if v["name"].endswith(".exp_avg"))
+
+    print("%-10s %-5s %10s %12s %12s %12s %12s %12s" % (
+        "N = n x m", "stage", "Ψm", "intra", "formula", "inter", "formula",
+        "flat"))
+    for world, group in [(4, 2), (8, 4), (8, 2)]:
+        nodes = world // group
+        for stage in [1, 2, 3]:
+            tag = "N=%d m=%d stage %d" % (world, group, stage)
+            pipeline = "stage=%d %s" % (stage, BASE)
+            flat_plan = compile_plan("flat_n%d_s%d" % (world, stage), world,
+                                     pipeline)
+            mics_plan = compile_plan(
+                "mics_n%d_m%d_s%d" % (world, group, stage), world,
+                pipeline + " mics-shard-size=%d" % group)
+            flat, mics = train(flat_plan), train(mics_plan)
+            with open(mics_plan) as f:
+                placement = json.load(f)["placement"]
+            check(placement.get("hierarchy") == [nodes, group],
+                  "%s: placement %s, expected hierarchy [%d, %d]" % (
+                      tag, placement, nodes, group))
+
+            for a, b in zip(flat["losses"], mics["losses"]):
+                check(abs(a - b) <= 1e-5 * abs(a),
+                      "%s: losses %s, flat %s" % (tag, mics["losses"],
+                                                  flat["losses"]))
+
+            psi_m = padded_states(mics_plan)
+            psi_p = padded_states(flat_plan)
+            axes = mics["comm_bytes"]["per_axis"]
+            check(all(len(a) == 2 for a in axes),
+                  "%s: bytes per axis %s, expected two axes" % (tag, axes))
+            inter = sum(a[0] for a in axes) / world - loss_bytes(nodes)
+            intra = sum(a[1] for a in axes) / world - loss_bytes(group)
+            intra_formula = 8 * psi_m * (group - 1) / group
+            inter_formula = 8 * (psi_m / group) * (nodes - 1) / nodes
+            check(abs(intra - intra_formula) < 1e-6,
+                  "%s: %.1f bytes within a group, formula %.1f" % (
+                      tag, intra, intra_formula))
+            check(abs(inter - inter_formula) < 1e-6,
+                  "%s: %.1f bytes across groups, formula %.1f" % (
+                      tag, inter, inter_formula))
+            flat_sent = sum(a[0] for a in flat["comm_bytes"]["per_axis"]) / \
+                world - loss_bytes(world)
+            check(abs(flat_sent - 8 * psi_p * (world - 1) / world) < 1e-6,
+                  "%s: flat sends %.1f bytes, formula %.1f" % (
+                      tag, flat_sent, 8 * psi_p * (world - 1) / world))
+            # Per kind the per-axis bytes add up to what was counted.
+            for rank_axes, rank_kinds in zip(axes,
+                                             mics["comm_bytes"]["per_rank"]):
+                check(sum(rank_axes) == sum(rank_kinds.values()),
+                      "%s: per axis %s, per kind %s" % (tag, rank_axes,
+                                                        rank_kinds))
+            if stage == 3:
+                for peak in mics["peak_bytes"]:
+                    states = sum(peak["by_role"][role] for role in
+                                 ["param", "grad", "master", "opt_state"])
+                    check(states == 16 * psi_m // group,
+                          "%s rank %d: model states %d, formula 16Ψm/m = %d"
+                          % (tag, peak["rank"], states, 16 * psi_m // group))
+            print("%-10s %-5d %10d %12.1f %12.1f %12.1f %12.1f %12.1f" % (
+                "%d = %dx%d" % (world, nodes, group), stage, psi_m, intra,
+                intra_formula, inter, inter_formula, flat_sent))
+
+    # DeepSpeed's key reaches the same plan; -1, its default, is flat.
+    config = os.path.join(work, "ds.json")
+    for size, same_as in [(2, "mics_n4_m2_s3"), (-1, "flat_n4_s3")]:
+        with open(config, "w") as f:
+            json.dump({"train_batch_size": 16, "zero_optimization": {
+                "stage": 3, "mics_shard_size": size,
+                "stage3_param_persistence_threshold": 0}}, f)
+        # A DeepSpeed config has no shard_min_size: everything is split.
+        plan = compile_plan("ds_%d" % size, 4, None, ["--config=" + config])
+        with open(plan) as a, open(os.path.join(work, same_as + ".zplan")) \
+                as b:
+            mine, theirs = json.load(a), json.load(b)
+        for key in ("placement", "variables", "instructions"):
+            check(mine[key] == theirs[key],
+                  "mics_shard_size=%d: the plan's %s differ from %s's" % (
+                      size, key, same_as))
+
+    for pipeline, message in [
+            ("stage=3 mics-shard-size=3",
+             "mics-shard-size: expected a divisor of the world size 4, got 3"),
+            ("stage=0 mics-shard-size=2",
+             "mics-shard-size: needs ZeRO stage 1, 2 or 3")]:
+        done = subprocess.run(
+            [zero_compile] + GPT2 + ["--world=4", "--pipeline=" + pipeline,
+                                     "-o", os.path.join(work, "bad.zplan")],
+            capture_output=True, text=True)
+        check(done.returncode == 1 and message in done.stderr and
+              len(done.stderr.strip().splitlines()) == 1,
+              "%s: expected one line with %r, got %r" % (
+                  pipeline, message, done.stderr))
+
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    print("MiCS equals flat ZeRO and the formulas at N = 4 and 8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
