@@ -332,7 +332,7 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
   for (const char *kind : kMemoryKinds) {
     bool used = StringRef(kind) == "device" ||
                 llvm::any_of(buffers, [&](const PlannedBuffer &buffer) {
-                  return buffer.memory == kind;
+                  return stringifyMemoryKind(buffer.memory) == kind;
                 });
     if (!used)
       continue;
@@ -422,8 +422,9 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
           json.attribute("bytes", buffer.bytes);
           json.attribute("live",
                          llvm::json::Array({buffer.first, buffer.last}));
-          json.attribute("role", buffer.role);
-          json.attribute("arena", arenaOf.lookup(buffer.memory));
+          json.attribute("role", stringifyBufferRole(buffer.role));
+          json.attribute("arena",
+                         arenaOf.lookup(stringifyMemoryKind(buffer.memory)));
         });
     });
     json.attributeArray("values", [&] {

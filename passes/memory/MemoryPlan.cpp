@@ -34,7 +34,7 @@ namespace {
 
 struct BufferInfo {
   int64_t bytes = 0;
-  std::string role;
+  BufferRole role = BufferRole::activation;
   MemoryKind memory = MemoryKind::device;
   bool persistent = false;
   /// Made for one op result and still holding only it and its views, so it
@@ -54,12 +54,12 @@ public:
   LogicalResult run();
 
 private:
-  int64_t newBuffer(int64_t bytes, StringRef role, bool persistent = false,
+  int64_t newBuffer(int64_t bytes, BufferRole role, bool persistent = false,
                     bool mergeable = false,
                     MemoryKind memory = MemoryKind::device) {
     BufferInfo info;
     info.bytes = bytes;
-    info.role = role.str();
+    info.role = role;
     info.memory = memory;
     info.persistent = persistent;
     info.mergeable = mergeable;
@@ -70,7 +70,7 @@ private:
     slots[value] = slot;
     buffers[slot.buffer].values.push_back(value);
   }
-  void placeFresh(Value value, StringRef role) {
+  void placeFresh(Value value, BufferRole role) {
     place(value, {newBuffer(valueBytes(value), role, false, /*mergeable=*/true,
                             memoryOf(value)),
                   0});
@@ -134,6 +134,12 @@ MemoryKind Planner::memoryOf(Value value) {
   return MemoryKind::device;
 }
 
+/// A variable's buffer holds what the variable is: every Role is a BufferRole
+/// of the same name.
+static BufferRole bufferRoleOf(Role role) {
+  return *symbolizeBufferRole(stringifyRole(role));
+}
+
 bool Planner::readsEndBy(int64_t buffer, int64_t position,
                          Operation *ignore) const {
   return llvm::all_of(buffers[buffer].values, [&](Value value) {
@@ -174,15 +180,15 @@ void Planner::assignSlots() {
     int64_t at = positions[&op];
     if (auto variable = dyn_cast<nn::VariableOp>(op)) {
       Value value = variable.getResult();
-      place(value, {newBuffer(valueBytes(value),
-                              stringifyRole(variable.getRole()), true,
-                              /*mergeable=*/false, memoryOf(value)),
-                    0});
+      place(value,
+            {newBuffer(valueBytes(value), bufferRoleOf(variable.getRole()),
+                       true, /*mergeable=*/false, memoryOf(value)),
+             0});
       variables[variable.getName()] = value;
       continue;
     }
     if (isa<nn::InputOp>(op)) {
-      placeFresh(op.getResult(0), "input");
+      placeFresh(op.getResult(0), BufferRole::input);
       buffers[slots[op.getResult(0)].buffer].mergeable = false;
       continue;
     }
@@ -207,7 +213,7 @@ void Planner::assignSlots() {
             sameMemory(result, it->second) && readsEndBy(it->second.buffer, at))
           place(result, it->second);
         else
-          placeFresh(result, "activation");
+          placeFresh(result, BufferRole::activation);
       }
       continue;
     }
@@ -216,7 +222,7 @@ void Planner::assignSlots() {
       // state read off NVMe counts as optimizer state in host memory.
       auto source = slots.find(wait.getStart().getInput());
       placeFresh(wait.getResult(), source == slots.end()
-                                       ? StringRef("activation")
+                                       ? BufferRole::activation
                                        : buffers[source->second.buffer].role);
       continue;
     }
@@ -232,7 +238,8 @@ void Planner::assignSlots() {
           place(result, it->second); // an all-reduce works in place
           continue;
         }
-        placeFresh(result, gather ? "comm_buffer" : "activation");
+        placeFresh(result,
+                   gather ? BufferRole::comm_buffer : BufferRole::activation);
       }
       continue;
     }
@@ -260,7 +267,7 @@ void Planner::assignSlots() {
       if (logits != slots.end() &&
           lossGrad.getLogits().getType() == lossGrad.getResult().getType() &&
           !buffers[logits->second.buffer].persistent &&
-          buffers[logits->second.buffer].role == "activation" &&
+          buffers[logits->second.buffer].role == BufferRole::activation &&
           readsEndBy(logits->second.buffer, at)) {
         place(lossGrad.getResult(), logits->second);
         continue;
@@ -268,13 +275,13 @@ void Planner::assignSlots() {
     }
     for (Value result : op.getResults())
       if (isa<RankedTensorType>(result.getType()))
-        placeFresh(result, "activation");
+        placeFresh(result, BufferRole::activation);
   }
   // A buffer that feeds an update's gradient holds a gradient.
   for (auto update : block.getOps<nn::OptimizerUpdateOpInterface>()) {
     BufferInfo &grad = buffers[slots.lookup(update.getGradient()).buffer];
-    if (grad.role == "activation")
-      grad.role = "grad";
+    if (grad.role == BufferRole::activation)
+      grad.role = BufferRole::grad;
   }
 }
 
@@ -302,9 +309,10 @@ void Planner::layOutBuckets() {
       int64_t total = 0;
       for (Value input : start.getInputs())
         total = addBytes(total, valueBytes(input));
-      int64_t bucket = newBuffer(
-          total, start.getKind() == CollectiveKind::all_reduce ? "grad"
-                                                               : "comm_buffer");
+      int64_t bucket =
+          newBuffer(total, start.getKind() == CollectiveKind::all_reduce
+                               ? BufferRole::grad
+                               : BufferRole::comm_buffer);
       int64_t offset = 0;
       for (Value input : start.getInputs()) {
         int64_t bytes = valueBytes(input);
@@ -322,7 +330,7 @@ void Planner::layOutBuckets() {
     for (auto [input, result] :
          llvm::zip(start.getInputs(), waitOf(start).getResults()))
       total = addBytes(total, std::max(valueBytes(input), valueBytes(result)));
-    staging[start] = newBuffer(total, "comm_buffer");
+    staging[start] = newBuffer(total, BufferRole::comm_buffer);
   }
 }
 
@@ -464,9 +472,9 @@ LogicalResult Planner::pack(MemoryKind memory) {
 }
 
 /// The roles docs/design.md#model-state-memory counts as model states.
-static bool isModelState(StringRef role) {
-  return role == "param" || role == "grad" || role == "master" ||
-         role == "opt_state";
+static bool isModelState(BufferRole role) {
+  return role == BufferRole::param || role == BufferRole::grad ||
+         role == BufferRole::master || role == BufferRole::opt_state;
 }
 
 void Planner::writeAttributes() {
@@ -479,16 +487,9 @@ void Planner::writeAttributes() {
     if (info.merged)
       continue;
     number[index] = entries.size();
-    SmallVector<NamedAttribute> fields = {
-        builder.getNamedAttr("offset", builder.getI64IntegerAttr(info.offset)),
-        builder.getNamedAttr("bytes", builder.getI64IntegerAttr(info.bytes)),
-        builder.getNamedAttr(
-            "live", builder.getDenseI64ArrayAttr({info.first, info.last})),
-        builder.getNamedAttr("role", builder.getStringAttr(info.role))};
-    if (info.memory != MemoryKind::device)
-      fields.push_back(builder.getNamedAttr(
-          "memory", builder.getStringAttr(stringifyMemoryKind(info.memory))));
-    entries.push_back(builder.getDictionaryAttr(fields));
+    entries.push_back(BufferAttr::get(context, info.offset, info.bytes,
+                                      info.first, info.last, info.role,
+                                      info.memory));
   }
   func->setAttr(kBuffersAttr, builder.getArrayAttr(entries));
 
@@ -528,7 +529,7 @@ void Planner::writeAttributes() {
   struct ArenaSummary {
     bool used = false;
     int64_t arena = 0;
-    std::map<std::string, std::vector<int64_t>> byRole;
+    std::map<BufferRole, std::vector<int64_t>> byRole;
     std::vector<int64_t> total, states;
   };
   std::map<MemoryKind, ArenaSummary> arenas;
@@ -555,11 +556,11 @@ void Planner::writeAttributes() {
   }
   auto peaksOf = [&](ArenaSummary &summary) {
     SmallVector<NamedAttribute> peaks;
-    for (const char *role : kPlanRoles) {
+    for (BufferRole role : planRoles()) {
       auto it = summary.byRole.find(role);
       int64_t peak = it == summary.byRole.end() ? 0 : peakOf(it->second);
-      peaks.push_back(
-          builder.getNamedAttr(role, builder.getI64IntegerAttr(peak)));
+      peaks.push_back(builder.getNamedAttr(stringifyBufferRole(role),
+                                           builder.getI64IntegerAttr(peak)));
     }
     return builder.getDictionaryAttr(peaks);
   };

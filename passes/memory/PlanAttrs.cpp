@@ -15,20 +15,14 @@ zerosbp::readPlannedBuffers(func::FuncOp func) {
            << kBuffersAttr << "); run zero-memory-plan first";
   std::vector<PlannedBuffer> result;
   for (auto [index, attr] : llvm::enumerate(buffers)) {
-    auto dict = dyn_cast<DictionaryAttr>(attr);
-    auto offset = dict ? dict.getAs<IntegerAttr>("offset") : nullptr;
-    auto bytes = dict ? dict.getAs<IntegerAttr>("bytes") : nullptr;
-    auto live = dict ? dict.getAs<DenseI64ArrayAttr>("live") : nullptr;
-    auto role = dict ? dict.getAs<StringAttr>("role") : nullptr;
-    if (!offset || !bytes || !live || live.size() != 2 || !role)
+    // BufferAttr::verify checked the fields when the plan was parsed; the
+    // planner makes them in range.
+    auto buffer = dyn_cast<sbp::BufferAttr>(attr);
+    if (!buffer)
       return func.emitError("buffer #")
-             << index << " of " << kBuffersAttr
-             << " needs offset, bytes, live = [first, last] and role";
-    PlannedBuffer buffer{offset.getInt(), bytes.getInt(), live[0], live[1],
-                         role.getValue().str()};
-    if (auto memory = dict.getAs<StringAttr>("memory"))
-      buffer.memory = memory.getValue().str();
-    result.push_back(std::move(buffer));
+             << index << " of " << kBuffersAttr << " is not an #sbp.buffer";
+    result.push_back({buffer.getOffset(), buffer.getBytes(), buffer.getFirst(),
+                      buffer.getLast(), buffer.getRole(), buffer.getMemory()});
   }
   return result;
 }

@@ -5,9 +5,9 @@
 //
 //   op:   zero.slots   = array<i64: buffer, offset, ...>  one pair per result
 //                        (-1, -1 for results that are not tensors)
-//   func: zero.buffers = [{offset, bytes, live = array<i64: first, last>,
-//                          role, memory}, ...]  (memory: "host" or "nvme";
-//                          absent for device memory)
+//   func: zero.buffers = [#sbp.buffer<offset = O, bytes = B,
+//                                     live = [first, last], role = R>, ...]
+//                        (`memory = host` or `nvme` last when not device)
 //         zero.memory  = {arena, lower_bound, model_states,
 //                         peak = {role: bytes},
 //                         host = {arena, lower_bound, peak},
@@ -24,11 +24,13 @@
 #ifndef ZEROSBP_PASSES_MEMORY_PLANATTRS_H
 #define ZEROSBP_PASSES_MEMORY_PLANATTRS_H
 
+#include "dialects/sbp/IR/SbpDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <optional>
-#include <string>
 #include <vector>
 
 namespace zerosbp {
@@ -39,15 +41,15 @@ inline constexpr llvm::StringLiteral kMemoryAttr = "zero.memory";
 inline constexpr llvm::StringLiteral kStagingAttr = "zero.staging";
 inline constexpr llvm::StringLiteral kCopyAttr = "zero.copy";
 
-/// The most bytes a plan addresses: one rank's arena, and so every buffer
-/// and tensor in it. Plan files are JSON, whose integers are exact in every
-/// reader only up to 2^53 (docs/plan-format.md).
-inline constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
+/// The most bytes a plan addresses; #sbp.buffer's verifier checks the same.
+using mlir::sbp::kMaxPlanBytes;
 
-/// The roles the memory plan reports bytes for.
-inline constexpr const char *kPlanRoles[] = {
-    "param",      "grad",  "master",     "opt_state",
-    "activation", "input", "comm_buffer"};
+/// The roles the memory plan reports bytes for, in BufferRole order.
+inline auto planRoles() {
+  return llvm::map_range(
+      llvm::seq_inclusive<uint32_t>(0, mlir::sbp::getMaxEnumValForBufferRole()),
+      [](uint32_t value) { return static_cast<mlir::sbp::BufferRole>(value); });
+}
 
 /// The memory kinds a plan has arenas in, in arena order.
 inline constexpr const char *kMemoryKinds[] = {"device", "host", "nvme"};
@@ -57,9 +59,9 @@ struct PlannedBuffer {
   int64_t bytes = 0;
   int64_t first = 0;
   int64_t last = 0;
-  std::string role;
-  /// "device", "host" or "nvme": which arena the offset is in.
-  std::string memory = "device";
+  mlir::sbp::BufferRole role = mlir::sbp::BufferRole::activation;
+  /// Which arena the offset is in.
+  mlir::sbp::MemoryKind memory = mlir::sbp::MemoryKind::device;
 };
 
 /// Where a value lives: a buffer and a byte offset in it.

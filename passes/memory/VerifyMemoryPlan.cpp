@@ -222,17 +222,18 @@ LogicalResult Checker::run() {
     if (!hasInstruction(op) ||
         isa<TransferStartOp, TransferWaitOp, nn::AssignOp>(op))
       continue;
-    std::string memory = "device";
+    MemoryKind memory = MemoryKind::device;
     if (auto kind = op.getAttrOfType<MemoryKindAttr>(kMemoryKindAttr))
-      memory = stringifyMemoryKind(kind.getValue()).str();
+      memory = kind.getValue();
     auto check = [&](Value value, StringRef what) -> LogicalResult {
       std::optional<Slot> slot = readSlot(value);
       if (!slot || slot->buffer >= count ||
           buffers[slot->buffer].memory == memory)
         return success();
       return op.emitOpError("zero-verify-memory-plan: computes in ")
-             << memory << " memory but its " << what << " is in "
-             << buffers[slot->buffer].memory << " memory";
+             << stringifyMemoryKind(memory) << " memory but its " << what
+             << " is in " << stringifyMemoryKind(buffers[slot->buffer].memory)
+             << " memory";
     };
     for (auto [index, operand] : llvm::enumerate(op.getOperands()))
       if (isa<RankedTensorType>(operand.getType()) &&

@@ -349,3 +349,28 @@ GlobalTensorAttr GlobalTensorAttr::withSbp(ArrayRef<SbpAttr> sbp) const {
 GlobalTensorAttr GlobalTensorAttr::withRole(Role role) const {
   return get(getContext(), getSbp(), getPlacement(), role);
 }
+
+//===----------------------------------------------------------------------===//
+// BufferAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult BufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t offset, int64_t bytes, int64_t first,
+                                 int64_t last, BufferRole, MemoryKind) {
+  if (offset < 0)
+    return emitError() << "buffer offset " << offset << " is negative";
+  if (bytes < 0)
+    return emitError() << "buffer size " << bytes << " is negative";
+  if (first < 0 || last < 0)
+    return emitError() << "buffer live range [" << first << ", " << last
+                       << "] has a negative op index";
+  if (first > last)
+    return emitError() << "buffer live range [" << first << ", " << last
+                       << "] ends before it starts";
+  // Both are non-negative, so the subtraction cannot wrap where a sum could.
+  if (bytes > kMaxPlanBytes || offset > kMaxPlanBytes - bytes)
+    return emitError() << "buffer of " << bytes << " bytes at offset " << offset
+                       << " ends past 2^53 (" << kMaxPlanBytes
+                       << "), the most a plan addresses";
+  return success();
+}

@@ -11,6 +11,13 @@ class Sbp_Attr<string name, string attrMnemonic, list<Trait> traits = []>
   let mnemonic = attrMnemonic;
 }
 
+// An enum parameter that is `value` when omitted, and omitted when printed
+// as `value`.
+class Sbp_DefaultValuedEnumParameter<EnumInfo enumInfo, string value>
+    : EnumParameter<enumInfo> {
+  let defaultValue = value;
+}
+
 def Sbp_RoleAttr : EnumAttr<Sbp_Dialect, Sbp_Role, "role">;
 
 def Sbp_CollectiveKindAttr
@@ -119,6 +126,38 @@ def Sbp_GlobalTensorAttr : Sbp_Attr<"GlobalTensor", "global",
     /// The same encoding with another role.
     GlobalTensorAttr withRole(Role role) const;
   }];
+}
+
+def Sbp_BufferAttr : Sbp_Attr<"Buffer", "buffer"> {
+  let summary = "one buffer of a rank's memory plan";
+  let description = [{
+    `#sbp.buffer<offset = 0, bytes = 16, live = [0, 2], role = activation>`
+    is a buffer of `bytes` bytes at `offset` in its memory's arena, live
+    from op `first` to op `last` of the function (both included), holding
+    tensors of `role`. `memory = host` or `memory = nvme` puts it in that
+    memory's arena; device memory is the default and not printed.
+    zero-memory-plan writes one per buffer in the function's `zero.buffers`
+    (docs/ir.md#the-memory-plan).
+
+    Offsets and sizes are non-negative and the buffer ends at most 2^53
+    bytes into its arena (kMaxPlanBytes), the most a plan addresses; live
+    op indices are non-negative and `first <= last`.
+  }];
+  let parameters = (ins
+    "int64_t":$offset,
+    "int64_t":$bytes,
+    "int64_t":$first,
+    "int64_t":$last,
+    EnumParameter<Sbp_BufferRole>:$role,
+    Sbp_DefaultValuedEnumParameter<Sbp_MemoryKind,
+        "::mlir::sbp::MemoryKind::device">:$memory
+  );
+  let assemblyFormat = [{
+    `<` `offset` `=` $offset `,` `bytes` `=` $bytes `,`
+        `live` `=` `[` $first `,` $last `]` `,` `role` `=` $role
+        (`,` `memory` `=` $memory^)? `>`
+  }];
+  let genVerifyDecl = 1;
 }
 
 #endif // ZEROSBP_DIALECTS_SBP_IR_SBPATTRS_TD

@@ -81,6 +81,22 @@ def Sbp_Role : I32EnumAttr<"Role", "what a tensor is to the training step", [
   let genSpecializedAttr = 0;
 }
 
+// The global-view Role plus comm_buffer: a buffer of gathered parameters or
+// a staging copy of a bucket holds no tensor of the global view.
+def Sbp_BufferRole : I32EnumAttr<"BufferRole",
+    "what a buffer of the memory plan holds", [
+  I32EnumAttrCase<"param", 0>,
+  I32EnumAttrCase<"grad", 1>,
+  I32EnumAttrCase<"master", 2>,
+  I32EnumAttrCase<"opt_state", 3>,
+  I32EnumAttrCase<"activation", 4>,
+  I32EnumAttrCase<"input", 5>,
+  I32EnumAttrCase<"comm_buffer", 6>,
+]> {
+  let cppNamespace = "::mlir::sbp";
+  let genSpecializedAttr = 0;
+}
+
 def Sbp_CollectiveKind : I32EnumAttr<"CollectiveKind", "collective operation", [
   I32EnumAttrCase<"all_reduce", 0>,
   I32EnumAttrCase<"reduce_scatter", 1>,

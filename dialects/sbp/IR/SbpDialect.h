@@ -8,6 +8,15 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/TensorEncoding.h"
 
+namespace mlir::sbp {
+
+/// The most bytes a memory plan addresses: one rank's arena, and so every
+/// buffer and tensor in it. Plan files are JSON, whose integers are exact in
+/// every reader only up to 2^53 (docs/plan-format.md).
+inline constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
+
+} // namespace mlir::sbp
+
 #include "dialects/sbp/IR/SbpDialect.h.inc"
 #include "dialects/sbp/IR/SbpEnums.h.inc"
 

@@ -10,10 +10,10 @@
 //
 // CHECK-LABEL: func.func @plan
 // Persistent variables first; their buffers live for the whole run.
-// CHECK-SAME: zero.buffers = [{bytes = 8 : i64, live = array<i64: 0, 15>, offset = {{[0-9]+}} : i64, role = "activation"}, {bytes = 256 : i64, live = array<i64: 0, 25>, offset = {{[0-9]+}} : i64, role = "param"}, {bytes = 64 : i64, live = array<i64: 0, 25>, offset = {{[0-9]+}} : i64, role = "opt_state"}
+// CHECK-SAME: zero.buffers = [#sbp.buffer<offset = {{[0-9]+}}, bytes = 8, live = [0, 15], role = activation>, #sbp.buffer<offset = {{[0-9]+}}, bytes = 256, live = [0, 25], role = param>, #sbp.buffer<offset = {{[0-9]+}}, bytes = 64, live = [0, 25], role = opt_state>
 // The full-size gradient bucket (256 + 32 bytes) lives from the first
 // gradient to the collective.
-// CHECK-SAME: {bytes = 288 : i64, live = array<i64: 8, 12>, offset = {{[0-9]+}} : i64, role = "comm_buffer"}]
+// CHECK-SAME: #sbp.buffer<offset = {{[0-9]+}}, bytes = 288, live = [8, 12], role = comm_buffer>]
 // Model states at their peak: w (256) + b (32) + Adam moments (128) +
 // gradient shards (64 + 8) = 488 bytes.
 // CHECK-SAME: zero.memory = {arena = {{[0-9]+}} : i64, lower_bound = {{[0-9]+}} : i64, model_states = 488 : i64, peak = {activation = {{[0-9]+}} : i64, comm_buffer = 288 : i64, grad = 72 : i64, input = 128 : i64, master = 0 : i64, opt_state = 128 : i64, param = 288 : i64}}

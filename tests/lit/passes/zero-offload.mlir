@@ -69,8 +69,8 @@ func.func @linear() -> tensor<f32> {
 // parameter and gradient shards, both moments and the step (8 bytes).
 // Both NVMe reads start before the first wait (nvme-depth=2).
 // PLAN-LABEL: func.func @linear
-// PLAN-SAME: {bytes = 256 : i64, live = array<i64: 0, {{[0-9]+}}>, memory = "nvme", offset = 0 : i64, role = "opt_state"}
-// PLAN-SAME: {bytes = 256 : i64, live = array<i64: 0, {{[0-9]+}}>, memory = "nvme", offset = 256 : i64, role = "opt_state"}
+// PLAN-SAME: #sbp.buffer<offset = 0, bytes = 256, live = [0, {{[0-9]+}}], role = opt_state, memory = nvme>
+// PLAN-SAME: #sbp.buffer<offset = 256, bytes = 256, live = [0, {{[0-9]+}}], role = opt_state, memory = nvme>
 // PLAN-SAME: zero.memory = {arena = {{[0-9]+}} : i64, host = {arena = 1032 : i64, lower_bound = 1032 : i64, peak = {activation = 264 : i64, comm_buffer = 0 : i64, grad = 256 : i64, input = 0 : i64, master = 0 : i64, opt_state = 512 : i64, param = 0 : i64}}
 // PLAN-SAME: model_states = 512 : i64, nvme = {arena = 512 : i64, lower_bound = 512 : i64, peak = {activation = 0 : i64, comm_buffer = 0 : i64, grad = 0 : i64, input = 0 : i64, master = 0 : i64, opt_state = 512 : i64, param = 0 : i64}}
 // PLAN-SAME: opt_state = 0 : i64

@@ -501,3 +501,66 @@ func.func @transfer_changes_type(%x: tensor<8xf32>) {
   %f = sbp.transfer_start %x from host to device : tensor<8xf32> -> !sbp.future<tensor<4xf32>>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Memory plan buffers
+//===----------------------------------------------------------------------===//
+
+// expected-error@+1 {{buffer offset -8 is negative}}
+func.func @buffer_negative_offset() attributes {b = #sbp.buffer<offset = -8, bytes = 16, live = [0, 1], role = activation>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{buffer size -16 is negative}}
+func.func @buffer_negative_bytes() attributes {b = #sbp.buffer<offset = 0, bytes = -16, live = [0, 1], role = activation>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{buffer live range [-1, 1] has a negative op index}}
+func.func @buffer_negative_live() attributes {b = #sbp.buffer<offset = 0, bytes = 16, live = [-1, 1], role = activation>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{buffer live range [3, 2] ends before it starts}}
+func.func @buffer_live_reversed() attributes {b = #sbp.buffer<offset = 0, bytes = 16, live = [3, 2], role = activation>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{buffer of 16 bytes at offset 9007199254740977 ends past 2^53 (9007199254740992), the most a plan addresses}}
+func.func @buffer_past_limit() attributes {b = #sbp.buffer<offset = 9007199254740977, bytes = 16, live = [0, 1], role = activation>} {
+  return
+}
+
+// -----
+
+// Sizes near INT64_MAX must not wrap the end check around.
+// expected-error@+1 {{buffer of 9223372036854775807 bytes at offset 16 ends past 2^53 (9007199254740992), the most a plan addresses}}
+func.func @buffer_wrapping_size() attributes {b = #sbp.buffer<offset = 16, bytes = 9223372036854775807, live = [0, 1], role = activation>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{expected ::mlir::sbp::BufferRole to be one of}}
+// expected-error@+1 {{failed to parse Sbp_BufferAttr parameter 'role'}}
+func.func @buffer_unknown_role() attributes {b = #sbp.buffer<offset = 0, bytes = 16, live = [0, 1], role = weights>} {
+  return
+}
+
+// -----
+
+// expected-error@+2 {{expected ::mlir::sbp::MemoryKind to be one of}}
+// expected-error@+1 {{failed to parse Sbp_BufferAttr parameter 'memory'}}
+func.func @buffer_unknown_memory() attributes {b = #sbp.buffer<offset = 0, bytes = 16, live = [0, 1], role = activation, memory = disk>} {
+  return
+}

@@ -435,3 +435,35 @@ func.func @memory_kinds(%x: tensor<8xf32, #sbp.global<[S(0)], #sbp.placement<cpu
   %w = sbp.transfer_wait %f : !sbp.future<tensor<4xf32>>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Memory plan buffers: every role, each memory kind (device not printed), an
+// empty buffer live at one op, and one that ends exactly at 2^53 bytes.
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @buffers
+// CHECK-SAME: zero.buffers = [
+// CHECK-SAME: #sbp.buffer<offset = 0, bytes = 16, live = [0, 2], role = param>,
+// CHECK-SAME: #sbp.buffer<offset = 16, bytes = 16, live = [0, 2], role = grad>,
+// CHECK-SAME: #sbp.buffer<offset = 32, bytes = 16, live = [0, 2], role = master>,
+// CHECK-SAME: #sbp.buffer<offset = 0, bytes = 32, live = [0, 2], role = opt_state, memory = host>,
+// CHECK-SAME: #sbp.buffer<offset = 0, bytes = 32, live = [0, 2], role = opt_state, memory = nvme>,
+// CHECK-SAME: #sbp.buffer<offset = 48, bytes = 8, live = [1, 1], role = activation>,
+// CHECK-SAME: #sbp.buffer<offset = 48, bytes = 0, live = [2, 2], role = input>,
+// CHECK-SAME: #sbp.buffer<offset = 9007199254740976, bytes = 16, live = [1, 2], role = comm_buffer>]
+func.func @buffers() attributes {
+  zero.buffers = [
+    #sbp.buffer<offset = 0, bytes = 16, live = [0, 2], role = param>,
+    #sbp.buffer<offset = 16, bytes = 16, live = [0, 2], role = grad>,
+    #sbp.buffer<offset = 32, bytes = 16, live = [0, 2], role = master, memory = device>,
+    #sbp.buffer<offset = 0, bytes = 32, live = [0, 2], role = opt_state, memory = host>,
+    #sbp.buffer<offset = 0, bytes = 32, live = [0, 2], role = opt_state, memory = nvme>,
+    #sbp.buffer<offset = 48, bytes = 8, live = [1, 1], role = activation>,
+    #sbp.buffer<offset = 48, bytes = 0, live = [2, 2], role = input>,
+    #sbp.buffer<offset = 9007199254740976, bytes = 16, live = [1, 2], role = comm_buffer>
+  ]
+} {
+  return
+}
