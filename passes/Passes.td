@@ -439,8 +439,9 @@ def ZeroMemoryPlan : Pass<"zero-memory-plan", "::mlir::func::FuncOp"> {
     A buffer is live from the first op that writes it to the last op that
     reads it (a collective's inputs until its wait, its results from its
     start); variables live for the whole run. Buffers are packed best fit,
-    largest first, into one arena. The function gets `zero.buffers` (per
-    buffer: offset, bytes, first and last op index, role) and
+    largest first, into one arena. The function gets `zero.buffers` (one
+    `#sbp.buffer<offset, bytes, live = [first, last], role, memory>` per
+    buffer, docs/ir.md#the-memory-plan) and
     `zero.memory` (arena bytes, the lower bound max-live bytes, the peak
     of the model states (param, grad, master, opt_state) together, and peak
     live bytes by role: param, grad, master, opt_state, activation, input,
