@@ -432,9 +432,9 @@ TEST(ManifestParser, NamesTheBadPiece) {
             "(no error)");
 }
 
-/// A 2^24 x 2 tensor whose pieces are columns: one run per row.
+/// A 2^22 x 2 tensor whose pieces are columns: one run per row.
 Json fragmentedTensor(const std::vector<int> &pieceColumns) {
-  int64_t rows = int64_t(1) << 24;
+  int64_t rows = int64_t(1) << 22;
   Json pieces = Json::array();
   for (int column : pieceColumns)
     pieces.push_back(
@@ -448,24 +448,24 @@ Json fragmentedTensor(const std::vector<int> &pieceColumns) {
 }
 
 TEST(ManifestParser, BoundsTheRunsOfAllPieces) {
-  // A column of 2^24 + 1 rows is refused before its runs are made.
+  // A column of 2^22 + 1 rows is refused before its runs are made.
   EXPECT_EQ(errorAfter([](Json &j) {
               Json big = fragmentedTensor({0});
-              big["shape"][0] = (1 << 24) + 1;
-              big["global_shape"][0] = (1 << 24) + 1;
-              big["pieces"][0]["ranges"][0][1] = (1 << 24) + 1;
+              big["shape"][0] = (1 << 22) + 1;
+              big["global_shape"][0] = (1 << 22) + 1;
+              big["pieces"][0]["ranges"][0][1] = (1 << 22) + 1;
               j["tensors"].push_back(big);
             }),
             "m.json: tensor 'big': ranges: rank 0: too fragmented: the "
-            "manifest's blocks make more than 2^24 runs");
-  // So is a column of 2^24 rows after a few runs elsewhere: the bound is on
+            "manifest's blocks make more than 2^22 runs");
+  // So is a column of 2^22 rows after a few runs elsewhere: the bound is on
   // all pieces together, so repeating a fragmented piece cannot make a
   // short manifest take gigabytes to check. (-1: row 0, both columns.)
   EXPECT_EQ(errorAfter([](Json &j) {
               j["tensors"].push_back(fragmentedTensor({-1, 0}));
             }),
             "m.json: tensor 'big': ranges: rank 0: too fragmented: the "
-            "manifest's blocks make more than 2^24 runs");
+            "manifest's blocks make more than 2^22 runs");
 }
 
 } // namespace
