@@ -242,15 +242,16 @@ def ZeroSbpPropagation
     of an optimizer update (role `grad`). A value written by `nn.assign`
     is cast to its variable's SBP. With `world`, a graph without any
     placement is placed on CPU ranks 0..world-1, and a placed graph must
-    have that many ranks. With `mics-shard-size` m, a 1-D placement of N
-    ranks becomes the 2-D `[N/m, m]` and every annotated value keeps its
-    SBP on both axes (MiCS; zero-stage then shards within the inner axis).
+    have that many ranks. With `group-size` m, a 1-D placement of N ranks
+    becomes the 2-D `[N/m, m]` and every annotated value keeps its SBP on
+    both axes (MiCS and hpZ, whose groups zero-stage then uses).
   }];
   let options = [
     Option<"world", "world", "int64_t", "0",
            "rank count (0: take the graph's placement)">,
-    Option<"micsShardSize", "mics-shard-size", "int64_t", "0",
-           "MiCS: lay the ranks out as [nodes, this] (0: as placed)">,
+    Option<"groupSize", "group-size", "int64_t", "0",
+           "MiCS and hpZ: lay the ranks out as [nodes, this] (0: as "
+           "placed)">,
   ];
   let dependentDialects = ["::mlir::sbp::SbpDialect"];
 }
@@ -269,7 +270,10 @@ def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
     is an error at every stage. With `mics-shard-size` m (MiCS), the
     placement must be 2-D `[nodes, m]`: shards are `[B, S(0)]`, padded to a
     multiple of m, so gathers stay within a node and gradients are
-    reduce-scattered within it, then all-reduced across nodes.
+    reduce-scattered within it, then all-reduced across nodes. With
+    `hpz-partition-size` h (ZeRO++ hpZ, stage 3, placement `[nodes, h]`) the
+    forward's gather of a parameter also keeps a `[B, S(0)]` slice of it,
+    from which the backward gathers within the node.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", "0", "ZeRO stage, 0 to 3">,
@@ -280,6 +284,9 @@ def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
     Option<"micsShardSize", "mics-shard-size", "int64_t", "0",
            "MiCS: shards split over the inner axis of a [nodes, this] "
            "placement and replicated across nodes (0: over every rank)">,
+    Option<"hpzPartitionSize", "hpz-partition-size", "int64_t", "0",
+           "stage 3, ZeRO++ hpZ: the backward gathers from a copy split "
+           "over the inner axis of a [nodes, this] placement (0: off)">,
   ];
   let dependentDialects = ["::mlir::sbp::SbpDialect",
                            "::mlir::nn::NNDialect"];

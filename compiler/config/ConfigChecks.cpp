@@ -201,6 +201,22 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
                        std::to_string(config.world) + ", got " +
                        std::to_string(size));
     }
+    if (option.field == ConfigField::HpzPartitionSize &&
+        config.zero.hpzPartitionSize > 1) {
+      int64_t size = config.zero.hpzPartitionSize;
+      if (config.stage != 3)
+        check.fail(ConfigField::HpzPartitionSize,
+                   "needs ZeRO stage 3 (below it every rank holds whole "
+                   "parameters)");
+      else if (config.zero.micsShardSize > 0)
+        check.fail(ConfigField::HpzPartitionSize,
+                   "and mics_shard_size exclude each other");
+      else if (config.world > 1 && config.world % size != 0)
+        check.fail(ConfigField::HpzPartitionSize,
+                   "expected a divisor of the world size " +
+                       std::to_string(config.world) + ", got " +
+                       std::to_string(size));
+    }
     if (option.field == ConfigField::OffloadParamNvmePath &&
         config.zero.offloadParam == OffloadDevice::Nvme) {
       if (config.zero.offloadParamNvmePath.empty())

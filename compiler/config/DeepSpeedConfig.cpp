@@ -101,7 +101,6 @@ const llvm::StringRef kOtherZeroKeys[] = {
     "ignore_unused_parameters",
     "use_multi_rank_bucket_allreduce",
     "memory_efficient_linear",
-    "zero_hpz_partition_size",
     "zero_quantized_weights",
     "zero_quantized_nontrainable_weights",
     "zero_quantized_gradients",
@@ -226,7 +225,6 @@ void DeepSpeedParser::readZeroOptimization(JsonObjectReader &root) {
   zero.requireDefault("ignore_unused_parameters", true);
   zero.requireDefault("use_multi_rank_bucket_allreduce", true);
   zero.requireDefault("memory_efficient_linear", true);
-  zero.requireDefault("zero_hpz_partition_size", 1);
   zero.requireDefault("zero_quantized_weights", false);
   zero.requireDefault("zero_quantized_nontrainable_weights", false);
   zero.requireDefault("zero_quantized_gradients", false);

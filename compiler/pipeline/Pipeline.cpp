@@ -29,21 +29,22 @@ llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
 
 /// zero-sbp-propagation and zero-stage, which training and inference share.
 static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
-  // MiCS lays the ranks out as [nodes, shard size]; a group of every rank
-  // is flat ZeRO.
-  int64_t mics = config.zero.micsShardSize > 0 &&
-                         config.zero.micsShardSize < config.world &&
-                         config.stage > 0
-                     ? config.zero.micsShardSize
-                     : 0;
+  // MiCS and hpZ lay the ranks out as [nodes, group size]; a group of
+  // every rank is flat ZeRO.
+  auto groupOf = [&](int64_t size, bool applies) -> int64_t {
+    return applies && size > 1 && size < config.world ? size : 0;
+  };
+  int64_t mics = groupOf(config.zero.micsShardSize, config.stage > 0);
+  int64_t hpz = groupOf(config.zero.hpzPartitionSize, config.stage == 3);
   pm.addPass(createZeroSbpPropagation(
-      {/*world=*/config.world, /*micsShardSize=*/mics}));
+      {/*world=*/config.world, /*groupSize=*/mics ? mics : hpz}));
   ZeroStageOptions stage;
   stage.stage = config.stage;
   stage.shardMinSize = config.shardMinSize;
   stage.persistenceThreshold =
       config.stage >= 3 ? config.zero.stage3ParamPersistenceThreshold : 0;
   stage.micsShardSize = mics;
+  stage.hpzPartitionSize = hpz;
   pm.addPass(createZeroStage(stage));
 }
 

@@ -102,18 +102,19 @@ static FailureOr<PlacementAttr> findPlacement(func::FuncOp func,
   return placement;
 }
 
-/// MiCS's placement: `placement`'s ranks as [nodes, shardSize]. The values
-/// a 1-D graph annotates keep their SBP on both axes: a split over N ranks
-/// is the same nested split over nodes x shardSize when it divides, and the
-/// ranks keep their order.
-static FailureOr<PlacementAttr>
-micsPlacement(func::FuncOp func, PlacementAttr placement, int64_t shardSize) {
+/// MiCS's and hpZ's placement: `placement`'s ranks as [nodes, shardSize]. The
+/// values a 1-D graph annotates keep their SBP on both axes: a split over N
+/// ranks is the same nested split over nodes x shardSize when it divides, and
+/// the ranks keep their order.
+static FailureOr<PlacementAttr> groupedPlacement(func::FuncOp func,
+                                                 PlacementAttr placement,
+                                                 int64_t shardSize) {
   SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
   int64_t ranks = placement.getNumRanks();
   if (hierarchy.size() == 2 && hierarchy[1] == shardSize)
     return placement;
   if (hierarchy.size() != 1 || ranks % shardSize != 0)
-    return func.emitError("zero-sbp-propagation: mics-shard-size=")
+    return func.emitError("zero-sbp-propagation: group-size=")
            << shardSize << " must divide the ranks of a 1-D placement or be "
            << "the inner size of a 2-D one; @" << func.getName()
            << " is placed on " << placement;
@@ -317,8 +318,8 @@ struct ZeroSbpPropagationPass
       return signalPassFailure();
     }
     FailureOr<PlacementAttr> placement = findPlacement(func, world);
-    if (succeeded(placement) && micsShardSize > 0)
-      placement = micsPlacement(func, *placement, micsShardSize);
+    if (succeeded(placement) && groupSize > 0)
+      placement = groupedPlacement(func, *placement, groupSize);
     if (failed(placement) || failed(Propagation(func, *placement).run()))
       signalPassFailure();
   }

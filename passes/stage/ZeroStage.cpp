@@ -17,6 +17,9 @@
 // MiCS (`mics-shard-size`): on a 2-D placement [nodes, m] the shards are
 // `[B, S(0)]`, split over the m ranks of a node and replicated across
 // nodes, padded to a multiple of m (docs/design.md#hierarchical-zero).
+// hpZ (`hpz-partition-size`, stage 3): shards stay split over every rank,
+// and the forward's gather of a parameter also keeps its `[B, S(0)]` slice,
+// a secondary shard the backward gathers from within the node.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,10 +45,11 @@ namespace {
 class StageRewriter {
 public:
   StageRewriter(func::FuncOp func, int64_t stage, int64_t shardMinSize,
-                int64_t persistenceThreshold, int64_t micsShardSize)
+                int64_t persistenceThreshold, int64_t micsShardSize,
+                int64_t hpzPartitionSize)
       : func(func), builder(func.getContext()), stage(stage),
         shardMinSize(shardMinSize), persistenceThreshold(persistenceThreshold),
-        micsShardSize(micsShardSize) {}
+        micsShardSize(micsShardSize), hpzPartitionSize(hpzPartitionSize) {}
 
   LogicalResult run();
 
@@ -61,8 +65,9 @@ private:
       return {SbpAttr::getBroadcast(context), SbpAttr::getSplit(context, 0)};
     return uniformSbp(SbpAttr::getSplit(context, 0), placement);
   }
-  /// Checks that the placement is MiCS's [nodes, mics-shard-size].
-  LogicalResult checkMicsPlacement();
+  /// Checks that the placement is [nodes, `size`], for the `option`'s
+  /// groups.
+  LogicalResult checkGroupedPlacement(StringRef option, int64_t size);
   bool isPartitioned(RankedTensorType type) const {
     return type.getNumElements() >= std::max<int64_t>(shardMinSize, 1);
   }
@@ -77,6 +82,9 @@ private:
   /// cast S(0) -> B -> slice -> reshape: the whole tensor from shards.
   Value fromShard(Location loc, Value shard, RankedTensorType logicalType,
                   Role role);
+  /// slice -> reshape: the model tensor of a whole flat one.
+  Value toLogical(Location loc, Value whole, RankedTensorType logicalType,
+                  Role role);
   void partitionVariable(nn::VariableOp variable);
   void gatherUses(nn::VariableOp param, RankedTensorType logicalType);
   LogicalResult rewriteUpdate(nn::OptimizerUpdateOpInterface update);
@@ -87,7 +95,8 @@ private:
 
   func::FuncOp func;
   OpBuilder builder;
-  int64_t stage, shardMinSize, persistenceThreshold, micsShardSize;
+  int64_t stage, shardMinSize, persistenceThreshold, micsShardSize,
+      hpzPartitionSize;
   PlacementAttr placement;
   /// The ranks a shard is split over: all of them, or a MiCS group.
   int64_t shardRanks = 1;
@@ -107,16 +116,17 @@ RankedTensorType StageRewriter::flatType(RankedTensorType type, Role role) {
       shardSbp(), placement, role);
 }
 
-LogicalResult StageRewriter::checkMicsPlacement() {
+LogicalResult StageRewriter::checkGroupedPlacement(StringRef option,
+                                                   int64_t size) {
   SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
-  if (hierarchy.size() == 2 && hierarchy[1] == micsShardSize)
+  if (hierarchy.size() == 2 && hierarchy[1] == size)
     return success();
   std::string shape;
   llvm::raw_string_ostream os(shape);
   llvm::interleave(hierarchy, os, "x");
-  return func.emitError("zero-stage: mics-shard-size=")
-         << micsShardSize << " needs a 2-D placement [nodes, " << micsShardSize
-         << "] (zero-sbp-propagation's mics-shard-size makes one); @"
+  return func.emitError("zero-stage: ")
+         << option << "=" << size << " needs a 2-D placement [nodes, " << size
+         << "] (zero-sbp-propagation's group-size makes one); @"
          << func.getName() << " is placed on " << shape;
 }
 
@@ -144,6 +154,11 @@ Value StageRewriter::fromShard(Location loc, Value shard,
   Value whole = castTo(
       builder, loc, shard,
       uniformSbp(SbpAttr::getBroadcast(builder.getContext()), placement));
+  return toLogical(loc, whole, logicalType, role);
+}
+
+Value StageRewriter::toLogical(Location loc, Value whole,
+                               RankedTensorType logicalType, Role role) {
   auto encoding = getGlobalEncoding(whole.getType()).withRole(role);
   int64_t numel = logicalType.getNumElements();
   if (paddedSize(numel) != numel)
@@ -182,7 +197,10 @@ void StageRewriter::gatherUses(nn::VariableOp param,
       continue;
     phaseUses[forward.contains(user) ? 0 : 1].push_back(&use);
   }
-  for (SmallVector<OpOperand *> &uses : phaseUses) {
+  // hpZ: the forward's gathered copy leaves a [B, S(0)] slice behind (no
+  // communication), and the backward gathers that within the node.
+  Value secondary;
+  for (auto [phase, uses] : llvm::enumerate(phaseUses)) {
     if (uses.empty())
       continue;
     Operation *first = uses.front()->getOwner();
@@ -190,8 +208,16 @@ void StageRewriter::gatherUses(nn::VariableOp param,
       if (use->getOwner()->isBeforeInBlock(first))
         first = use->getOwner();
     builder.setInsertionPoint(first);
-    Value gathered =
-        fromShard(first->getLoc(), param.getResult(), logicalType, Role::param);
+    Location loc = first->getLoc();
+    MLIRContext *context = builder.getContext();
+    Value whole =
+        castTo(builder, loc, secondary ? secondary : param.getResult(),
+               uniformSbp(SbpAttr::getBroadcast(context), placement));
+    if (phase == 0 && hpzPartitionSize > 0 && !phaseUses[1].empty())
+      secondary = castTo(
+          builder, loc, whole,
+          {SbpAttr::getBroadcast(context), SbpAttr::getSplit(context, 0)});
+    Value gathered = toLogical(loc, whole, logicalType, Role::param);
     for (OpOperand *use : uses)
       use->set(gathered);
   }
@@ -391,10 +417,13 @@ LogicalResult StageRewriter::run() {
     return success();
   shardRanks = placement.getNumRanks();
   if (micsShardSize > 0) {
-    if (failed(checkMicsPlacement()))
+    if (failed(checkGroupedPlacement("mics-shard-size", micsShardSize)))
       return failure();
     shardRanks = micsShardSize;
   }
+  if (hpzPartitionSize > 0 && stage >= 3 &&
+      failed(checkGroupedPlacement("hpz-partition-size", hpzPartitionSize)))
+    return failure();
 
   if (stage >= 3) {
     SmallVector<Operation *> worklist;
@@ -432,7 +461,7 @@ struct ZeroStagePass : public zerosbp::impl::ZeroStageBase<ZeroStagePass> {
     if (func.isExternal())
       return;
     if (failed(StageRewriter(func, stage, shardMinSize, persistenceThreshold,
-                             micsShardSize)
+                             micsShardSize, hpzPartitionSize)
                    .run()))
       signalPassFailure();
   }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""MiCS (mics_shard_size m) against flat ZeRO on the same GPT-2, and its
-bytes per hierarchy axis against the formulas of
-docs/design.md#hierarchical-zero.
+"""MiCS (mics_shard_size m) and ZeRO++'s hpZ (zero_hpz_partition_size h)
+against flat ZeRO on the same GPT-2, and their bytes per hierarchy axis
+against the formulas of docs/design.md#hierarchical-zero.
 
 For N ranks laid out as [n, m] (n = N/m groups of m ranks; a group is a
 node), at stages 1-3 (fp32 Adam, both thresholds 0):
@@ -16,9 +16,19 @@ node), at stages 1-3 (fp32 Adam, both thresholds 0):
 * model states per rank at stage 3 are 16 Ψm/m bytes, against flat's
   16 Ψp/N: MiCS keeps m-way shards, replicated n times.
 
-It also checks that DeepSpeed's `mics_shard_size` compiles the plan the
-pipeline key does, that -1 (DeepSpeed's default) is flat ZeRO, and the
-refusals. Prints a table of the bytes.
+hpZ at stage 3 with every backward gather kept (reuse distance 0) on
+[n, h]: the losses equal flat ZeRO's, and each step sends across groups
+(axis 0) 8 Ψp (n-1)/n bytes (the forward's gathers and the gradients'
+reduce-scatters over all ranks) and within a group (axis 1)
+8 Ψp (h-1)/N + 4 Ψp_bwd (h-1)/h, the backward gathering from its
+secondary copy within the group. Ψp is padded to a multiple of N and
+Ψp_bwd counts the parameters the backward reads (all but the biases and
+wpe); flat ZeRO sends (2 Ψp + Ψp_bwd) 4 (N-1)/N.
+
+It also checks that DeepSpeed's `mics_shard_size` and
+`zero_hpz_partition_size` compile the plans the pipeline keys do, that -1
+(DeepSpeed's default) is flat ZeRO, and the refusals. Prints a table of the
+bytes.
 
 Usage: hierarchical.py ZERO_COMPILE ZERO_RUN
 """
@@ -144,7 +154,52 @@ def main():
                 "%d = %dx%d" % (world, nodes, group), stage, psi_m, intra,
                 intra_formula, inter, inter_formula, flat_sent))
 
-    # DeepSpeed's key reaches the same plan; -1, its default, is flat.
+    print("\nhpZ, stage 3, reuse distance 0")
+    print("%-10s %10s %12s %12s %12s %12s %12s" % (
+        "N = n x h", "Ψp", "intra", "formula", "inter", "formula", "flat"))
+    for world, group in [(4, 2), (8, 4), (8, 2)]:
+        nodes = world // group
+        tag = "hpZ N=%d h=%d" % (world, group)
+        pipeline = "stage=3 %s stage3-max-reuse-distance=0" % BASE
+        flat_plan = compile_plan("flat_n%d_reuse0" % world, world, pipeline)
+        hpz_plan = compile_plan("hpz_n%d_h%d" % (world, group), world,
+                                pipeline + " hpz-partition-size=%d" % group)
+        flat, hpz = train(flat_plan), train(hpz_plan)
+        for a, b in zip(flat["losses"], hpz["losses"]):
+            check(abs(a - b) <= 1e-5 * abs(a),
+                  "%s: losses %s, flat %s" % (tag, hpz["losses"],
+                                              flat["losses"]))
+        with open(hpz_plan) as f:
+            variables = json.load(f)["variables"]
+        psi_p = padded_states(hpz_plan)
+        unread = sum(numel(v["global_shape"]) for v in variables
+                     if v["name"].endswith(".bias.exp_avg") or
+                     v["name"] == "wpe.weight.exp_avg")
+        psi_bwd = psi_p - unread
+        axes = hpz["comm_bytes"]["per_axis"]
+        inter = sum(a[0] for a in axes) / world - loss_bytes(nodes)
+        intra = sum(a[1] for a in axes) / world - loss_bytes(group)
+        inter_formula = 8 * psi_p * (nodes - 1) / nodes
+        intra_formula = (8 * psi_p * (group - 1) / world +
+                         4 * psi_bwd * (group - 1) / group)
+        flat_sent = sum(a[0] for a in flat["comm_bytes"]["per_axis"]) / \
+            world - loss_bytes(world)
+        flat_formula = (2 * psi_p + psi_bwd) * 4 * (world - 1) / world
+        check(abs(intra - intra_formula) < 1e-6,
+              "%s: %.1f bytes within a group, formula %.1f" % (
+                  tag, intra, intra_formula))
+        check(abs(inter - inter_formula) < 1e-6,
+              "%s: %.1f bytes across groups, formula %.1f" % (
+                  tag, inter, inter_formula))
+        check(abs(flat_sent - flat_formula) < 1e-6,
+              "%s: flat sends %.1f bytes, formula %.1f" % (
+                  tag, flat_sent, flat_formula))
+        print("%-10s %10d %12.1f %12.1f %12.1f %12.1f %12.1f" % (
+            "%d = %dx%d" % (world, nodes, group), psi_p, intra,
+            intra_formula, inter, inter_formula, flat_sent))
+
+    # DeepSpeed's keys reach the same plans; -1, mics_shard_size's default,
+    # is flat.
     config = os.path.join(work, "ds.json")
     for size, same_as in [(2, "mics_n4_m2_s3"), (-1, "flat_n4_s3")]:
         with open(config, "w") as f:
@@ -161,7 +216,26 @@ def main():
                   "mics_shard_size=%d: the plan's %s differ from %s's" % (
                       size, key, same_as))
 
+    with open(config, "w") as f:
+        json.dump({"train_batch_size": 16, "zero_optimization": {
+            "stage": 3, "zero_hpz_partition_size": 2,
+            "stage3_param_persistence_threshold": 0,
+            "stage3_max_reuse_distance": 0}}, f)
+    plan = compile_plan("ds_hpz", 4, None, ["--config=" + config])
+    with open(plan) as a, open(os.path.join(work, "hpz_n4_h2.zplan")) as b:
+        mine, theirs = json.load(a), json.load(b)
+    for key in ("placement", "variables", "instructions"):
+        check(mine[key] == theirs[key],
+              "zero_hpz_partition_size=2: the plan's %s differ" % key)
+
     for pipeline, message in [
+            ("stage=2 hpz-partition-size=2",
+             "hpz-partition-size: needs ZeRO stage 3"),
+            ("stage=3 hpz-partition-size=3",
+             "hpz-partition-size: expected a divisor of the world size 4, "
+             "got 3"),
+            ("stage=3 hpz-partition-size=2 mics-shard-size=2",
+             "hpz-partition-size: and mics_shard_size exclude each other"),
             ("stage=3 mics-shard-size=3",
              "mics-shard-size: expected a divisor of the world size 4, got 3"),
             ("stage=0 mics-shard-size=2",
@@ -178,7 +252,7 @@ def main():
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1
-    print("MiCS equals flat ZeRO and the formulas at N = 4 and 8")
+    print("MiCS and hpZ equal flat ZeRO and the formulas at N = 4 and 8")
     return 0
 
 

@@ -223,8 +223,8 @@ TEST(ModelStateReportTest, EnableZeroAndDeepSpeedBuildTheSamePipeline) {
   ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
   EXPECT_EQ(*a, *b);
   EXPECT_TRUE(llvm::StringRef(*a).ends_with(
-      "zero-stage{mics-shard-size=0 persistence-threshold=0 "
-      "shard-min-size=1024 stage=2})"))
+      "zero-stage{hpz-partition-size=0 mics-shard-size=0 "
+      "persistence-threshold=0 shard-min-size=1024 stage=2})"))
       << *a;
 }
 

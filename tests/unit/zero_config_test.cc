@@ -1059,9 +1059,12 @@ Context contextOf(const ConfigOption &option) {
   Context context;
   if (option.when == OptionWhen::Fp16)
     context.pairs = " precision=fp16";
-  // MiCS groups split model states: stage 0 has none.
+  // MiCS groups split model states: stage 0 has none; hpZ's copy is of
+  // stage-3 parameters.
   if (option.field == ConfigField::MicsShardSize)
     context.pairs = " stage=1";
+  if (option.field == ConfigField::HpzPartitionSize)
+    context.pairs = " stage=3";
   if (option.when == OptionWhen::ParamOffload ||
       option.when == OptionWhen::ParamNvme) {
     context.pairs = " stage=3";
@@ -1163,9 +1166,11 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))), value)
           << ds;
     } else if (path.consume_front("zero_optimization.")) {
-      // MiCS needs a stage that splits model states.
+      // MiCS needs a stage that splits model states, hpZ stage 3.
       std::string stage =
-          option.field == ConfigField::MicsShardSize ? "\"stage\": 1, " : "";
+          option.field == ConfigField::MicsShardSize      ? "\"stage\": 1, "
+          : option.field == ConfigField::HpzPartitionSize ? "\"stage\": 3, "
+                                                          : "";
       std::string ds = llvm::formatv(
           "{{\"zero_optimization\": {{{2}\"{0}\": {1}}}", path, value, stage);
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))),
