@@ -551,10 +551,13 @@ PYBIND11_MODULE(_zerosbp, m) {
     mpi.comm.reset(); // Communicators go before their session.
     mpi.session.reset();
   });
-  m.def("mpirun_command", [](int ranks, const std::string &dir) {
-    MpiTraining::prepareMpirunEnvironment();
-    return MpiTraining::mpirunCommand(ranks, dir);
-  });
+  m.def(
+      "mpirun_command",
+      [](int ranks, const std::string &dir, const std::string &hostfile) {
+        MpiTraining::prepareMpirunEnvironment();
+        return MpiTraining::mpirunCommand(ranks, dir, hostfile);
+      },
+      py::arg("ranks"), py::arg("dir"), py::arg("hostfile") = "");
   // zerosbp.launch: mpirun with signals forwarded and no rank left behind
   // (docs/runtime.md#signals). Returns (status, signal, killed,
   // mpirun_signal).

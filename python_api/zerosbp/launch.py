@@ -1,7 +1,8 @@
-"""``python3 -m zerosbp.launch -n 4 train.py [args]``: runs the script as
-one process per rank over MPI (mpirun with this machine's flags); each
-graph then runs this process's rank. SIGINT or SIGTERM stops every rank and
-exits 130 or 143."""
+"""``python3 -m zerosbp.launch -n 4 [--hostfile FILE] train.py [args]``:
+runs the script as one process per rank over MPI (mpirun with this
+machine's flags, or across the hosts of an OpenMPI hostfile, docs/runtime.md
+#many-machines); each graph then runs this process's rank. SIGINT or
+SIGTERM stops every rank and exits 130 or 143."""
 
 import argparse
 import os
@@ -20,6 +21,9 @@ def main(argv=None):
         "rank over MPI.")
     parser.add_argument("-n", "--nproc", type=int, required=True,
                         help="number of ranks (processes)")
+    parser.add_argument("--hostfile",
+                        help="OpenMPI hostfile (`host slots=N` per line): "
+                        "ranks fill each host's slots in order")
     parser.add_argument("script", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER,
                         help="arguments for the script")
@@ -35,7 +39,12 @@ def main(argv=None):
         return 1
     session = tempfile.mkdtemp(prefix="zerosbp-mpi.")
     try:
-        command = _zerosbp.mpirun_command(options.nproc, session)
+        try:
+            command = _zerosbp.mpirun_command(options.nproc, session,
+                                              options.hostfile or "")
+        except _zerosbp.Error as error:
+            print("zerosbp.launch: %s" % error, file=sys.stderr)
+            return 1
         command += [sys.executable, options.script] + options.args
         # SIGINT and SIGTERM go to mpirun, which stops the ranks; whatever
         # still runs 5 s later is killed (docs/runtime.md#signals).

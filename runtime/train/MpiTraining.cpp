@@ -4,6 +4,7 @@
 
 #include "runtime/comm/MpiComm.h"
 #include "runtime/core/Error.h"
+#include "runtime/train/Hostfile.h"
 #include "runtime/train/Interrupt.h"
 #include "runtime/train/MpirunSupervisor.h"
 
@@ -42,8 +43,45 @@ TrainResult MpiTraining::train(const Plan &plan, const TrainOptions &options,
   }
 }
 
-std::vector<std::string> MpiTraining::mpirunCommand(int ranks,
-                                                    const std::string &dir) {
+std::vector<std::string>
+MpiTraining::mpirunCommand(int ranks, const std::string &dir,
+                           const std::string &hostfile) {
+  if (!hostfile.empty()) {
+    std::vector<HostSlots> hosts = readHostfile(hostfile);
+    ranksToHosts(hosts, ranks, hostfile); // Enough slots, or one line.
+    // Slots are what the hostfile gives: no oversubscription. Shared memory
+    // within a host, TCP between hosts; no cross-memory attach (containers
+    // refuse its ptrace). mpirun starts ranks on other hosts with ssh, so
+    // `plm isolated` stays only when every host is this one.
+    std::vector<std::string> command = {"mpirun",
+                                        "-n",
+                                        std::to_string(ranks),
+                                        "--hostfile",
+                                        hostfile,
+                                        "--map-by",
+                                        "slot",
+                                        "--bind-to",
+                                        "none",
+                                        "--mca",
+                                        "btl",
+                                        "self,vader,tcp",
+                                        "--mca",
+                                        "pml",
+                                        "ob1",
+                                        "--mca",
+                                        "btl_vader_single_copy_mechanism",
+                                        "none"};
+    if (hostsAreLocal(hosts))
+      for (const char *word : {"--mca", "plm", "isolated"})
+        command.push_back(word);
+    for (const char *flag :
+         {"orte_tmpdir_base", "btl_vader_backing_directory"}) {
+      command.push_back("--mca");
+      command.push_back(flag);
+      command.push_back(dir);
+    }
+    return command;
+  }
   // One machine (runs across machines start mpirun themselves, with a
   // hostfile): shared memory between the ranks, no core binding, no ssh,
   // and no cross-memory attach (containers refuse its ptrace). The same
@@ -85,12 +123,20 @@ void MpiTraining::prepareMpirunEnvironment() {
   setenv("OMPI_MCA_btl_base_warn_component_unused", "0", 1);
 }
 
-int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks) {
+int MpiTraining::relaunchUnderMpirun(int argc, char **argv, int ranks,
+                                     const std::string &hostfile) {
   prepareMpirunEnvironment();
   char session[] = "/tmp/zerosbp-mpi.XXXXXX";
   if (!mkdtemp(session))
     throw RuntimeError("cannot create a directory for mpirun under /tmp");
-  std::vector<std::string> command = mpirunCommand(ranks, session);
+  std::vector<std::string> command;
+  try {
+    command = mpirunCommand(ranks, session, hostfile);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove_all(session, ignored);
+    throw;
+  }
   // /proc/self/exe: the same binary, wherever it was started from.
   char self[4096];
   ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -32,11 +32,16 @@ public:
   /// Runs `mpirun -n ranks <this command>` and returns its exit status; on
   /// SIGINT or SIGTERM, stops every rank, prints "zero-run: interrupted by
   /// SIGTERM" and returns 128 + the signal.
-  static int relaunchUnderMpirun(int argc, char **argv, int ranks);
+  static int relaunchUnderMpirun(int argc, char **argv, int ranks,
+                                 const std::string &hostfile = "");
   /// `mpirun -n ranks` with the flags for one machine and `dir` (an empty,
   /// private directory) for its session files; the program comes after.
-  static std::vector<std::string> mpirunCommand(int ranks,
-                                                const std::string &dir);
+  /// With a `hostfile` (OpenMPI's format, docs/runtime.md#many-machines)
+  /// the ranks are placed on its hosts by slot and talk over TCP between
+  /// them; mpirun reaches hosts other than this one with ssh.
+  static std::vector<std::string>
+  mpirunCommand(int ranks, const std::string &dir,
+                const std::string &hostfile = "");
   /// The environment mpirun needs here (running as root is allowed).
   static void prepareMpirunEnvironment();
   /// How long mpirun has to stop the ranks after a signal before what is

@@ -25,6 +25,11 @@ secondary copy within the group. Ψp is padded to a multiple of N and
 Ψp_bwd counts the parameters the backward reads (all but the biases and
 wpe); flat ZeRO sends (2 Ψp + Ψp_bwd) 4 (N-1)/N.
 
+Under MPI with a hostfile (`zero-run --backend mpi --hostfile`), a MiCS
+plan on 2 x 2 gives the in-process losses bit for bit on a host of 4
+slots, and a hostfile whose hosts would split a group is refused before
+mpirun starts.
+
 It also checks that DeepSpeed's `mics_shard_size` and
 `zero_hpz_partition_size` compile the plans the pipeline keys do, that -1
 (DeepSpeed's default) is flat ZeRO, and the refusals. Prints a table of the
@@ -197,6 +202,39 @@ def main():
         print("%-10s %10d %12.1f %12.1f %12.1f %12.1f %12.1f" % (
             "%d = %dx%d" % (world, nodes, group), psi_p, intra,
             intra_formula, inter, inter_formula, flat_sent))
+
+    # Many machines: ranks fill the hostfile's slots in order.
+    mics_plan = os.path.join(work, "mics_n4_m2_s2.zplan")
+    hostfile = os.path.join(work, "hosts")
+    with open(hostfile, "w") as f:
+        f.write("# one machine, 4 slots\nlocalhost slots=4\n")
+    report = os.path.join(work, "mpi.json")
+    done = subprocess.run(
+        [zero_run, mics_plan, "--ranks", "4", "--backend", "mpi",
+         "--hostfile", hostfile, "--steps", str(STEPS), "--quiet",
+         "--report-file", report], capture_output=True, text=True,
+        timeout=300)
+    check(done.returncode == 0, "MPI with a hostfile: " + done.stderr)
+    if done.returncode == 0:
+        with open(report) as f:
+            mpi = json.load(f)
+        with open(mics_plan + ".run.json") as f:
+            threads = json.load(f)
+        check(mpi["losses"] == threads["losses"],
+              "MPI with a hostfile: losses %s, in process %s" % (
+                  mpi["losses"], threads["losses"]))
+    with open(hostfile, "w") as f:
+        f.write("localhost slots=1\nnode1 slots=3\n")
+    done = subprocess.run(
+        [zero_run, mics_plan, "--ranks", "4", "--backend", "mpi",
+         "--hostfile", hostfile, "--steps", "1"],
+        capture_output=True, text=True, timeout=60)
+    expected = ("zero-run: %s: ranks 0-1, one group of the plan's inner axis "
+                "(2 ranks), span hosts localhost and node1; give every host "
+                "a multiple of 2 slots" % hostfile)
+    check(done.returncode == 1 and
+          done.stderr.strip().splitlines()[0] == expected,
+          "a hostfile that splits a group: %r" % done.stderr)
 
     # DeepSpeed's keys reach the same plans; -1, mics_shard_size's default,
     # is flat.

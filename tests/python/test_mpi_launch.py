@@ -61,3 +61,35 @@ def test_launch_rejects_a_missing_script(tmp_path):
          str(tmp_path / "missing.py")], capture_output=True, text=True)
     assert done.returncode != 0
     assert "no such script" in done.stderr
+
+
+def test_launch_with_a_hostfile(tmp_path):
+    """--hostfile: the ranks fill its slots; this machine's 2 give the
+    in-process result, and too few slots stop the launch with one line."""
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.format(
+        tests=os.path.dirname(os.path.abspath(__file__)), out=str(tmp_path)))
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost slots=2  # this machine\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "zerosbp.launch", "-n", "2", "--hostfile",
+         str(hosts), str(script)], capture_output=True, text=True,
+        timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    zs.manual_seed(6)
+    model = models.Mlp(hidden=32)
+    graph = models.train_graph(model, zs.optim.AdamW(model.parameters(),
+                                                     lr=0.01),
+                               stage=3, world=2)
+    assert result["losses"] == [float(graph(*b))
+                                for b in models.mlp_batches(3, batch=8)]
+
+    hosts.write_text("localhost slots=1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "zerosbp.launch", "-n", "2", "--hostfile",
+         str(hosts), str(script)], capture_output=True, text=True,
+        timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip() == \
+        "zerosbp.launch: %s: 1 slot for 2 ranks" % hosts

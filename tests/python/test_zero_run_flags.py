@@ -40,7 +40,7 @@ def test_help_lists_every_flag(option):
     assert usage[0].startswith("usage: zero-run model.zplan ")
     assert usage[1].startswith("       zero-run eval.zplan --eval ")
     named = set(re.findall(r"--[a-z][a-z-]*", " ".join(usage)))
-    assert len(flags) == len(named) == 21
+    assert len(flags) == len(named) == 22
     assert set(flags) == named
     for name, text in flags.items():
         assert len(text) > 10, name
@@ -63,6 +63,8 @@ def test_help_lists_every_flag(option):
      "--timeout: expected an integer in [1, 86400], got '1.5'"),
     (["m.zplan", "--steps=1", "--backend", "threads"],
      "--backend: expected inprocess or mpi, got 'threads'"),
+    (["m.zplan", "--steps=1", "--hostfile", "hosts"],
+     "--hostfile needs --backend mpi"),
     (["m.zplan", "--steps=1", "--report=xml"],
      "--report: expected json or none, got 'xml'"),
     (["m.zplan", "--steps=1", "--quiet=maybe"],

@@ -44,6 +44,7 @@
 #include "runtime/core/Limits.h"
 #include "runtime/io/DurableFile.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/train/Hostfile.h"
 #include "runtime/train/Interrupt.h"
 #include "runtime/train/MpiTraining.h"
 #include "runtime/train/Report.h"
@@ -77,6 +78,10 @@ ABSL_FLAG(std::optional<int>, ranks, std::nullopt,
 ABSL_FLAG(std::string, backend, "inprocess",
           "inprocess: one thread per rank in this process; mpi: one process "
           "per rank (started under mpirun, or starting it)");
+ABSL_FLAG(std::optional<std::string>, hostfile, std::nullopt,
+          "with --backend mpi: OpenMPI's hostfile (`host slots=N` per "
+          "line); ranks fill each host's slots in order, and a plan's groups "
+          "of its inner axis must each fit on one host");
 ABSL_FLAG(std::string, device, "",
           "cpu or cuda: where the ranks run; without it, the plan's "
           "placement");
@@ -135,7 +140,8 @@ namespace {
 
 const char *const kUsage =
     "usage: zero-run model.zplan --ranks N [--backend inprocess|mpi] "
-    "[--device cpu|cuda] --steps K [--data DIR] [--init DIR] [--save DIR] "
+    "[--hostfile FILE] [--device cpu|cuda] --steps K [--data DIR] [--init DIR] "
+    "[--save DIR] "
     "[--report=json] "
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
@@ -278,6 +284,7 @@ void printHelp(std::ostream &out) {
 
 struct CommandLine {
   TrainOptions options;
+  std::optional<std::string> hostfile;
   bool ranksGiven = false;
   bool jsonToStdout = false;
   std::optional<std::string> reportFile;
@@ -344,6 +351,9 @@ CommandLine parse(int argc, char **argv) {
     line.ranksGiven = true;
   }
   options.backend = absl::GetFlag(FLAGS_backend);
+  line.hostfile = absl::GetFlag(FLAGS_hostfile);
+  if (line.hostfile && options.backend != "mpi")
+    usageError("--hostfile needs --backend mpi");
   options.device = absl::GetFlag(FLAGS_device);
   options.steps = *steps;
   options.eval = absl::GetFlag(FLAGS_eval);
@@ -369,6 +379,18 @@ CommandLine parse(int argc, char **argv) {
   return line;
 }
 
+/// The hostfile has slots for every rank, and the plan's groups of its
+/// inner axis (MiCS's and hpZ's, docs/runtime.md#many-machines) each sit on
+/// one host, so that their collectives stay within a machine.
+void checkHostfile(const std::string &path, const TrainOptions &options) {
+  std::vector<HostSlots> hosts = readHostfile(path);
+  std::vector<int> hostOf = ranksToHosts(hosts, options.ranks, path);
+  Plan plan = readPlan(options.planPath);
+  int64_t group = plan.hierarchy.size() == 2 ? plan.hierarchy[1] : 1;
+  if (std::optional<std::string> why = groupsAcrossHosts(hostOf, hosts, group))
+    throw RuntimeError(path + ": " + *why);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -384,7 +406,10 @@ int main(int argc, char **argv) {
     if (options.backend == "mpi" && !MpiTraining::launchedByMpirun()) {
       if (!line.ranksGiven)
         usageError("--backend mpi needs --ranks");
-      return MpiTraining::relaunchUnderMpirun(argc, argv, options.ranks);
+      if (line.hostfile)
+        checkHostfile(*line.hostfile, options);
+      return MpiTraining::relaunchUnderMpirun(argc, argv, options.ranks,
+                                              line.hostfile.value_or(""));
     }
     // In process, SIGINT and SIGTERM stop the run between writes; an MPI
     // rank is stopped by mpirun (docs/runtime.md#signals).
