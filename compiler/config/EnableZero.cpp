@@ -23,11 +23,10 @@ llvm::Error outOfRange(ConfigField field, int64_t value, int64_t lo,
 
 } // namespace
 
-llvm::Expected<ZeroConfig> zerosbp::enableZero(int64_t world, bool mode,
-                                               int64_t stage,
-                                               int64_t shardMinSize,
-                                               int64_t shardRestoreLevel,
-                                               int64_t micsShardSize) {
+llvm::Expected<ZeroConfig>
+zerosbp::enableZero(int64_t world, bool mode, int64_t stage,
+                    int64_t shardMinSize, int64_t shardRestoreLevel,
+                    int64_t micsShardSize, int64_t hpzPartitionSize) {
   if (world < 1)
     return outOfRange(ConfigField::World, world, 1, std::nullopt);
   ZeroConfig config;
@@ -45,6 +44,7 @@ llvm::Expected<ZeroConfig> zerosbp::enableZero(int64_t world, bool mode,
     config.shardMinSize = shardMinSize;
     config.shardRestoreLevel = shardRestoreLevel;
     config.zero.micsShardSize = micsShardSize;
+    config.zero.hpzPartitionSize = hpzPartitionSize;
   }
   config.zero.overlapComm = config.stage == 3;
   // OneFlow has no persistence threshold: shard_min_size alone keeps small

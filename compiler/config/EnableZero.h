@@ -25,14 +25,14 @@ namespace zerosbp {
 
 /// The config for `enable_zero(mode, stage=stage, shard_min_size=
 /// shardMinSize, shard_restore_level=shardRestoreLevel, mics_shard_size=
-/// micsShardSize)` on `world` ranks; the last is not OneFlow's (MiCS,
+/// micsShardSize, hpz_partition_size=hpzPartitionSize)` on `world` ranks;
+/// the last two are not OneFlow's (MiCS and ZeRO++ hpZ,
 /// docs/design.md#hierarchical-zero). Errors name the argument as OneFlow
 /// spells it, e.g. `stage: expected an integer in [1, 3], got 0`.
-llvm::Expected<ZeroConfig> enableZero(int64_t world, bool mode = true,
-                                      int64_t stage = 2,
-                                      int64_t shardMinSize = 1024,
-                                      int64_t shardRestoreLevel = 1,
-                                      int64_t micsShardSize = 0);
+llvm::Expected<ZeroConfig>
+enableZero(int64_t world, bool mode = true, int64_t stage = 2,
+           int64_t shardMinSize = 1024, int64_t shardRestoreLevel = 1,
+           int64_t micsShardSize = 0, int64_t hpzPartitionSize = 0);
 
 } // namespace zerosbp
 

@@ -80,9 +80,9 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
                          llvm::toString(parsed.takeError()));
     config = *parsed;
   } else if (spec.zeroSet) {
-    auto parsed =
-        enableZero(world, spec.zeroMode, spec.stage, spec.shardMinSize,
-                   spec.shardRestoreLevel, spec.micsShardSize);
+    auto parsed = enableZero(world, spec.zeroMode, spec.stage,
+                             spec.shardMinSize, spec.shardRestoreLevel,
+                             spec.micsShardSize, spec.hpzPartitionSize);
     if (!parsed)
       return configError("enable_zero: " + llvm::toString(parsed.takeError()));
     config = *parsed;

@@ -30,6 +30,8 @@ struct GraphConfigSpec {
   int64_t shardRestoreLevel = 1;
   /// MiCS's group size, an argument enable_zero adds to OneFlow's; 0: flat.
   int64_t micsShardSize = 0;
+  /// ZeRO++ hpZ's group size, another argument added to OneFlow's; 0: off.
+  int64_t hpzPartitionSize = 0;
   /// The optimizer added with add_optimizer: sgd, adam or adamw; empty keeps
   /// the DeepSpeed config's.
   std::string optimizer;

@@ -370,6 +370,8 @@ python::ConfigSpec configSpec(const py::dict &dict) {
       spec.shardRestoreLevel = value.cast<int64_t>();
     else if (key == "mics_shard_size")
       spec.micsShardSize = value.cast<int64_t>();
+    else if (key == "hpz_partition_size")
+      spec.hpzPartitionSize = value.cast<int64_t>();
     else if (key == "optimizer")
       spec.optimizer = value.cast<std::string>();
     else if (key == "lr")

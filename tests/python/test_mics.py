@@ -1,7 +1,8 @@
-"""MiCS through Python: enable_zero(mics_shard_size=m) and DeepSpeed's
-mics_shard_size lay 4 ranks out as 2 groups of 2, hold the model states
-[B, S(0)], train as flat ZeRO does, and save parameters a flat graph
-loads."""
+"""MiCS and hpZ through Python: enable_zero(mics_shard_size=m) and
+DeepSpeed's mics_shard_size lay 4 ranks out as 2 groups of 2, hold the
+model states [B, S(0)] and train as flat ZeRO does; enable_zero(
+hpz_partition_size=h) keeps a secondary copy for the backward and trains
+as flat ZeRO does too."""
 
 import numpy as np
 import pytest
@@ -64,3 +65,32 @@ def test_refusals():
         train(2, mics=2, deepspeed=True, stage_override=0)
     with pytest.raises(TypeError, match="mics_shard_size must be an int"):
         zs.nn.Graph().config.enable_zero(True, mics_shard_size="2")
+
+
+def test_hpz_trains_as_flat_zero():
+    def run(hpz):
+        zs.manual_seed(5)
+        model = models.Mlp(hidden=32)
+        opt = zs.optim.Adam(model.parameters(), lr=0.01)
+
+        def configure(graph):
+            graph.config.enable_zero(True, stage=3, shard_min_size=1,
+                                     hpz_partition_size=hpz)
+            graph.config.set_pipeline_options(
+                "stage3-param-persistence-threshold=0 "
+                "stage3-max-reuse-distance=0")
+
+        graph = models.train_graph(model, opt, world=4, configure=configure)
+        losses = [float(graph(x, y)) for x, y in models.mlp_batches(3)]
+        return graph, losses
+
+    flat_graph, flat = run(0)
+    graph, hpz = run(2)
+    np.testing.assert_allclose(hpz, flat, rtol=1e-6)
+    ir = graph.ir(after="zero-stage")
+    assert "hierarchy = [2, 2]" in ir and "[B, S(0)]" in ir
+    assert "hierarchy" not in flat_graph.ir(after="zero-stage")
+    with pytest.raises(Exception, match="hpz_partition_size: needs ZeRO "
+                       "stage 3"):
+        zs.nn.Graph().config.enable_zero(True, stage=2,
+                                         hpz_partition_size=2)

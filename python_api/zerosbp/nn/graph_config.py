@@ -21,12 +21,15 @@ class GraphConfig:
         self._spec = spec
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024,
-                    shard_restore_level=1, mics_shard_size=0):
+                    shard_restore_level=1, mics_shard_size=0,
+                    hpz_partition_size=0):
         """OneFlow's enable_zero: ZeRO stage 1-3 with mode True; off (plain
         data parallelism) with mode False. `mics_shard_size` m (not
         OneFlow's) splits the model states within groups of m ranks and
         replicates them across groups (MiCS); 0 splits them over every
-        rank."""
+        rank. `hpz_partition_size` h (not OneFlow's either) lets the stage-3
+        backward gather parameters from a copy split within groups of h
+        ranks (ZeRO++ hpZ); 0 turns it off."""
         if "deepspeed_json" in self._spec:
             raise ValueError(
                 "enable_zero and set_deepspeed_config exclude each other: "
@@ -35,14 +38,16 @@ class GraphConfig:
         for name, value in (("stage", stage),
                             ("shard_min_size", shard_min_size),
                             ("shard_restore_level", shard_restore_level),
-                            ("mics_shard_size", mics_shard_size)):
+                            ("mics_shard_size", mics_shard_size),
+                            ("hpz_partition_size", hpz_partition_size)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"enable_zero: {name} must be an int, got "
                                 f"{value!r}")
         self._set(zero=True, zero_mode=bool(mode), stage=stage,
                   shard_min_size=shard_min_size,
                   shard_restore_level=shard_restore_level,
-                  mics_shard_size=mics_shard_size)
+                  mics_shard_size=mics_shard_size,
+                  hpz_partition_size=hpz_partition_size)
 
     def set_deepspeed_config(self, config):
         """A DeepSpeed config (a dict, or the path of a JSON file): every
