@@ -59,6 +59,10 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
     report.buckets[kind].push_back(elements);
     report.commBytes += sent;
     report.commBytesByKind[kind] += sent;
+    size_t axis = start.getHierarchyAxis();
+    if (report.commBytesByAxis.size() <= axis)
+      report.commBytesByAxis.resize(axis + 1, 0.0);
+    report.commBytesByAxis[axis] += sent;
     for (Operation *op = start->getNextNode(); op && op != wait;
          op = op->getNextNode())
       if (computes(op)) {
@@ -86,6 +90,7 @@ llvm::json::Object PlanReport::toJson() const {
       {"overlap",
        llvm::json::Object{
            {"comm_bytes", commBytes},
+           {"comm_bytes_by_axis", llvm::json::Array(commBytesByAxis)},
            {"overlapped_bytes", overlappedBytes},
            {"fraction", commBytes > 0 ? overlappedBytes / commBytes : 0.0}}},
       {"memory_plan",

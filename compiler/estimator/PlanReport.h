@@ -30,6 +30,9 @@ struct PlanReport {
   /// commBytes by collective kind: what the runtime sends, after stage 3's
   /// reuse of forward-gathered parameters in the backward.
   std::map<std::string, double> commBytesByKind;
+  /// commBytes by the hierarchy axis its collectives run over: on a
+  /// [nodes, m] placement, axis 0 across nodes and axis 1 within them.
+  std::vector<double> commBytesByAxis;
   /// The arena (the planned peak per rank), the lower bound (most bytes
   /// live at once) and the peaks by role.
   int64_t arenaBytes = 0;

@@ -77,12 +77,28 @@ def main():
         plan = os.path.join(work, name + ".zplan")
         flags = ["--pipeline=" + pipeline] if pipeline else []
         done = subprocess.run(
-            [zero_compile] + GPT2 + ["--world=%d" % world, "--report=none",
+            [zero_compile] + GPT2 + ["--world=%d" % world, "--report=json",
                                      "-o", plan] + flags + list(extra),
             capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit("zero-compile %s failed: %s" % (name, done.stderr))
+        with open(plan + ".report.json", "w") as f:
+            f.write(done.stdout)
         return plan
+
+    def planned_axes(plan):
+        """The compile report's bytes per axis, averaged over the ranks."""
+        with open(plan + ".report.json") as f:
+            return json.load(f)["plan"]["overlap"]["comm_bytes_by_axis"]
+
+    def check_planned(tag, plan, run):
+        measured = run["comm_bytes"]["per_axis"]
+        planned = planned_axes(plan)
+        for axis, bytes_ in enumerate(planned):
+            average = sum(rank[axis] for rank in measured) / len(measured)
+            check(abs(average - bytes_) < 1e-6,
+                  "%s: axis %d sends %.1f bytes per rank, compile report "
+                  "%.1f" % (tag, axis, average, bytes_))
 
     def train(plan):
         report = plan + ".run.json"
@@ -111,6 +127,7 @@ def main():
                 "mics_n%d_m%d_s%d" % (world, group, stage), world,
                 pipeline + " mics-shard-size=%d" % group)
             flat, mics = train(flat_plan), train(mics_plan)
+            check_planned(tag, mics_plan, mics)
             with open(mics_plan) as f:
                 placement = json.load(f)["placement"]
             check(placement.get("hierarchy") == [nodes, group],
@@ -170,6 +187,7 @@ def main():
         hpz_plan = compile_plan("hpz_n%d_h%d" % (world, group), world,
                                 pipeline + " hpz-partition-size=%d" % group)
         flat, hpz = train(flat_plan), train(hpz_plan)
+        check_planned(tag, hpz_plan, hpz)
         for a, b in zip(flat["losses"], hpz["losses"]):
             check(abs(a - b) <= 1e-5 * abs(a),
                   "%s: losses %s, flat %s" % (tag, hpz["losses"],
