@@ -26,6 +26,10 @@
 // STAGE3-NEXT: "planned_bytes": 539648
 // STAGE3: "overlap": {
 // STAGE3-NEXT: "comm_bytes": 1203654,
+// A 1-D placement: every byte on its one axis.
+// STAGE3-NEXT: "comm_bytes_by_axis": [
+// STAGE3-NEXT: 1203654
+// STAGE3-NEXT: ],
 // STAGE3-NEXT: "fraction": 0.75
 
 // bf16 with fp32 master, stage 3: (2 + 2 + 12)Ψ/N.
