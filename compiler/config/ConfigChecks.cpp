@@ -160,6 +160,17 @@ std::string zerosbp::unusedReason(OptionWhen when) {
   }
 }
 
+/// MiCS's and hpZ's groups of `size` ranks tile the world. One rank is one
+/// group at any size (Python checks a config before its graph is placed, on
+/// one rank).
+static void checkGroupDivides(Checker &check, ConfigField field, int64_t size,
+                              const ZeroConfig &config) {
+  if (config.world > 1 && config.world % size != 0)
+    check.fail(field, "expected a divisor of the world size " +
+                          std::to_string(config.world) + ", got " +
+                          std::to_string(size));
+}
+
 llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
   Checker check(name);
   for (const ConfigOption &option : configOptions()) {
@@ -193,13 +204,8 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
       if (config.stage == 0)
         check.fail(ConfigField::MicsShardSize,
                    "needs ZeRO stage 1, 2 or 3 (stage 0 shards nothing)");
-      // One rank is one group at any size (Python checks a config before
-      // its graph is placed, on one rank).
-      else if (config.world > 1 && config.world % size != 0)
-        check.fail(ConfigField::MicsShardSize,
-                   "expected a divisor of the world size " +
-                       std::to_string(config.world) + ", got " +
-                       std::to_string(size));
+      else
+        checkGroupDivides(check, ConfigField::MicsShardSize, size, config);
     }
     if (option.field == ConfigField::HpzPartitionSize &&
         config.zero.hpzPartitionSize > 1) {
@@ -211,11 +217,8 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
       else if (config.zero.micsShardSize > 0)
         check.fail(ConfigField::HpzPartitionSize,
                    "and mics_shard_size exclude each other");
-      else if (config.world > 1 && config.world % size != 0)
-        check.fail(ConfigField::HpzPartitionSize,
-                   "expected a divisor of the world size " +
-                       std::to_string(config.world) + ", got " +
-                       std::to_string(size));
+      else
+        checkGroupDivides(check, ConfigField::HpzPartitionSize, size, config);
     }
     if (option.field == ConfigField::OffloadParamNvmePath &&
         config.zero.offloadParam == OffloadDevice::Nvme) {

@@ -134,6 +134,12 @@ loadVector(const void *data, DType type, int64_t i, float (&values)[kVector]) {
     values[k] = loadFloat(data, type, i + k);
 }
 
+/// Whether a tensor's data can take loadVector and storeVector's 16-byte
+/// words from its start (f64 has no vector path).
+inline bool vectorLoadable(const void *data, DType type) {
+  return type != DType::F64 && reinterpret_cast<uintptr_t>(data) % 16 == 0;
+}
+
 /// Stores `values` as elements [i, i + kVector), aligned as loadVector's.
 __device__ __forceinline__ void storeVector(void *data, DType type, int64_t i,
                                             const float (&values)[kVector]) {

@@ -147,10 +147,6 @@ __global__ void mapVectorKernel(MapOp op, float factor, const void *a,
   }
 }
 
-bool vectorAligned(const void *data) {
-  return reinterpret_cast<uintptr_t>(data) % 16 == 0;
-}
-
 /// Where `b` of a map repeats: 0 when it is contiguous like the result,
 /// the row length for a row broadcast along the leading dims, -1 otherwise.
 int64_t vectorPeriod(const MapOperand &a, const MapOperand &b,
@@ -183,13 +179,10 @@ void launchMap(std::string_view op, CudaContext &ctx, MapOp mapOp, float factor,
     return;
   ResultTarget out(op, ctx, result, separate);
   constexpr int kThreads = 256;
-  // f64 has no vector loads here; an f64 tensor takes the general kernel.
-  auto vectorType = [](DType type) { return type != DType::F64; };
   int64_t period = vectorPeriod(a, b, shape);
-  bool vector = period >= 0 && vectorAligned(a.data) &&
-                vectorAligned(out.data()) && vectorType(a.type) &&
-                vectorType(result.dtype) &&
-                (!b.data || (vectorAligned(b.data) && vectorType(b.type)));
+  bool vector = period >= 0 && vectorLoadable(a.data, a.type) &&
+                vectorLoadable(out.data(), result.dtype) &&
+                (!b.data || vectorLoadable(b.data, b.type));
   if (vector) {
     int64_t vectors = std::max<int64_t>(numel / kVector, 1);
     mapVectorKernel<<<gridFor(vectors, kThreads), kThreads, 0, ctx.stream()>>>(

@@ -102,6 +102,12 @@ __global__ void softmaxGradRows(FloatRef dy, FloatRef y, FloatRef dx,
 constexpr int kRowChunks = 4;
 constexpr int64_t kWarpRowMax = 32 * kRowChunks * kVector;
 
+/// The first element of chunk `chunk` of a row that lane `lane` holds:
+/// consecutive lanes take consecutive 16-byte words.
+__device__ __forceinline__ int64_t chunkStart(int chunk, int lane) {
+  return (chunk * 32 + lane) * static_cast<int64_t>(kVector);
+}
+
 /// softmaxRows for contiguous rows of at most kWarpRowMax elements (the
 /// attention scores): one warp per row, held in registers between the
 /// passes and moved in 16-byte loads and stores. The same arithmetic per
@@ -113,13 +119,13 @@ __global__ void softmaxWarpRows(FloatRef x, FloatRef y, SoftmaxLayout layout,
       (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t row = warp; row < rows; row += warps) {
-    int64_t base = row * layout.size;
-    int64_t valid = layout.causal ? row % layout.size + 1 : layout.size;
+    RowPlace place = rowPlace(layout, row); // Stride 1: inner == 1.
+    int64_t base = place.base, valid = place.valid;
     float values[kRowChunks][kVector];
     float localMax = -INFINITY;
 #pragma unroll
     for (int c = 0; c < kRowChunks; ++c) {
-      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      int64_t j = chunkStart(c, lane);
       if (j >= layout.size)
         continue;
       loadVector(x.data, x.type, base + j, values[c]);
@@ -132,7 +138,7 @@ __global__ void softmaxWarpRows(FloatRef x, FloatRef y, SoftmaxLayout layout,
     double localSum = 0.0;
 #pragma unroll
     for (int c = 0; c < kRowChunks; ++c) {
-      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      int64_t j = chunkStart(c, lane);
 #pragma unroll
       for (int k = 0; k < kVector; ++k)
         if (j + k < valid) {
@@ -143,7 +149,7 @@ __global__ void softmaxWarpRows(FloatRef x, FloatRef y, SoftmaxLayout layout,
     auto inverse = static_cast<float>(1.0 / warpSum(localSum));
 #pragma unroll
     for (int c = 0; c < kRowChunks; ++c) {
-      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      int64_t j = chunkStart(c, lane);
       if (j >= layout.size)
         continue;
       float out[kVector];
@@ -163,13 +169,13 @@ __global__ void softmaxGradWarpRows(FloatRef dy, FloatRef y, FloatRef dx,
       (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   for (int64_t row = warp; row < rows; row += warps) {
-    int64_t base = row * layout.size;
-    int64_t valid = layout.causal ? row % layout.size + 1 : layout.size;
+    RowPlace place = rowPlace(layout, row); // Stride 1: inner == 1.
+    int64_t base = place.base, valid = place.valid;
     float grads[kRowChunks][kVector], outputs[kRowChunks][kVector];
     double localDot = 0.0;
 #pragma unroll
     for (int c = 0; c < kRowChunks; ++c) {
-      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      int64_t j = chunkStart(c, lane);
       if (j >= layout.size)
         continue;
       loadVector(dy.data, dy.type, base + j, grads[c]);
@@ -183,7 +189,7 @@ __global__ void softmaxGradWarpRows(FloatRef dy, FloatRef y, FloatRef dx,
     auto dot = static_cast<float>(warpSum(localDot));
 #pragma unroll
     for (int c = 0; c < kRowChunks; ++c) {
-      int64_t j = (c * 32 + lane) * static_cast<int64_t>(kVector);
+      int64_t j = chunkStart(c, lane);
       if (j >= layout.size)
         continue;
       float out[kVector];
@@ -202,8 +208,7 @@ bool warpRows(const SoftmaxLayout &layout,
       layout.size > kWarpRowMax)
     return false;
   for (const TensorRef &tensor : tensors)
-    if (tensor.dtype == DType::F64 ||
-        reinterpret_cast<uintptr_t>(tensor.data) % 16 != 0)
+    if (!vectorLoadable(tensor.data, tensor.dtype))
       return false;
   return true;
 }

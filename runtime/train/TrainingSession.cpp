@@ -21,17 +21,13 @@ std::chrono::milliseconds toMilliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-KindBytes bytesDelta(const CommStats &now, const CommStats &before) {
-  KindBytes delta;
-  for (int kind = 0; kind < kNumCollectiveKinds; ++kind)
-    delta[kind] = now.bytesSent[kind] - before.bytesSent[kind];
-  return delta;
-}
-
-AxisBytes axisBytesDelta(const CommStats &now, const CommStats &before) {
-  AxisBytes delta;
-  for (int axis = 0; axis < kMaxHierarchyAxes; ++axis)
-    delta[axis] = now.bytesSentOnAxis[axis] - before.bytesSentOnAxis[axis];
+/// Bytes sent during a step: counters after it less counters before.
+template <size_t N>
+std::array<int64_t, N> bytesDelta(const std::array<int64_t, N> &now,
+                                  const std::array<int64_t, N> &before) {
+  std::array<int64_t, N> delta;
+  for (size_t i = 0; i < N; ++i)
+    delta[i] = now[i] - before[i];
   return delta;
 }
 
@@ -298,8 +294,10 @@ double TrainingSession::runProgram(
           shardOf(thePlan.inputs[i], executor.rank(), inputs[i]));
     CommStats before = executor.commStats();
     losses[local] = executor.runStep(stepNumber);
-    sent[local] = bytesDelta(executor.commStats(), before);
-    sentOnAxis[local] = axisBytesDelta(executor.commStats(), before);
+    const CommStats &after = executor.commStats();
+    sent[local] = bytesDelta(after.bytesSent, before.bytesSent);
+    sentOnAxis[local] =
+        bytesDelta(after.bytesSentOnAxis, before.bytesSentOnAxis);
   });
   if (!externalComm) {
     for (auto &executor : executors) {

@@ -107,6 +107,19 @@ def main():
         with open(report) as f:
             return json.load(f)
 
+    def axis_bytes(run, world, groups):
+        """Bytes sent per rank on each axis of a placement whose axes have
+        `groups` ranks, averaged over the ranks, without the loss's
+        all-reduce."""
+        axes = run["comm_bytes"]["per_axis"]
+        return [sum(a[axis] for a in axes) / world - loss_bytes(size)
+                for axis, size in enumerate(groups)]
+
+    def check_bytes(tag, what, measured, formula):
+        check(abs(measured - formula) < 1e-6,
+              "%s: %.1f bytes %s, formula %.1f" % (tag, measured, what,
+                                                    formula))
+
     def padded_states(plan):
         with open(plan) as f:
             variables = json.load(f)["variables"]
@@ -144,21 +157,14 @@ def main():
             axes = mics["comm_bytes"]["per_axis"]
             check(all(len(a) == 2 for a in axes),
                   "%s: bytes per axis %s, expected two axes" % (tag, axes))
-            inter = sum(a[0] for a in axes) / world - loss_bytes(nodes)
-            intra = sum(a[1] for a in axes) / world - loss_bytes(group)
+            inter, intra = axis_bytes(mics, world, [nodes, group])
             intra_formula = 8 * psi_m * (group - 1) / group
             inter_formula = 8 * (psi_m / group) * (nodes - 1) / nodes
-            check(abs(intra - intra_formula) < 1e-6,
-                  "%s: %.1f bytes within a group, formula %.1f" % (
-                      tag, intra, intra_formula))
-            check(abs(inter - inter_formula) < 1e-6,
-                  "%s: %.1f bytes across groups, formula %.1f" % (
-                      tag, inter, inter_formula))
-            flat_sent = sum(a[0] for a in flat["comm_bytes"]["per_axis"]) / \
-                world - loss_bytes(world)
-            check(abs(flat_sent - 8 * psi_p * (world - 1) / world) < 1e-6,
-                  "%s: flat sends %.1f bytes, formula %.1f" % (
-                      tag, flat_sent, 8 * psi_p * (world - 1) / world))
+            check_bytes(tag, "within a group", intra, intra_formula)
+            check_bytes(tag, "across groups", inter, inter_formula)
+            flat_sent, = axis_bytes(flat, world, [world])
+            check_bytes(tag, "sent by flat ZeRO", flat_sent,
+                        8 * psi_p * (world - 1) / world)
             # Per kind the per-axis bytes add up to what was counted.
             for rank_axes, rank_kinds in zip(axes,
                                              mics["comm_bytes"]["per_rank"]):
@@ -199,24 +205,15 @@ def main():
                      if v["name"].endswith(".bias.exp_avg") or
                      v["name"] == "wpe.weight.exp_avg")
         psi_bwd = psi_p - unread
-        axes = hpz["comm_bytes"]["per_axis"]
-        inter = sum(a[0] for a in axes) / world - loss_bytes(nodes)
-        intra = sum(a[1] for a in axes) / world - loss_bytes(group)
+        inter, intra = axis_bytes(hpz, world, [nodes, group])
         inter_formula = 8 * psi_p * (nodes - 1) / nodes
         intra_formula = (8 * psi_p * (group - 1) / world +
                          4 * psi_bwd * (group - 1) / group)
-        flat_sent = sum(a[0] for a in flat["comm_bytes"]["per_axis"]) / \
-            world - loss_bytes(world)
+        flat_sent, = axis_bytes(flat, world, [world])
         flat_formula = (2 * psi_p + psi_bwd) * 4 * (world - 1) / world
-        check(abs(intra - intra_formula) < 1e-6,
-              "%s: %.1f bytes within a group, formula %.1f" % (
-                  tag, intra, intra_formula))
-        check(abs(inter - inter_formula) < 1e-6,
-              "%s: %.1f bytes across groups, formula %.1f" % (
-                  tag, inter, inter_formula))
-        check(abs(flat_sent - flat_formula) < 1e-6,
-              "%s: flat sends %.1f bytes, formula %.1f" % (
-                  tag, flat_sent, flat_formula))
+        check_bytes(tag, "within a group", intra, intra_formula)
+        check_bytes(tag, "across groups", inter, inter_formula)
+        check_bytes(tag, "sent by flat ZeRO", flat_sent, flat_formula)
         print("%-10s %10d %12.1f %12.1f %12.1f %12.1f %12.1f" % (
             "%d = %dx%d" % (world, nodes, group), psi_p, intra,
             intra_formula, inter, inter_formula, flat_sent))
