@@ -317,6 +317,12 @@ struct ZeroSbpPropagationPass
       func.emitError("zero-sbp-propagation expects a single-block graph");
       return signalPassFailure();
     }
+    if (groupSize < 0) {
+      func.emitError("zero-sbp-propagation: group-size must not be negative, "
+                     "got ")
+          << static_cast<int64_t>(groupSize);
+      return signalPassFailure();
+    }
     FailureOr<PlacementAttr> placement = findPlacement(func, world);
     if (succeeded(placement) && groupSize > 0)
       placement = groupedPlacement(func, *placement, groupSize);

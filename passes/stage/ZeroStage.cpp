@@ -376,6 +376,9 @@ LogicalResult StageRewriter::run() {
     return func.emitError(
         "zero-stage: shard-min-size and persistence-threshold must be "
         "non-negative");
+  if (micsShardSize < 0 || hpzPartitionSize < 0)
+    return func.emitError("zero-stage: mics-shard-size and "
+                          "hpz-partition-size must be non-negative");
   // This pass alone decides what is split; a variable captured split would
   // reach the rewrite with casts where it expects variables (and at stage 0
   // leave rank-dependent B -> P casts a plan cannot run).

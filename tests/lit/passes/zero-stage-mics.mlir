@@ -6,6 +6,9 @@
 // RUN: not zero-opt %s --zero-pipeline='stage=0 world=4 mics-shard-size=2' 2>&1 | FileCheck %s --check-prefix=STAGE0
 // RUN: not zero-opt %s --pass-pipeline='builtin.module(func.func(zero-sbp-propagation{world=4},zero-stage{stage=2 mics-shard-size=2}))' 2>&1 | FileCheck %s --check-prefix=ONE-AXIS
 // RUN: not zero-opt %s --pass-pipeline='builtin.module(func.func(zero-sbp-propagation{world=6 group-size=4}))' 2>&1 | FileCheck %s --check-prefix=PROPAGATION
+// RUN: not zero-opt %s --pass-pipeline='builtin.module(func.func(zero-sbp-propagation{world=4 group-size=-2}))' 2>&1 | FileCheck %s --check-prefix=NEGATIVE-GROUP
+// RUN: not zero-opt %s --pass-pipeline='builtin.module(func.func(zero-sbp-propagation{world=4},zero-stage{stage=3 hpz-partition-size=-2}))' 2>&1 | FileCheck %s --check-prefix=NEGATIVE-STAGE
+// RUN: not zero-opt %s --zero-pipeline='stage=3 world=4 mics-shard-size=-2' 2>&1 | FileCheck %s --check-prefix=NEGATIVE-KEY
 
 // MiCS: 4 ranks as 2 groups of 2. Shards are [B, S(0)], padded to a
 // multiple of 2, not 4: the gradient is reduce-scattered within a group
@@ -48,6 +51,9 @@
 // HPZ-NOT: shard.all_gather %[[W2]]
 
 // DIVIDE: mics-shard-size: expected a divisor of the world size 4, got 3
+// NEGATIVE-GROUP: zero-sbp-propagation: group-size must not be negative, got -2
+// NEGATIVE-STAGE: zero-stage: mics-shard-size and hpz-partition-size must be non-negative
+// NEGATIVE-KEY: mics-shard-size: expected an integer >= -1, got -2
 // STAGE0: mics-shard-size: needs ZeRO stage 1, 2 or 3
 // ONE-AXIS: zero-stage: mics-shard-size=2 needs a 2-D placement [nodes, 2] (zero-sbp-propagation's group-size makes one); @mlp is placed on 4
 // PROPAGATION: zero-sbp-propagation: group-size=4 must divide the ranks of a 1-D placement or be the inner size of a 2-D one; @mlp is placed on #sbp.placement<cpu, [0, 1, 2, 3, 4, 5]>
