@@ -23,6 +23,10 @@ namespace zerosbp::runtime {
 
 namespace {
 
+/// Host memory. Scratch comes from a block each communication thread keeps
+/// and grows: a fresh allocation of a large bucket is fresh pages from the
+/// kernel (zero-run allocates above 1 MiB with mmap), and faulting them in
+/// cost more than the collective itself (docs/scale.md#validation).
 class HostCollectiveMemory : public CollectiveMemory {
 public:
   void copy(void *dst, const void *src, size_t bytes) override {
@@ -37,13 +41,47 @@ public:
                    rowBytes);
   }
   void *allocate(size_t bytes) override {
+    Cache &cache = threadCache();
+    if (!cache.inUse && cache.bytes >= bytes && cache.block) {
+      cache.inUse = true;
+      return cache.block;
+    }
+    if (!cache.inUse) {
+      std::free(cache.block);
+      cache.block = std::malloc(bytes ? bytes : 1);
+      cache.bytes = cache.block ? bytes : 0;
+      if (!cache.block)
+        throw RuntimeError("cannot allocate " + std::to_string(bytes) +
+                           " bytes of collective scratch");
+      cache.inUse = true;
+      return cache.block;
+    }
     void *scratch = std::malloc(bytes ? bytes : 1);
     if (!scratch)
       throw RuntimeError("cannot allocate " + std::to_string(bytes) +
                          " bytes of collective scratch");
     return scratch;
   }
-  void release(void *scratch) override { std::free(scratch); }
+  void release(void *scratch) override {
+    Cache &cache = threadCache();
+    if (scratch == cache.block) {
+      cache.inUse = false;
+      return;
+    }
+    std::free(scratch);
+  }
+
+private:
+  struct Cache {
+    void *block = nullptr;
+    size_t bytes = 0;
+    bool inUse = false;
+    ~Cache() { std::free(block); }
+  };
+  static Cache &threadCache() {
+    thread_local Cache cache;
+    return cache;
+  }
 };
 
 /// Scratch of one collective, released when it goes out of scope.

@@ -9,7 +9,11 @@
 //                              section size (little-endian, top bit
 //                              cleared), then the header's JSON text
 //   first byte % 8 == 7 ('7')  checkpoint manifest parser (parseManifest)
+//   first byte % 8 == 5 ('5')  zero-sim's --topology text (first line) and
+//                              device file (the rest)
 //
+// A plan that reads is also simulated (zero-sim) on one node of its ranks:
+// the simulator may refuse it with a RuntimeError but must not crash.
 // (Seeds that begin with 0 or '2' are plans, with 1 .npy files. A mutated
 // plan rarely keeps its checksum, so plans that begin with 0 skip it to
 // reach the checks behind it.) Each reader may reject its input with a
@@ -22,9 +26,13 @@
 
 #include "runtime/checkpoint/Manifest.h"
 #include "runtime/core/Error.h"
+#include "runtime/core/Limits.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/sim/DeviceModel.h"
+#include "runtime/sim/Simulator.h"
+#include "runtime/sim/Topology.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -41,6 +49,14 @@ void check(bool condition, const char *what) {
     std::fprintf(stderr, "runtime_fuzzer: %s\n", what);
     std::abort();
   }
+}
+
+// zero-sim on an accepted plan: one node of the plan's ranks, an H100.
+void simulatePlan(const sim::Topology &topology, const Plan &plan) {
+  sim::Simulation result =
+      sim::simulate(plan, topology, sim::presetDevice("h100"));
+  check(result.stepSeconds >= 0 && result.commExposedSeconds >= 0,
+        "simulated a negative time");
 }
 
 void fuzzPlan(const std::string &text, bool verifyChecksum) {
@@ -70,6 +86,28 @@ void fuzzPlan(const std::string &text, bool verifyChecksum) {
                 buffers[a].liveLast < buffers[b].liveFirst ||
                 buffers[b].liveLast < buffers[a].liveFirst,
             "plan buffers share bytes while both are live");
+  sim::Topology topology;
+  topology.ranksPerNode = plan.world;
+  topology.intraBandwidth = 1e9;
+  topology.intraLatency = 1e-6;
+  try {
+    simulatePlan(topology, plan);
+  } catch (const RuntimeError &) {
+  }
+}
+
+void fuzzSimulator(const std::string &text) {
+  size_t newline = text.find('\n');
+  sim::Topology topology = sim::parseTopology(text.substr(0, newline));
+  check(topology.ranks() >= 1 && topology.ranks() <= kMaxRanks,
+        "topology rank count out of range");
+  if (newline != std::string::npos) {
+    sim::DeviceModel device =
+        sim::parseDeviceModel(text.substr(newline + 1), "fuzz.json");
+    check(device.matmulRate(DType::F32, 100, 1) > 0 &&
+              device.memoryRate(100) > 0,
+          "device rate not positive");
+  }
 }
 
 void fuzzNpy(const std::string &text) {
@@ -155,6 +193,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fuzzNpy(text);
     else if (data[0] % 8 == 3)
       fuzzSafetensors(text);
+    else if (data[0] % 8 == 5)
+      fuzzSimulator(text);
     else
       fuzzManifest(text);
   } catch (const RuntimeError &) {

@@ -246,7 +246,13 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
     if (statesStage(file->getBuffer()))
       stageSource = (path + ": zero_optimization.stage").str();
   } else if (!pipelineOptions.empty()) {
-    config = zerosbp::parsePipelineOptions(pipelineOptions +
+    // --stage goes in with the pairs, so that keys checked against the
+    // stage (mics-shard-size, hpz-partition-size) see it.
+    std::string stagePair =
+        given(stage) && !statesStagePair(pipelineOptions)
+            ? " stage=" + std::to_string(static_cast<int64_t>(stage))
+            : "";
+    config = zerosbp::parsePipelineOptions(pipelineOptions + stagePair +
                                            " world=" + std::to_string(world));
     if (!config)
       return config.takeError();

@@ -44,15 +44,14 @@
 #include "runtime/core/Limits.h"
 #include "runtime/io/DurableFile.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/tools/common/CommandLine.h"
 #include "runtime/train/Hostfile.h"
 #include "runtime/train/Interrupt.h"
 #include "runtime/train/MpiTraining.h"
 #include "runtime/train/Report.h"
 #include "runtime/train/Trainer.h"
 
-#include "absl/flags/commandlineflag.h"
 #include "absl/flags/flag.h"
-#include "absl/flags/reflection.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -150,136 +149,29 @@ const char *const kUsage =
     "--resume DIR] [--data DIR] [--outputs DIR] [--backend ...] "
     "[--report=json] [--report-file FILE]";
 
-// Checked on the text as given, before Abseil parses it, so that an error
-// quotes it and only plain decimal integers are taken.
-struct IntegerRange {
-  const char *flag;
-  int64_t min, max;
-};
-const IntegerRange kIntegerRanges[] = {
-    {"ranks", 1, kMaxRanks},
-    {"steps", 1, 1000000000},
-    {"checkpoint_every", 1, 1000000000},
-    {"keep", 1, 1000000},
-    {"seed", 0, INT64_MAX},
-    {"timeout", 1, 86400},
-    {"threads", 1, 256},
-};
-
-struct Choice {
-  const char *flag;
-  const char *first, *second;
-};
-const Choice kChoices[] = {
-    {"backend", "inprocess", "mpi"},
-    {"device", "cpu", "cuda"},
-    {"report", "json", "none"},
-};
+const tools::CommandLineSpec &commandLineSpec() {
+  // Integers and choices are checked on the text as given, before Abseil
+  // parses it, so that an error quotes it and only plain decimal integers
+  // are taken.
+  static const tools::CommandLineSpec kSpec = {
+      kUsage,
+      __FILE__,
+      {{"ranks", 1, kMaxRanks},
+       {"steps", 1, 1000000000},
+       {"checkpoint_every", 1, 1000000000},
+       {"keep", 1, 1000000},
+       {"seed", 0, INT64_MAX},
+       {"timeout", 1, 86400},
+       {"threads", 1, 256}},
+      {{"backend", {"inprocess", "mpi"}},
+       {"device", {"cpu", "cuda"}},
+       {"report", {"json", "none"}}},
+      {{"-n", "ranks"}}};
+  return kSpec;
+}
 
 [[noreturn]] void usageError(const std::string &message) {
-  throw RuntimeError(message + "\n" + kUsage);
-}
-
-int64_t parseInteger(const std::string &flag, const std::string &text,
-                     int64_t min, int64_t max) {
-  char *end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value < min || value > max)
-    usageError(flag + ": expected an integer in [" + std::to_string(min) +
-               ", " + std::to_string(max) + "], got '" + text + "'");
-  return value;
-}
-
-// Only the flags defined above: another library's flags are not zero-run's
-// to take or to list.
-bool isOwnFlag(const absl::CommandLineFlag &flag) {
-  return flag.Filename() == __FILE__;
-}
-
-std::string dashed(absl::string_view name) {
-  std::string text(name.data(), name.size());
-  std::replace(text.begin(), text.end(), '_', '-');
-  return text;
-}
-
-// The flag `option` (`--checkpoint-every`, `-n`) names, or null.
-absl::CommandLineFlag *findFlag(const std::string &option) {
-  std::string name;
-  if (option == "-n")
-    name = "ranks";
-  else if (option.rfind("--", 0) == 0 && option.find('_') == std::string::npos)
-    name = option.substr(2);
-  else
-    return nullptr;
-  std::replace(name.begin(), name.end(), '-', '_');
-  absl::CommandLineFlag *flag = absl::FindCommandLineFlag(name);
-  return flag && isOwnFlag(*flag) ? flag : nullptr;
-}
-
-void checkValue(const std::string &option, const absl::CommandLineFlag &flag,
-                const std::string &text) {
-  for (const IntegerRange &range : kIntegerRanges)
-    if (flag.Name() == range.flag) {
-      parseInteger(option, text, range.min, range.max);
-      return;
-    }
-  for (const Choice &choice : kChoices)
-    if (flag.Name() == choice.flag) {
-      if (text != choice.first && text != choice.second)
-        usageError(option + ": expected " + choice.first + " or " +
-                   choice.second + ", got '" + text + "'");
-      return;
-    }
-  if (flag.IsOfType<bool>()) {
-    if (text != "true" && text != "false")
-      usageError(option + ": expected true or false, got '" + text + "'");
-    return;
-  }
-  // An empty path would leave the flag unset.
-  if (text.empty())
-    usageError(option + " needs a value");
-}
-
-// Prints `text` from `column` on, wrapped at 80 columns, after `lead`.
-void printWrapped(std::ostream &out, const std::string &lead,
-                  const std::string &text, size_t column) {
-  std::string line =
-      lead + std::string(column - std::min(column, lead.size()), ' ');
-  bool empty = true;
-  std::istringstream words(text);
-  std::string word;
-  while (words >> word) {
-    if (!empty && line.size() + 1 + word.size() > 80) {
-      out << line << "\n";
-      line = std::string(column, ' ');
-      empty = true;
-    }
-    line += (empty ? "" : " ") + word;
-    empty = false;
-  }
-  out << line << "\n";
-}
-
-void printHelp(std::ostream &out) {
-  std::vector<std::pair<std::string, const absl::CommandLineFlag *>> flags;
-  for (const auto &[name, flag] : absl::GetAllFlags())
-    if (isOwnFlag(*flag))
-      flags.emplace_back("--" + dashed(name), flag);
-  std::sort(flags.begin(), flags.end(),
-            [](const auto &a, const auto &b) { return a.first < b.first; });
-  size_t column = 0;
-  for (const auto &[option, flag] : flags)
-    column = std::max(column, option.size());
-  column += 4;
-  out << kUsage << "\n\nflags (--name value or --name=value):\n";
-  for (const auto &[option, flag] : flags) {
-    std::string text = flag->Help();
-    std::string defaultValue = flag->DefaultValue();
-    if (!defaultValue.empty())
-      text += " (default: " + defaultValue + ")";
-    printWrapped(out, "  " + option, text, column);
-  }
+  tools::usageError(commandLineSpec(), message);
 }
 
 struct CommandLine {
@@ -291,47 +183,13 @@ struct CommandLine {
 };
 
 CommandLine parse(int argc, char **argv) {
-  std::string planPath;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string option = args[i];
-    std::optional<std::string> value;
-    if (option.rfind("--", 0) == 0) {
-      size_t equals = option.find('=');
-      if (equals != std::string::npos) {
-        value = option.substr(equals + 1);
-        option.resize(equals);
-      }
-    }
-    if (option == "--help" || option == "-h") {
-      printHelp(std::cout);
-      std::exit(0);
-    }
-    if (option.rfind("-", 0) != 0) {
-      if (!planPath.empty())
-        usageError("unexpected argument '" + option + "'");
-      planPath = option;
-      continue;
-    }
-    absl::CommandLineFlag *flag = findFlag(option);
-    if (!flag)
-      usageError("unknown option '" + option + "'");
-    std::string text;
-    if (value)
-      text = *value;
-    else if (flag->IsOfType<bool>())
-      text = "true";
-    else if (i + 1 < args.size())
-      text = args[++i];
-    else
-      usageError(option + " needs a value");
-    checkValue(option, *flag, text);
-    std::string error;
-    if (!flag->ParseFrom(text, &error))
-      usageError(option + ": " + error);
-  }
-  if (planPath.empty())
+  std::vector<std::string> positional =
+      tools::parseCommandLine(argc, argv, commandLineSpec());
+  if (positional.size() > 1)
+    usageError("unexpected argument '" + positional[1] + "'");
+  if (positional.empty())
     usageError("no plan file given");
+  const std::string &planPath = positional[0];
   std::optional<int64_t> steps = absl::GetFlag(FLAGS_steps);
   if (!steps)
     usageError("--steps is required");

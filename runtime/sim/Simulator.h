@@ -1,0 +1,81 @@
+//===- Simulator.h - a plan's step on a modelled cluster --------*- C++ -*-===//
+//
+// Replays one rank's instructions (the plan is SPMD, every rank runs the
+// same) on three streams, as the runtime runs them: kernels in order on the
+// compute stream, collectives in issue order on the communication stream,
+// transfers on the copy stream. A start queues its work behind what the
+// stream already holds; a wait holds the compute stream until that work is
+// done, which is the exposed time (docs/scale.md#the-simulator).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ZEROSBP_RUNTIME_SIM_SIMULATOR_H
+#define ZEROSBP_RUNTIME_SIM_SIMULATOR_H
+
+#include "runtime/plan/Plan.h"
+#include "runtime/sim/DeviceModel.h"
+#include "runtime/sim/InstructionCost.h"
+#include "runtime/sim/Topology.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zerosbp::runtime::sim {
+
+struct SimOptions {
+  /// CPU devices: the threads each rank computes with (zero-run --threads).
+  int threads = 1;
+};
+
+struct OpSummary {
+  int64_t count = 0;
+  double seconds = 0;
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct Simulation {
+  double stepSeconds = 0;
+  /// Kernel, all_slice and copy time on the compute stream, waits excluded.
+  double computeSeconds = 0;
+  /// Time the communication stream runs collectives, and the part of it
+  /// the compute stream waits for.
+  double commBusySeconds = 0;
+  double commExposedSeconds = 0;
+  double transferBusySeconds = 0;
+  double transferExposedSeconds = 0;
+  /// FLOPs of one rank's step, and of its matmuls alone.
+  double flops = 0;
+  double matmulFlops = 0;
+  /// The part of the device a rank's matmuls compute with (a CPU rank's
+  /// BLAS cores).
+  double share = 1;
+  int64_t collectives = 0;
+  std::array<int64_t, kNumCollectiveKinds> bytesSentByKind{};
+  std::array<double, kNumCollectiveKinds> secondsByKind{};
+  /// Bytes a rank sends per step along each hierarchy axis, and how that
+  /// axis's groups sit on the nodes.
+  std::vector<int64_t> bytesSentByAxis;
+  std::vector<GroupLayout> axisGroups;
+  /// Per kernel op (and "copy", "shard.all_slice").
+  std::map<std::string, OpSummary> ops;
+  /// The plan's arenas per rank and whether the device arena fits the
+  /// device's memory.
+  int64_t deviceBytes = 0;
+  int64_t hostBytes = 0;
+  int64_t nvmeBytes = 0;
+  bool fits = true;
+};
+
+/// Simulates one step of `plan` on `topology` with `device` on every rank.
+/// Throws RuntimeError when the topology's rank count is not the plan's, or
+/// a transfer needs a link (pcie, nvme) the topology does not give.
+Simulation simulate(const Plan &plan, const Topology &topology,
+                    const DeviceModel &device, const SimOptions &options = {});
+
+} // namespace zerosbp::runtime::sim
+
+#endif // ZEROSBP_RUNTIME_SIM_SIMULATOR_H

@@ -1,0 +1,152 @@
+"""zero-sim from the plan alone: the bytes it predicts each rank sends per
+hierarchy axis equal what zero-run measures on the same plan (flat ZeRO,
+MiCS, hpZ); its groups sit on the nodes as the placement says; it refuses
+bad input with one line and exit status 1; --help lists its flags."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=2",
+        "--seq-length=16", "--vocab-size=64", "--batch-size=4"]
+PIPELINE = "shard-min-size=0 stage3-param-persistence-threshold=0"
+FOUR = "nodes=2,ranks_per_node=2,intra=100GB/s,inter=10GB/s,latency=5us"
+
+
+def compile_plan(tmp_path, stage, world, extra=""):
+    plan = str(tmp_path / ("s%d_%s.zplan" % (stage, extra.replace("=", "")
+                                             .replace(" ", "_") or "flat")))
+    subprocess.run([os.environ["ZEROSBP_COMPILE"], *GPT2,
+                    f"--world={world}", f"--stage={stage}",
+                    f"--pipeline={PIPELINE} {extra}", "--report=none",
+                    "-o", plan], check=True)
+    return plan
+
+
+def sim(*args):
+    done = subprocess.run([os.environ["ZEROSBP_SIM"], *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout, done.stderr
+
+
+def sim_json(plan, topology=FOUR, device="h100"):
+    code, out, err = sim(plan, "--topology", topology, "--device", device,
+                         "--report", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def measured(tmp_path, plan, world):
+    report = tmp_path / "report.json"
+    subprocess.run([os.environ["ZEROSBP_RUN"], plan, f"--ranks={world}",
+                    "--steps=1", "--quiet", "--report-file", str(report)],
+                   check=True)
+    return json.loads(report.read_text())
+
+
+@pytest.mark.parametrize("stage,extra", [
+    (1, ""), (2, ""), (3, ""), (3, "mics-shard-size=2"),
+    (3, "hpz-partition-size=2")])
+def test_bytes_per_axis_match_the_runtime(tmp_path, stage, extra):
+    plan = compile_plan(tmp_path, stage, 4, extra)
+    predicted = sim_json(plan)
+    report = measured(tmp_path, plan, 4)
+    # Rank 0's last step, per axis and per kind.
+    assert predicted["comm_bytes"]["per_axis"] == \
+        report["comm_bytes"]["per_axis"][0]
+    for kind in ["all_reduce", "reduce_scatter", "all_gather"]:
+        assert predicted["comm_bytes"][kind] == \
+            report["comm_bytes"]["per_rank"][0][kind], kind
+    assert sum(predicted["comm_bytes"]["per_axis"]) > 0
+
+
+def test_groups_sit_on_the_nodes(tmp_path):
+    # MiCS over 2 groups of 2: the groups of axis 1 are ranks {0, 1} and
+    # {2, 3}, one node each; axis 0 pairs {0, 2}, across the two nodes.
+    axes = sim_json(compile_plan(tmp_path, 3, 4, "mics-shard-size=2"))["axes"]
+    assert axes == [{"group_size": 2, "nodes": 2, "ranks_per_node": 1},
+                    {"group_size": 2, "nodes": 1, "ranks_per_node": 2}]
+    flat = sim_json(compile_plan(tmp_path, 3, 4))["axes"]
+    assert flat == [{"group_size": 4, "nodes": 2, "ranks_per_node": 2}]
+
+
+def test_faster_links_shorten_communication(tmp_path):
+    plan = compile_plan(tmp_path, 3, 4)
+    slow = sim_json(plan, FOUR)
+    fast = sim_json(plan, FOUR.replace("inter=10GB/s", "inter=100GB/s"))
+    assert fast["comm_busy_ms"] < slow["comm_busy_ms"]
+    assert fast["compute_ms"] == slow["compute_ms"]
+    assert slow["step_ms"] >= slow["compute_ms"]
+    # The memory per rank is the plan's.
+    plan_json = json.loads(open(plan).read())
+    assert slow["memory"]["device_bytes"] == plan_json["arena_bytes"]
+    assert slow["memory"]["fits"] is True
+
+
+def test_text_report(tmp_path):
+    plan = compile_plan(tmp_path, 3, 4, "mics-shard-size=2")
+    code, out, err = sim(plan, "--topology", FOUR, "--device", "a100")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "zero-sim: %s (4 ranks, stage 3) on 2 x 2, a100" % plan
+    assert lines[1].startswith("  step ")
+    assert any(line.startswith("  axis 1 sends ") and
+               "(groups of 2 over 1 node)" in line for line in lines)
+    assert lines[-1].startswith("  memory per rank  ") and \
+        lines[-1].endswith("(fits)")
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "no plan file given"),
+    (["PLAN"], "--topology is required"),
+    (["PLAN", "--topology", FOUR], "give one of --device and --device-file"),
+    (["PLAN", "--topology", "nodes=2", "--device", "h100"],
+     "--topology: nodes= and ranks_per_node= are required (e.g. "
+     "nodes=2,ranks_per_node=8,intra=450GB/s,inter=50GB/s,latency=5us)"),
+    (["PLAN", "--topology", FOUR, "--device", "tpu"],
+     "--device: unknown device 'tpu' (built in: a100, h100, h200, v100; or "
+     "--device-file FILE)"),
+    (["PLAN", "--topology", "nodes=1,ranks_per_node=2,intra=1GB/s,latency=0",
+      "--device", "h100"],
+     "the plan runs on 4 ranks, the topology has 2 (nodes x ranks_per_node);"
+     " compile for the topology's ranks"),
+    (["PLAN", "--topology", FOUR, "--device", "h100", "--threads", "2"],
+     "--threads applies to CPU devices (a device file with \"cores\")"),
+    (["PLAN", "--topology", FOUR, "--device", "h100", "--algorithm", "bus"],
+     "--algorithm: expected auto, ring, tree or direct, got 'bus'"),
+    (["PLAN", "--bogus"], "unknown option '--bogus'"),
+    (["PLAN", "PLAN"], "unexpected argument 'PLAN'"),
+])
+def test_bad_input_is_one_line(tmp_path, args, message):
+    plan = compile_plan(tmp_path, 1, 4)
+    code, out, err = sim(*[plan if a == "PLAN" else a for a in args])
+    assert code == 1 and out == ""
+    first, usage = err.splitlines()[0], err.splitlines()[1:]
+    assert first == "zero-sim: " + message.replace("PLAN", plan)
+    assert all(line.startswith("usage: zero-sim") for line in usage)
+
+
+def test_bad_device_file_and_plan(tmp_path):
+    plan = compile_plan(tmp_path, 1, 4)
+    device = tmp_path / "dev.json"
+    device.write_text('{"name": "x", "vector_flops": 1e9}')
+    code, _, err = sim(plan, "--topology", FOUR, "--device-file", device)
+    assert code == 1
+    assert err == "zero-sim: %s: 'matmul_flops' must be an object " \
+        "{\"f32\": ..., \"f16\": ...}\n" % device
+    broken = tmp_path / "broken.zplan"
+    broken.write_text(open(plan).read()[:1000])
+    code, _, err = sim(broken, "--topology", FOUR, "--device", "h100")
+    assert code == 1 and len(err.splitlines()) == 1
+    assert err.startswith("zero-sim: %s: " % broken)
+
+
+def test_help_lists_the_flags():
+    code, out, err = sim("--help")
+    assert code == 0 and err == ""
+    assert out.startswith("usage: zero-sim model.zplan --topology ")
+    for flag in ["--topology", "--device", "--device-file", "--threads",
+                 "--algorithm", "--report", "--report-file"]:
+        assert "\n  %s " % flag in out, flag

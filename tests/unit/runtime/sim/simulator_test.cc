@@ -1,0 +1,242 @@
+//===- simulator_test.cc - zero-sim's cost model and replay ---------------===//
+//
+// Every expected time is derived by hand from the formulas of
+// docs/scale.md#the-simulator.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/core/Error.h"
+#include "runtime/sim/InstructionCost.h"
+#include "runtime/sim/Simulator.h"
+
+#include <gtest/gtest.h>
+
+using namespace zerosbp::runtime;
+using namespace zerosbp::runtime::sim;
+
+namespace {
+
+PlanValue value(std::vector<int64_t> shape) {
+  PlanValue v;
+  v.shape = std::move(shape);
+  return v;
+}
+
+Instruction matmul() {
+  Instruction instruction;
+  instruction.op = "nn.matmul";
+  instruction.operands = {0, 1};
+  instruction.results = {2};
+  return instruction;
+}
+
+/// matmul; all_reduce start (bucket 0) of 100,000 f32; matmul; wait.
+Plan overlapPlan() {
+  Plan plan;
+  plan.world = 2;
+  plan.hierarchy = {2};
+  plan.arenas = {PlanArena{MemoryKind::Device, 4096}};
+  plan.values = {value({64, 32}), value({32, 16}), value({64, 16}),
+                 value({100000})};
+  Instruction start;
+  start.kind = InstructionKind::CollectiveStart;
+  start.op = "collective_start";
+  start.collective = CollectiveKind::AllReduce;
+  start.bucket = 0;
+  start.groupSize = 2;
+  start.operands = {3};
+  start.results = {3};
+  Instruction wait;
+  wait.kind = InstructionKind::CollectiveWait;
+  wait.op = "collective_wait";
+  wait.bucket = 0;
+  plan.instructions = {matmul(), start, matmul(), wait};
+  return plan;
+}
+
+/// 1 GFLOP/s everywhere, memory so fast that every kernel is compute-bound.
+DeviceModel slowDevice() {
+  DeviceModel device;
+  device.name = "test";
+  device.matmulF32Peak = device.matmulF16Peak = device.vectorPeak = 1e9;
+  device.memoryPeak = 1e15;
+  device.algorithm = CollectiveAlgorithm::Ring;
+  return device;
+}
+
+Topology twoRanks() {
+  return parseTopology("nodes=1,ranks_per_node=2,intra=1GB/s,latency=10us");
+}
+
+TEST(InstructionCost, MatmulCountsTwoMnk) {
+  Plan plan = overlapPlan();
+  KernelWork work = instructionWork(plan, plan.instructions[0]);
+  EXPECT_TRUE(work.matmul);
+  EXPECT_DOUBLE_EQ(work.flops, 2.0 * 64 * 16 * 32);
+  EXPECT_DOUBLE_EQ(work.bytes, (64 * 32 + 32 * 16 + 64 * 16) * 4.0);
+  // 65,536 FLOPs at 1 GFLOP/s.
+  EXPECT_DOUBLE_EQ(kernelSeconds(work, slowDevice(), 1, false), 65.536e-6);
+}
+
+TEST(InstructionCost, MismatchedMatmulIsRefused) {
+  Plan plan = overlapPlan();
+  plan.values[1] = value({31, 16});
+  EXPECT_THROW(instructionWork(plan, plan.instructions[0]), RuntimeError);
+}
+
+TEST(InstructionCost, RingTreeAndDirectByHand) {
+  Topology node =
+      parseTopology("nodes=1,ranks_per_node=8,intra=100GB/s,latency=1us");
+  GroupLayout eight{8, 1, 8};
+  // Ring all-reduce: 2(p-1) a + 2 (p-1)/p T / b.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllReduce, 8000000000,
+                                DType::F32, eight, node,
+                                CollectiveAlgorithm::Ring),
+              14e-6 + 2 * 0.875 * 8e9 / 100e9, 1e-12);
+  // Tree all-reduce: 2 log2(p) a + the same bandwidth term.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllReduce, 8000000000,
+                                DType::F32, eight, node,
+                                CollectiveAlgorithm::Tree),
+              6e-6 + 2 * 0.875 * 8e9 / 100e9, 1e-12);
+  // Auto takes the tree for an all-reduce, the ring for an all-gather.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllReduce, 8000, DType::F32,
+                                eight, node, CollectiveAlgorithm::Auto),
+              6e-6 + 2 * 0.875 * 8000 / 100e9, 1e-15);
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 8000, DType::F32,
+                                eight, node, CollectiveAlgorithm::Auto),
+              7e-6 + 0.875 * 8000 / 100e9, 1e-15);
+  // Direct: one latency and the bytes a rank sends.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::ReduceScatter, 8000, DType::F32,
+                                eight, node, CollectiveAlgorithm::Direct),
+              1e-6 + 7000 / 100e9, 1e-15);
+  EXPECT_EQ(collectiveSeconds(CollectiveKind::AllReduce, 8000, DType::F32,
+                              GroupLayout{1, 1, 1}, node,
+                              CollectiveAlgorithm::Ring),
+            0);
+}
+
+TEST(InstructionCost, AcrossNodesTheNicsBound) {
+  Topology cluster =
+      parseTopology("nodes=2,ranks_per_node=8,intra=100GB/s,inter=10GB/s,"
+                    "intra_latency=1us,inter_latency=5us");
+  // 16 ranks over 2 nodes: b = min(100, 8 x 10) GB/s; of the 15 hops of a
+  // ring reduce-scatter, 2 cross the network.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::ReduceScatter, 16000000,
+                                DType::F32, GroupLayout{16, 2, 8}, cluster,
+                                CollectiveAlgorithm::Ring),
+              13e-6 + 2 * 5e-6 + (15.0 / 16) * 16e6 / 80e9, 1e-12);
+  // One rank per node (MiCS's inter-node all-reduce): its own NIC only.
+  EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllReduce, 1000000, DType::F32,
+                                GroupLayout{2, 2, 1}, cluster,
+                                CollectiveAlgorithm::Ring),
+              2 * 5e-6 + 2 * 0.5 * 1e6 / 10e9, 1e-12);
+}
+
+TEST(InstructionCost, GroupsOnNodes) {
+  Plan plan;
+  plan.world = 8;
+  plan.hierarchy = {2, 4};
+  Topology topology = parseTopology(
+      "nodes=2,ranks_per_node=4,intra=1GB/s,inter=1GB/s,latency=0");
+  GroupLayout inner = groupLayout(plan, 1, topology);
+  EXPECT_EQ(inner.size, 4);
+  EXPECT_EQ(inner.nodes, 1);
+  EXPECT_EQ(inner.perNode, 4);
+  GroupLayout outer = groupLayout(plan, 0, topology);
+  EXPECT_EQ(outer.size, 2);
+  EXPECT_EQ(outer.nodes, 2);
+  EXPECT_EQ(outer.perNode, 1);
+}
+
+TEST(Simulator, WaitExposesWhatComputeDoesNotHide) {
+  Plan plan = overlapPlan();
+  Simulation sim = simulate(plan, twoRanks(), slowDevice());
+  // all-reduce of 400,000 bytes over 2 ranks: 2 x 10 us + 400,000 / 1e9.
+  double comm = 20e-6 + 400e-6;
+  double kernel = 65.536e-6;
+  EXPECT_NEAR(sim.commBusySeconds, comm, 1e-12);
+  EXPECT_NEAR(sim.computeSeconds, 2 * kernel, 1e-12);
+  // It starts after the first matmul and ends after the second.
+  EXPECT_NEAR(sim.stepSeconds, kernel + comm, 1e-12);
+  EXPECT_NEAR(sim.commExposedSeconds, comm - kernel, 1e-12);
+  EXPECT_EQ(sim.bytesSentByAxis, std::vector<int64_t>{400000});
+  EXPECT_EQ(sim.bytesSentByKind[0], 400000);
+  EXPECT_EQ(sim.collectives, 1);
+  EXPECT_EQ(sim.ops.at("nn.matmul").count, 2);
+  EXPECT_EQ(sim.deviceBytes, 4096);
+}
+
+TEST(Simulator, SmallCollectivesHideBehindCompute) {
+  Plan plan = overlapPlan();
+  plan.values[3] = value({1000});
+  Simulation sim = simulate(plan, twoRanks(), slowDevice());
+  EXPECT_NEAR(sim.stepSeconds, 2 * 65.536e-6, 1e-12);
+  EXPECT_EQ(sim.commExposedSeconds, 0);
+}
+
+TEST(Simulator, FullCpuCoresCannotOverlap) {
+  Plan plan = overlapPlan();
+  DeviceModel cpu = slowDevice();
+  cpu.cores = 2;
+  cpu.collectivesUseCores = true;
+  Simulation sim = simulate(plan, twoRanks(), cpu);
+  // One core per rank: the collective's copies take the matmul's core.
+  EXPECT_NEAR(sim.stepSeconds, 2 * 65.536e-6 + 420e-6, 1e-12);
+  EXPECT_NEAR(sim.commExposedSeconds, 420e-6, 1e-12);
+  // Four ranks on two cores: every kernel at half speed.
+  Plan four = overlapPlan();
+  four.world = 4;
+  four.hierarchy = {4};
+  Simulation shared = simulate(
+      four, parseTopology("nodes=1,ranks_per_node=4,intra=1GB/s,latency=0"),
+      cpu);
+  EXPECT_NEAR(shared.computeSeconds, 4 * 65.536e-6, 1e-12);
+}
+
+TEST(Simulator, RefusesAnotherWorld) {
+  Plan plan = overlapPlan();
+  try {
+    simulate(plan, parseTopology("nodes=1,ranks_per_node=1"), slowDevice());
+    FAIL() << "simulated a 2-rank plan on 1 rank";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(),
+                 "the plan runs on 2 ranks, the topology has 1 (nodes x "
+                 "ranks_per_node); compile for the topology's ranks");
+  }
+}
+
+TEST(Simulator, TransfersNeedTheirLink) {
+  Plan plan = overlapPlan();
+  Instruction transfer;
+  transfer.kind = InstructionKind::TransferStart;
+  transfer.op = "transfer_start";
+  transfer.transfer = 0;
+  transfer.from = MemoryKind::Device;
+  transfer.to = MemoryKind::Host;
+  transfer.operands = {3};
+  transfer.results = {3};
+  plan.instructions = {transfer};
+  try {
+    simulate(plan, twoRanks(), slowDevice());
+    FAIL() << "simulated a transfer without pcie=";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(),
+                 "the plan moves data between device and host memory: "
+                 "--topology needs pcie= (e.g. pcie=25GB/s)");
+  }
+  Instruction wait;
+  wait.kind = InstructionKind::TransferWait;
+  wait.op = "transfer_wait";
+  wait.transfer = 0;
+  plan.instructions = {transfer, wait};
+  Simulation sim =
+      simulate(plan,
+               parseTopology("nodes=1,ranks_per_node=2,intra=1GB/s,latency=0,"
+                             "pcie=4GB/s"),
+               slowDevice());
+  // 400,000 bytes at 4 GB/s, all exposed.
+  EXPECT_NEAR(sim.stepSeconds, 100e-6, 1e-12);
+  EXPECT_NEAR(sim.transferExposedSeconds, 100e-6, 1e-12);
+}
+
+} // namespace
