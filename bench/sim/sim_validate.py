@@ -13,13 +13,16 @@ plan alone. Columns: measured and predicted step time, their difference
 (predicted / measured - 1), and the compute and exposed communication of
 each (measured: the report's phases; predicted: zero-sim's).
 
+A second table predicts the GPU runs of bench/results/gpu.json (GPT-2
+small on one H200, measured by bench/gpu) with zero-sim's h200 preset.
+
 Usage (through Bazel, which passes the tool paths):
   bazel run -c opt //bench/sim:validate -- \
       --csv=$PWD/bench/results/sim_validation.csv \
       --json=$PWD/bench/results/sim_validation.json
   sim_validate.py ZERO_COMPILE ZERO_RUN ZERO_SIM MACHINE_PROBE MPIRUN_FLAGS
       [--csv FILE] [--json FILE] [--steps 5] [--repeats 2] [--ranks 1,2,4]
-      [--backends inprocess,mpi]
+      [--backends inprocess,mpi] [--gpu-results bench/results/gpu.json]
 """
 
 import argparse
@@ -38,6 +41,16 @@ PIPELINE = ("shard-min-size=0 stage3-param-persistence-threshold=0 "
             "overlap-comm=true")
 STAGES = [0, 1, 2, 3]
 GOAL = 0.15
+
+GPU_COLUMNS = [
+    ("precision", "precision"),
+    ("batch", "batch"),
+    ("measured_ms", "measured step ms (H200)"),
+    ("predicted_ms", "predicted step ms (h200 preset)"),
+    ("error", "difference"),
+    ("predicted_matmul_ms", "predicted matmul ms"),
+    ("measured_matmul_ms", "measured matmul ms"),
+]
 
 COLUMNS = [
     ("backend", "backend"),
@@ -79,6 +92,59 @@ def topology(world, link):
         world, int(link["bandwidth"]), link["latency_s"] * 1e6)
 
 
+def gpu_rows(args, work):
+    """zero-sim's h200 prediction of each ZeroSBP run in the GPU results."""
+    path = args.gpu_results
+    if not os.path.isabs(path):
+        path = os.path.join(os.environ.get("BUILD_WORKSPACE_DIRECTORY", "."),
+                            path)
+    if not os.path.exists(path):
+        print("no GPU results at %s: GPU table left out" % path)
+        return []
+    results = bench_report.load_json(path)
+    m = results["model"]
+    ops = {}
+    ops_path = os.path.join(os.path.dirname(path), "gpu_ops.csv")
+    if os.path.exists(ops_path):
+        with open(ops_path) as f:
+            header = f.readline().strip().split(",")
+            for line in f:
+                cells = dict(zip(header, line.strip().split(",")))
+                ops[cells["op"]] = cells
+    rows = []
+    for result in results["rows"]:
+        if result["system"] != "ZeroSBP" or result.get("error"):
+            continue
+        precision = result["precision"]
+        plan = os.path.join(work, "gpu_%s.zplan" % precision)
+        bench_report.run([
+            args.zero_compile, "--num-layers=%d" % m["layers"],
+            "--hidden-size=%d" % m["hidden"],
+            "--num-attention-heads=%d" % m["heads"],
+            "--seq-length=%d" % m["seq"], "--vocab-size=%d" % m["vocab"],
+            "--batch-size=%d" % results["batch"], "--world=1", "--stage=0",
+            "--pipeline=precision=%s" % precision, "--report=none", "-o",
+            plan])
+        predicted = json.loads(bench_report.run(
+            [args.zero_sim, plan, "--topology", "nodes=1,ranks_per_node=1",
+             "--device", "h200", "--report", "json"]))
+        measured = result["ms_per_step"]
+        error = predicted["step_ms"] / measured - 1
+        matmul = ops.get("nn.matmul", {}).get("%s_ms" % precision)
+        rows.append({
+            "precision": precision,
+            "batch": results["batch"],
+            "measured_ms": round(measured, 1),
+            "predicted_ms": round(predicted["step_ms"], 1),
+            "error": "%+.1f%%" % (100 * error),
+            "error_fraction": round(error, 4),
+            "predicted_matmul_ms": round(
+                predicted["ops"]["nn.matmul"]["ms"], 1),
+            "measured_matmul_ms": float(matmul) if matmul else "-",
+        })
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for tool in ["zero_compile", "zero_run", "zero_sim", "machine_probe",
@@ -90,6 +156,9 @@ def main():
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--ranks", default="1,2,4")
     parser.add_argument("--backends", default="inprocess,mpi")
+    parser.add_argument("--gpu-results", default="bench/results/gpu.json",
+                        help="bench/gpu's results to predict (relative to "
+                        "the workspace)")
     args = parser.parse_args()
     if args.steps < 2 or args.repeats < 1:
         bench_report.fail("--steps must be at least 2 and --repeats at least "
@@ -195,6 +264,13 @@ def main():
               worst["ranks"], worst["stage"], worst["error"],
               bench_model.GPT2_DESCRIPTION, args.steps, args.repeats,
               bench_report.describe(info)))
+    gpu = gpu_rows(args, work)
+    if gpu:
+        print()
+        bench_report.print_table(GPU_COLUMNS, gpu)
+        print("\nGPT-2 small (12 layers, hidden 768, sequence 1024), batch "
+              "8, one H200, stage 0: measured by bench/gpu (%s), predicted "
+              "from the plan with the h200 preset." % args.gpu_results)
     print("device file: " + json.dumps(device))
     for (backend, world), link in sorted(links.items()):
         print("link %s N=%d: latency %.2f us, %.3f GB/s per rank" % (
@@ -207,7 +283,7 @@ def main():
             "steps": args.steps, "repeats": args.repeats, "ranks": worlds,
             "backends": backends, "device": device,
             "links": [dict(link, samples=None) for link in links.values()],
-            "date": date}, info, date, rows)
+            "date": date}, info, date, {"cpu": rows, "gpu": gpu})
 
 
 if __name__ == "__main__":

@@ -135,6 +135,10 @@ Simulation simulate(const Plan &plan, const Topology &topology,
       sim.bytesSentByKind[kind] += sent;
       sim.secondsByKind[kind] += seconds;
       sim.bytesSentByAxis[axis] += sent;
+      if (group.nodes > 1)
+        sim.networkBytes += static_cast<double>(sent) *
+                            static_cast<double>(group.nodes) /
+                            static_cast<double>(group.size);
       ++sim.collectives;
       double start = std::max(now, commFree);
       commFree = start + seconds;

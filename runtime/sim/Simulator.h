@@ -60,6 +60,11 @@ struct Simulation {
   /// axis's groups sit on the nodes.
   std::vector<int64_t> bytesSentByAxis;
   std::vector<GroupLayout> axisGroups;
+  /// Of those, the bytes that cross the network: a ring over a group that
+  /// spans n nodes crosses it on n of its p hops, so n/p of what a rank
+  /// sends leaves its node (all of it for one rank per node, 1/8 for a
+  /// flat ring over nodes of 8).
+  double networkBytes = 0;
   /// Per kernel op (and "copy", "shard.all_slice").
   std::map<std::string, OpSummary> ops;
   /// The plan's arenas per rank and whether the device arena fits the

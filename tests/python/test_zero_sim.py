@@ -65,11 +65,21 @@ def test_bytes_per_axis_match_the_runtime(tmp_path, stage, extra):
 def test_groups_sit_on_the_nodes(tmp_path):
     # MiCS over 2 groups of 2: the groups of axis 1 are ranks {0, 1} and
     # {2, 3}, one node each; axis 0 pairs {0, 2}, across the two nodes.
-    axes = sim_json(compile_plan(tmp_path, 3, 4, "mics-shard-size=2"))["axes"]
+    axes = sim_json(compile_plan(tmp_path, 3, 4,
+                                 "mics-shard-size=2"))["axes"]
     assert axes == [{"group_size": 2, "nodes": 2, "ranks_per_node": 1},
                     {"group_size": 2, "nodes": 1, "ranks_per_node": 2}]
-    flat = sim_json(compile_plan(tmp_path, 3, 4))["axes"]
-    assert flat == [{"group_size": 4, "nodes": 2, "ranks_per_node": 2}]
+    flat = sim_json(compile_plan(tmp_path, 3, 4))
+    assert flat["axes"] == [{"group_size": 4, "nodes": 2,
+                             "ranks_per_node": 2}]
+    # What leaves a node: a ring over 4 ranks on 2 nodes crosses the
+    # network on 2 of its 4 hops; MiCS's axis 0 (one rank per node) on all
+    # of them, its axis 1 on none.
+    sent = flat["comm_bytes"]["per_axis"]
+    assert flat["comm_bytes"]["network"] == round(sent[0] / 2)
+    mics = sim_json(compile_plan(tmp_path, 3, 4, "mics-shard-size=2"))
+    assert mics["comm_bytes"]["network"] == \
+        mics["comm_bytes"]["per_axis"][0]
 
 
 def test_faster_links_shorten_communication(tmp_path):
@@ -92,6 +102,7 @@ def test_text_report(tmp_path):
     lines = out.splitlines()
     assert lines[0] == "zero-sim: %s (4 ranks, stage 3) on 2 x 2, a100" % plan
     assert lines[1].startswith("  step ")
+    assert any(line.startswith("  network ") for line in lines)
     assert any(line.startswith("  axis 1 sends ") and
                "(groups of 2 over 1 node)" in line for line in lines)
     assert lines[-1].startswith("  memory per rank  ") and \

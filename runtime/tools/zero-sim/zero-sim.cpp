@@ -129,6 +129,7 @@ nlohmann::ordered_json reportJson(const std::string &path, const Plan &plan,
     seconds[name] = ms(sim.secondsByKind[kind]);
   }
   bytes["per_axis"] = sim.bytesSentByAxis;
+  bytes["network"] = std::llround(sim.networkBytes);
   report["comm_bytes"] = bytes;
   report["comm_ms_by_kind"] = seconds;
   nlohmann::ordered_json axes = nlohmann::ordered_json::array();
@@ -196,6 +197,10 @@ void printText(std::ostream &out, const std::string &path, const Plan &plan,
         group.nodes == 1 ? "" : "s");
     out << line;
   }
+  std::snprintf(line, sizeof(line),
+                "  network         %10.3f MiB per rank leave its node\n",
+                sim.networkBytes / (1 << 20));
+  out << line;
   out << "  memory per rank  " << gib(sim.deviceBytes) << " device";
   if (device.memoryBytes > 0)
     out << " of " << gib(device.memoryBytes)
