@@ -4,6 +4,7 @@
 #include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 using namespace mlir;
@@ -23,11 +24,30 @@ int64_t zerosbp::bucketElements(CollectiveStartOp start) {
   return total;
 }
 
+/// A parameter, or an hpZ secondary partition: the all_slice a gathered
+/// parameter leaves behind, which the backward gathers again
+/// (docs/design.md#hierarchical-zero).
+static bool isParameterShard(Value value) {
+  if (value.getDefiningOp<nn::VariableOp>())
+    return true;
+  auto slice = value.getDefiningOp<shard::AllSliceOp>();
+  if (!slice)
+    return false;
+  Value whole = slice.getInput();
+  // The forward's gather, over one hierarchy axis after another.
+  while (auto wait = whole.getDefiningOp<CollectiveWaitOp>()) {
+    auto start = wait.getFuture().getDefiningOp<CollectiveStartOp>();
+    if (!start || start.getKind() != CollectiveKind::all_gather)
+      return false;
+    unsigned index = cast<OpResult>(whole).getResultNumber();
+    whole = start.getInputs()[index];
+  }
+  return whole.getDefiningOp<nn::VariableOp>() != nullptr;
+}
+
 bool zerosbp::isParameterGather(CollectiveStartOp start) {
   return start.getKind() == CollectiveKind::all_gather &&
-         llvm::all_of(start.getInputs(), [](Value input) {
-           return input.getDefiningOp<nn::VariableOp>() != nullptr;
-         });
+         llvm::all_of(start.getInputs(), isParameterShard);
 }
 
 CollectiveWaitOp zerosbp::waitOf(CollectiveStartOp start) {

@@ -306,10 +306,17 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       }
       if (!anchor)
         continue;
-      // Keep issue order: never ahead of the previous bucket's start.
+      // Keep issue order: never ahead of the previous bucket's start, nor
+      // of the gather's own inputs (an hpZ secondary partition is sliced
+      // in the forward).
       Operation *previous = gathers[i - 1];
       if (anchor->isBeforeInBlock(previous))
         anchor = previous;
+      for (Value input : start.getInputs())
+        if (Operation *def = input.getDefiningOp())
+          if (def->getBlock() == anchor->getBlock() &&
+              anchor->isBeforeInBlock(def))
+            anchor = def;
       if (anchor->isBeforeInBlock(start))
         start->moveAfter(anchor);
     }

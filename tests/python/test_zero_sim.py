@@ -161,3 +161,34 @@ def test_help_lists_the_flags():
     for flag in ["--topology", "--device", "--device-file", "--threads",
                  "--algorithm", "--report", "--report-file"]:
         assert "\n  %s " % flag in out, flag
+
+
+def test_hpz_backward_gathers_wait_for_the_backward(tmp_path):
+    # hpZ's backward gathers read the secondary partition, sliced in the
+    # forward; they are parameter gathers all the same, issued before their
+    # first use in the backward (within the prefetch budget), so the step
+    # holds one secondary partition per parameter, not a second gathered
+    # copy of the model.
+    model = [flag for flag in GPT2 if not flag.startswith(
+        ("--num-layers", "--hidden-size"))] + ["--num-layers=8",
+                                               "--hidden-size=64"]
+    budget = ("stage3-prefetch-bucket-size=20000 "
+              "stage3-max-live-parameters=40000")
+
+    def compile_report(extra):
+        plan = tmp_path / ("p%s.zplan" % len(extra))
+        out = subprocess.run(
+            [os.environ["ZEROSBP_COMPILE"], *model, "--world=4",
+             "--stage=3", f"--pipeline={PIPELINE} {budget} {extra}",
+             "--report=json", "-o", str(plan)],
+            check=True, capture_output=True, text=True).stdout
+        return json.loads(out), json.loads(plan.read_text())["memory"]
+
+    report, flat = compile_report("")
+    _, hpz = compile_report("hpz-partition-size=2")
+    params = report["params"]
+    assert params == 405120  # 8 layers of hidden 64.
+    secondary = params * 4 // 2
+    assert hpz["peak"]["activation"] <= \
+        flat["peak"]["activation"] + secondary + params * 4 // 10
+    assert hpz["arena"] < flat["arena"]
