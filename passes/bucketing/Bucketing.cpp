@@ -78,6 +78,7 @@ public:
 private:
   void moveStateAccesses();
   LogicalResult lowerShardCollectives();
+  void hoistInputViews();
   FailureOr<PlacementAttr> placementOf(Operation *op, StringRef grid,
                                        ArrayRef<int16_t> axes);
   int64_t limitOf(const BucketKey &key) const;
@@ -121,6 +122,41 @@ void Bucketer::moveStateAccesses() {
       Operation *user = *def->getUsers().begin();
       def->moveBefore(user);
       def = def->getOperand(0).getDefiningOp();
+    }
+  }
+}
+
+/// The reshapes and pads that lay a collective's input out (a flat, padded
+/// gradient) move up to just after the value they read, so that the
+/// collective's input is ready where its data is. Stage 1's flattened
+/// gradients otherwise sit at their updates, after the backward, and no two
+/// reduce-scatters share a bucket. A reshape is a view; a pad feeding only
+/// the collective replaces its source's bytes, so neither holds more.
+void Bucketer::hoistInputViews() {
+  auto layoutOp = [](Value value) -> Operation * {
+    Operation *def = value.getDefiningOp();
+    if (isa_and_nonnull<nn::ReshapeOp>(def) ||
+        (isa_and_nonnull<nn::PadOp>(def) && def->hasOneUse()))
+      return def;
+    return nullptr;
+  };
+  SmallVector<Operation *> chain;
+  func.walk([&](CollectiveStartOp start) {
+    for (Value input : start.getInputs())
+      for (Operation *op = layoutOp(input); op;
+           op = layoutOp(op->getOperand(0)))
+        chain.push_back(op);
+  });
+  // The innermost op of a chain first, so that each lands after its
+  // (already moved) operand.
+  for (Operation *op : llvm::reverse(chain)) {
+    Value source = op->getOperand(0);
+    if (Operation *def = source.getDefiningOp()) {
+      if (def->getBlock() == op->getBlock() && def != op->getPrevNode())
+        op->moveAfter(def);
+    } else if (auto argument = dyn_cast<BlockArgument>(source)) {
+      if (argument.getOwner() == op->getBlock())
+        op->moveBefore(&op->getBlock()->front());
     }
   }
 }
@@ -285,6 +321,7 @@ LogicalResult Bucketer::run() {
   moveStateAccesses();
   if (failed(lowerShardCollectives()))
     return failure();
+  hoistInputViews();
 
   Block &block = func.getBody().front();
   SmallVector<Operation *> order;
