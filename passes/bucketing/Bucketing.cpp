@@ -84,6 +84,7 @@ private:
   int64_t limitOf(const BucketKey &key) const;
   void emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
             const llvm::DenseSet<Operation *> &members);
+  void fuse(llvm::function_ref<bool(CollectiveStartOp)> eligible);
 
   func::FuncOp func;
   int64_t reduceLimit, gatherLimit, prefetchLimit;
@@ -266,18 +267,44 @@ int64_t Bucketer::limitOf(const BucketKey &key) const {
 static bool isFusible(CollectiveStartOp start) {
   if (start.getKind() == CollectiveKind::all_to_all)
     return false;
-  if (start.getGatherAxis().value_or(0) != 0 ||
-      start.getScatterAxis().value_or(0) != 0)
-    return false;
-  // A collective fed by or feeding another collective directly stays where
-  // it is: fusing it could tie the two buckets into a cycle.
-  for (Value input : start.getInputs())
-    if (input.getDefiningOp<CollectiveWaitOp>())
-      return false;
-  for (Operation *user : waitOf(start)->getUsers())
-    if (isa<CollectiveStartOp>(user))
-      return false;
-  return true;
+  return start.getGatherAxis().value_or(0) == 0 &&
+         start.getScatterAxis().value_or(0) == 0;
+}
+
+/// A collective that reads another one's result: the second step of a
+/// 2-D collective (MiCS's all-reduce across groups of a reduce-scatter
+/// within them, a gather within the node then across nodes).
+static bool isFedByCollective(CollectiveStartOp start) {
+  return llvm::any_of(start.getInputs(), [](Value input) {
+    return input.getDefiningOp<CollectiveWaitOp>() != nullptr;
+  });
+}
+
+static bool feedsCollective(CollectiveStartOp start) {
+  return llvm::any_of(waitOf(start)->getUsers(), [](Operation *user) {
+    return isa<CollectiveStartOp>(user);
+  });
+}
+
+/// The second step of a 2-D collective, fused in a second round.
+static bool isSecondStep(CollectiveStartOp start) {
+  return isFusible(start) && isFedByCollective(start) &&
+         !feedsCollective(start);
+}
+
+/// Where the results of `wait` are first needed: a second step that reads
+/// them is fused and placed again in the second round, so what counts is
+/// where its own results are first used.
+static int64_t chainFirstUse(CollectiveWaitOp wait,
+                             const OpPositions &positions, int64_t end) {
+  int64_t first = end;
+  for (Operation *user : wait->getUsers()) {
+    auto next = dyn_cast<CollectiveStartOp>(user);
+    first = std::min(first, next && isSecondStep(next)
+                                ? positions.firstUse(waitOf(next), end)
+                                : positions[user]);
+  }
+  return first;
 }
 
 void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
@@ -315,6 +342,17 @@ void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
       CollectiveWaitOp::create(builder, first.getLoc(), start.getFuture());
   for (auto [index, member] : llvm::enumerate(bucket.members))
     member.wait.getResult(0).replaceAllUsesWith(wait.getResult(index));
+  // Second steps that read the bucket follow its wait (the window kept
+  // what reads their results after it).
+  for (Operation *user : llvm::to_vector(wait->getUsers())) {
+    auto next = dyn_cast<CollectiveStartOp>(user);
+    if (!next || !next->isBeforeInBlock(wait))
+      continue;
+    next->moveAfter(wait);
+    if (CollectiveWaitOp nextWait = waitOf(next))
+      if (nextWait->isBeforeInBlock(next))
+        nextWait->moveAfter(next);
+  }
 }
 
 LogicalResult Bucketer::run() {
@@ -322,7 +360,22 @@ LogicalResult Bucketer::run() {
   if (failed(lowerShardCollectives()))
     return failure();
   hoistInputViews();
+  // First the collectives that read no other's result, then, over the
+  // buckets those became, the second steps of 2-D collectives (a chain of
+  // three stays as it is).
+  fuse([](CollectiveStartOp start) {
+    return isFusible(start) && !isFedByCollective(start);
+  });
+  fuse(isSecondStep);
 
+  int64_t index = 0;
+  func.walk([&](CollectiveStartOp start) {
+    start.setBucketAttr(OpBuilder(start).getI64IntegerAttr(index++));
+  });
+  return success();
+}
+
+void Bucketer::fuse(llvm::function_ref<bool(CollectiveStartOp)> eligible) {
   Block &block = func.getBody().front();
   SmallVector<Operation *> order;
   for (Operation &op : block)
@@ -338,13 +391,13 @@ LogicalResult Bucketer::run() {
   llvm::DenseSet<Operation *> members;
   for (Operation *op : order) {
     auto start = dyn_cast<CollectiveStartOp>(op);
-    if (!start || !isFusible(start))
+    if (!start || !eligible(start))
       continue;
     Member member{start, waitOf(start), -1, end, bucketElements(start)};
     for (Value input : start.getInputs())
       member.inputsReady =
           std::max(member.inputsReady, positions.definedAt(input));
-    member.firstUse = positions.firstUse(member.wait, end);
+    member.firstUse = chainFirstUse(member.wait, positions, end);
     members.insert(start);
     members.insert(member.wait);
 
@@ -391,12 +444,6 @@ LogicalResult Bucketer::run() {
   for (Operation *op : llvm::reverse(order))
     if (members.contains(op) && isa<CollectiveStartOp>(op))
       op->erase();
-
-  int64_t index = 0;
-  func.walk([&](CollectiveStartOp start) {
-    start.setBucketAttr(OpBuilder(start).getI64IntegerAttr(index++));
-  });
-  return success();
 }
 
 namespace {
