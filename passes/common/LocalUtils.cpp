@@ -24,25 +24,22 @@ int64_t zerosbp::bucketElements(CollectiveStartOp start) {
   return total;
 }
 
-/// A parameter, or an hpZ secondary partition: the all_slice a gathered
-/// parameter leaves behind, which the backward gathers again
-/// (docs/design.md#hierarchical-zero).
+/// A parameter; a parameter gathered over some hierarchy axes, which the
+/// second step of a 2-D gather gathers over the others; or an hpZ secondary
+/// partition, the all_slice a gathered parameter leaves behind for the
+/// backward to gather again (docs/design.md#hierarchical-zero).
 static bool isParameterShard(Value value) {
   if (value.getDefiningOp<nn::VariableOp>())
     return true;
-  auto slice = value.getDefiningOp<shard::AllSliceOp>();
-  if (!slice)
-    return false;
-  Value whole = slice.getInput();
-  // The forward's gather, over one hierarchy axis after another.
-  while (auto wait = whole.getDefiningOp<CollectiveWaitOp>()) {
+  if (auto slice = value.getDefiningOp<shard::AllSliceOp>())
+    return isParameterShard(slice.getInput());
+  if (auto wait = value.getDefiningOp<CollectiveWaitOp>()) {
     auto start = wait.getFuture().getDefiningOp<CollectiveStartOp>();
-    if (!start || start.getKind() != CollectiveKind::all_gather)
-      return false;
-    unsigned index = cast<OpResult>(whole).getResultNumber();
-    whole = start.getInputs()[index];
+    return start && start.getKind() == CollectiveKind::all_gather &&
+           isParameterShard(
+               start.getInputs()[cast<OpResult>(value).getResultNumber()]);
   }
-  return whole.getDefiningOp<nn::VariableOp>() != nullptr;
+  return false;
 }
 
 bool zerosbp::isParameterGather(CollectiveStartOp start) {
