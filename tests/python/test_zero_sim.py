@@ -103,6 +103,8 @@ def test_text_report(tmp_path):
     assert lines[0] == "zero-sim: %s (4 ranks, stage 3) on 2 x 2, a100" % plan
     assert lines[1].startswith("  step ")
     assert any(line.startswith("  network ") for line in lines)
+    kernels = [line for line in lines if line.startswith("  top kernels ")]
+    assert len(kernels) == 1 and kernels[0].count(" ms (") == 4
     assert any(line.startswith("  axis 1 sends ") and
                "(groups of 2 over 1 node)" in line for line in lines)
     assert lines[-1].startswith("  memory per rank  ") and \

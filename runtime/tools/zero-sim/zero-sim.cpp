@@ -201,6 +201,20 @@ void printText(std::ostream &out, const std::string &path, const Plan &plan,
                 "  network         %10.3f MiB per rank leave its node\n",
                 sim.networkBytes / (1 << 20));
   out << line;
+  // The kernels that take the most compute time.
+  std::vector<std::pair<std::string, OpSummary>> ops(sim.ops.begin(),
+                                                     sim.ops.end());
+  std::sort(ops.begin(), ops.end(), [](const auto &a, const auto &b) {
+    return a.second.seconds > b.second.seconds;
+  });
+  out << "  top kernels    ";
+  for (size_t i = 0; i < ops.size() && i < 4; ++i) {
+    std::snprintf(line, sizeof(line), "%s %s %.3f ms (%lld)", i ? "," : "",
+                  ops[i].first.c_str(), ms(ops[i].second.seconds),
+                  static_cast<long long>(ops[i].second.count));
+    out << line;
+  }
+  out << "\n";
   out << "  memory per rank  " << gib(sim.deviceBytes) << " device";
   if (device.memoryBytes > 0)
     out << " of " << gib(device.memoryBytes)
