@@ -47,3 +47,20 @@ def train_graph(model, vocab, stage, ranks, lr=1e-3):
             return loss
 
     return Train().to(zs.placement("cpu", ranks=range(ranks)))
+
+
+def compile_plans(zero_compile, worlds, stages, pipeline, work):
+    """This GPT-2 compiled for each N in `worlds` and stage in `stages` with
+    `pipeline`, into `work`: {(N, stage): plan path}."""
+    import os
+    import bench_report
+
+    plans = {}
+    for world in worlds:
+        for stage in stages:
+            plan = os.path.join(work, "n%d_s%d.zplan" % (world, stage))
+            bench_report.run([zero_compile] + GPT2_FLAGS + [
+                "--world=%d" % world, "--stage=%d" % stage,
+                "--pipeline=" + pipeline, "--report=none", "-o", plan])
+            plans[(world, stage)] = plan
+    return plans

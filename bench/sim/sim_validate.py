@@ -190,14 +190,8 @@ def main():
                     backend, world), flush=True)
                 links[(backend, world)] = comm_probe(args, backend, world)
 
-    plans = {}
-    for world in worlds:
-        for stage in STAGES:
-            plan = os.path.join(work, "n%d_s%d.zplan" % (world, stage))
-            bench_report.run([args.zero_compile] + bench_model.GPT2_FLAGS + [
-                "--world=%d" % world, "--stage=%d" % stage,
-                "--pipeline=" + PIPELINE, "--report=none", "-o", plan])
-            plans[(world, stage)] = plan
+    plans = bench_model.compile_plans(args.zero_compile, worlds, STAGES,
+                                      PIPELINE, work)
 
     configs = [(backend, world, stage) for backend in backends
                for world in worlds for stage in STAGES]

@@ -176,4 +176,14 @@ std::vector<std::string> parseCommandLine(int argc, char **argv,
   return positional;
 }
 
+std::string parsePlanCommandLine(int argc, char **argv,
+                                 const CommandLineSpec &spec) {
+  std::vector<std::string> positional = parseCommandLine(argc, argv, spec);
+  if (positional.size() > 1)
+    usageError(spec, "unexpected argument '" + positional[1] + "'");
+  if (positional.empty())
+    usageError(spec, "no plan file given");
+  return positional[0];
+}
+
 } // namespace zerosbp::runtime::tools

@@ -47,6 +47,11 @@ struct CommandLineSpec {
 std::vector<std::string> parseCommandLine(int argc, char **argv,
                                           const CommandLineSpec &spec);
 
+/// parseCommandLine for a tool that takes one plan file: returns its path;
+/// throws on none or more than one.
+std::string parsePlanCommandLine(int argc, char **argv,
+                                 const CommandLineSpec &spec);
+
 /// Throws RuntimeError with `message`, then the usage on the next line.
 [[noreturn]] void usageError(const CommandLineSpec &spec,
                              const std::string &message);

@@ -183,13 +183,8 @@ struct CommandLine {
 };
 
 CommandLine parse(int argc, char **argv) {
-  std::vector<std::string> positional =
-      tools::parseCommandLine(argc, argv, commandLineSpec());
-  if (positional.size() > 1)
-    usageError("unexpected argument '" + positional[1] + "'");
-  if (positional.empty())
-    usageError("no plan file given");
-  const std::string &planPath = positional[0];
+  std::string planPath =
+      tools::parsePlanCommandLine(argc, argv, commandLineSpec());
   std::optional<int64_t> steps = absl::GetFlag(FLAGS_steps);
   if (!steps)
     usageError("--steps is required");

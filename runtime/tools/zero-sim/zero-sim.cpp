@@ -230,13 +230,8 @@ void printText(std::ostream &out, const std::string &path, const Plan &plan,
 
 int main(int argc, char **argv) {
   try {
-    std::vector<std::string> positional =
-        tools::parseCommandLine(argc, argv, commandLineSpec());
-    if (positional.size() > 1)
-      usageError("unexpected argument '" + positional[1] + "'");
-    if (positional.empty())
-      usageError("no plan file given");
-    const std::string &path = positional[0];
+    std::string path =
+        tools::parsePlanCommandLine(argc, argv, commandLineSpec());
     std::string topologyText = absl::GetFlag(FLAGS_topology);
     if (topologyText.empty())
       usageError("--topology is required");
