@@ -95,6 +95,27 @@ def test_faster_links_shorten_communication(tmp_path):
     assert slow["memory"]["fits"] is True
 
 
+def test_efficiency_flags_scale_the_kernels(tmp_path):
+    # Wide enough that the matmuls are compute-bound on an H100.
+    plan = str(tmp_path / "wide.zplan")
+    subprocess.run([os.environ["ZEROSBP_COMPILE"], "--num-layers=1",
+                    "--hidden-size=256", "--num-attention-heads=4",
+                    "--seq-length=64", "--vocab-size=64", "--batch-size=64",
+                    "--world=4", "--stage=3", "--report=none", "-o", plan],
+                   check=True)
+    base = sim_json(plan)
+    code, out, err = sim(plan, "--topology", FOUR, "--device", "h100",
+                         "--matmul-efficiency", "0.35", "--report", "json")
+    assert code == 0, err
+    half = json.loads(out)
+    # Half the preset's 0.7: the matmul rate halves, compute-bound matmuls
+    # take longer, and the collectives do not change.
+    assert half["device"]["matmul_tflops_f32"] == pytest.approx(
+        base["device"]["matmul_tflops_f32"] / 2)
+    assert half["ops"]["nn.matmul"]["ms"] > base["ops"]["nn.matmul"]["ms"]
+    assert half["comm_busy_ms"] == base["comm_busy_ms"]
+
+
 def test_text_report(tmp_path):
     plan = compile_plan(tmp_path, 3, 4, "mics-shard-size=2")
     code, out, err = sim(plan, "--topology", FOUR, "--device", "a100")
@@ -130,6 +151,12 @@ def test_text_report(tmp_path):
     (["PLAN", "--topology", FOUR, "--device", "h100", "--algorithm", "bus"],
      "--algorithm: expected auto, ring, tree or direct, got 'bus'"),
     (["PLAN", "--bogus"], "unknown option '--bogus'"),
+    (["PLAN", "--topology", FOUR, "--device", "h100",
+      "--matmul-efficiency", "1.5"],
+     "--matmul-efficiency must be in (0, 1], got 1.5"),
+    (["PLAN", "--topology", FOUR, "--device", "h100",
+      "--memory-efficiency", "nan"],
+     "--memory-efficiency must be in (0, 1], got nan"),
     (["PLAN", "PLAN"], "unexpected argument 'PLAN'"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, message):
@@ -161,7 +188,8 @@ def test_help_lists_the_flags():
     assert code == 0 and err == ""
     assert out.startswith("usage: zero-sim model.zplan --topology ")
     for flag in ["--topology", "--device", "--device-file", "--threads",
-                 "--algorithm", "--report", "--report-file"]:
+                 "--algorithm", "--matmul-efficiency", "--memory-efficiency",
+                 "--report", "--report-file"]:
         assert "\n  %s " % flag in out, flag
 
 

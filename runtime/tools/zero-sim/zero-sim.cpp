@@ -42,6 +42,12 @@ ABSL_FLAG(int, threads, 1,
 ABSL_FLAG(std::string, algorithm, "",
           "collective algorithm: auto, ring, tree or direct (default: the "
           "device's)");
+ABSL_FLAG(std::optional<double>, matmul_efficiency, std::nullopt,
+          "the fraction of the matmul peaks kernels achieve, in (0, 1] "
+          "(presets: 0.7)");
+ABSL_FLAG(std::optional<double>, memory_efficiency, std::nullopt,
+          "the fraction of the memory bandwidth kernels achieve, in (0, 1] "
+          "(presets: 0.8)");
 ABSL_FLAG(std::string, report, "text", "text or json on stdout");
 ABSL_FLAG(std::optional<std::string>, report_file, std::nullopt,
           "also write the JSON report here");
@@ -56,6 +62,7 @@ const tools::CommandLineSpec &commandLineSpec() {
       "usage: zero-sim model.zplan --topology nodes=N,ranks_per_node=R,"
       "intra=BW,inter=BW,latency=T (--device NAME | --device-file FILE) "
       "[--threads T] [--algorithm auto|ring|tree|direct] "
+      "[--matmul-efficiency F] [--memory-efficiency F] "
       "[--report text|json] [--report-file FILE]",
       __FILE__,
       {{"threads", 1, 256}},
@@ -246,6 +253,29 @@ int main(int argc, char **argv) {
     if (std::string algorithm = absl::GetFlag(FLAGS_algorithm);
         !algorithm.empty())
       device.algorithm = parseAlgorithm(algorithm);
+    // Efficiencies from the command line override the device's.
+    struct Efficiency {
+      const char *option;
+      std::optional<double> value;
+      double &field;
+    };
+    for (const Efficiency &efficiency :
+         {Efficiency{"--matmul-efficiency",
+                     absl::GetFlag(FLAGS_matmul_efficiency),
+                     device.matmulEfficiency},
+          Efficiency{"--memory-efficiency",
+                     absl::GetFlag(FLAGS_memory_efficiency),
+                     device.memoryEfficiency}}) {
+      if (!efficiency.value)
+        continue;
+      if (!(*efficiency.value > 0 && *efficiency.value <= 1)) {
+        char text[64];
+        std::snprintf(text, sizeof(text), "%g", *efficiency.value);
+        usageError(std::string(efficiency.option) + " must be in (0, 1], got " +
+                   text);
+      }
+      efficiency.field = *efficiency.value;
+    }
     SimOptions options;
     options.threads = absl::GetFlag(FLAGS_threads);
     if (options.threads != 1 && device.cores == 0)
