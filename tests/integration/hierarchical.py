@@ -43,6 +43,9 @@ import os
 import subprocess
 import sys
 
+import checks
+from checks import check
+
 GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
         "--seq-length=16", "--vocab-size=64", "--batch-size=16"]
 BASE = "stage3-param-persistence-threshold=0 shard-min-size=0"
@@ -66,13 +69,6 @@ def main():
     zero_compile, zero_run = sys.argv[1], sys.argv[2]
     work = os.environ.get("TEST_TMPDIR", "/tmp/hierarchical")
     os.makedirs(work, exist_ok=True)
-    failures = []
-
-    def check(condition, message):
-        if not condition:
-            failures.append(message)
-            print("FAIL: " + message)
-
     def compile_plan(name, world, pipeline, extra=()):
         plan = os.path.join(work, name + ".zplan")
         flags = ["--pipeline=" + pipeline] if pipeline else []
@@ -302,12 +298,10 @@ def main():
               "%s: expected one line with %r, got %r" % (
                   pipeline, message, done.stderr))
 
-    if failures:
-        print("%d check(s) failed" % len(failures))
-        return 1
-    print("MiCS and hpZ equal flat ZeRO and the formulas at N = 4 and 8")
-    return 0
+    if not checks.failures:
+        print("MiCS and hpZ equal flat ZeRO and the formulas at N = 4 and 8")
+    checks.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
