@@ -121,15 +121,29 @@ GroupLayout groupLayout(const Plan &plan, int axis, const Topology &topology) {
   return worst;
 }
 
+/// The values of a collective's full-size side: the results of an
+/// all-gather, the operands of the others.
+static const std::vector<int> &fullSide(const Instruction &instruction) {
+  return instruction.collective == CollectiveKind::AllGather
+             ? instruction.results
+             : instruction.operands;
+}
+
 int64_t collectiveFullBytes(const Plan &plan, const Instruction &instruction) {
-  const std::vector<int> &side =
-      instruction.collective == CollectiveKind::AllGather
-          ? instruction.results
-          : instruction.operands;
   int64_t bytes = 0;
-  for (int id : side)
+  for (int id : fullSide(instruction))
     bytes += plan.values[id].bytes();
   return bytes;
+}
+
+int64_t collectiveBytesSent(CollectiveKind kind, int64_t fullBytes, DType dtype,
+                            int64_t groupSize) {
+  // directBytesSent takes the collective's own argument: every element of
+  // an all-reduce, one rank's part of the others.
+  int64_t count = fullBytes / static_cast<int64_t>(dtypeBytes(dtype));
+  if (kind != CollectiveKind::AllReduce)
+    count /= std::max<int64_t>(groupSize, 1);
+  return directBytesSent(kind, dtype, count, static_cast<int>(groupSize), 0);
 }
 
 int64_t collectivePackBytes(const Plan &plan, const Instruction &instruction,
@@ -146,10 +160,7 @@ int64_t collectivePackBytes(const Plan &plan, const Instruction &instruction,
   if (instruction.operands.size() > 1)
     return full + full / groupSize;
   // A part is rank-major when only size-1 dims precede the split axis.
-  const std::vector<int> &side =
-      instruction.collective == CollectiveKind::AllGather
-          ? instruction.results
-          : instruction.operands;
+  const std::vector<int> &side = fullSide(instruction);
   std::optional<int> axis = instruction.collective == CollectiveKind::AllGather
                                 ? instruction.gatherAxis
                                 : instruction.scatterAxis;
@@ -180,13 +191,9 @@ double collectiveSeconds(CollectiveKind kind, int64_t fullBytes, DType dtype,
   bool allReduce = kind == CollectiveKind::AllReduce;
   double steps = allReduce ? 2.0 : 1.0;
   if (algorithm == CollectiveAlgorithm::Direct) {
-    int64_t elementBytes = static_cast<int64_t>(dtypeBytes(dtype));
-    int64_t count = fullBytes / elementBytes;
-    if (!allReduce)
-      count /= p;
-    return alpha + static_cast<double>(directBytesSent(
-                       kind, dtype, count, static_cast<int>(p), 0)) /
-                       beta;
+    return alpha +
+           static_cast<double>(collectiveBytesSent(kind, fullBytes, dtype, p)) /
+               beta;
   }
   // A ring's steps each cost a hop's latency: it crosses the network once
   // per node it spans (NCCL's tuning model), NVLink or shared memory else.

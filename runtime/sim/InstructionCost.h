@@ -54,6 +54,11 @@ GroupLayout groupLayout(const Plan &plan, int axis, const Topology &topology);
 /// of a reduce-scatter, the output of an all-gather) and one rank's part.
 int64_t collectiveFullBytes(const Plan &plan, const Instruction &instruction);
 
+/// The bytes rank 0 of a group of `groupSize` sends in a collective of
+/// `fullBytes`, as the runtime counts them (directBytesSent).
+int64_t collectiveBytesSent(CollectiveKind kind, int64_t fullBytes, DType dtype,
+                            int64_t groupSize);
+
 /// The bytes the runtime copies to pack a collective's operands into a flat
 /// buffer and its results out of it (runtime/exec/Collectives.cpp): a
 /// bucket of several reduce-scatter or all-gather segments copies T + T/p,

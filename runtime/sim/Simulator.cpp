@@ -152,11 +152,8 @@ private:
                           topology, device.algorithm) +
         (packBytes > 0 ? 2 * packBytes / device.memoryRate(packBytes) : 0);
 
-    int64_t count = fullBytes / static_cast<int64_t>(dtypeBytes(dtype));
-    if (instruction.collective != CollectiveKind::AllReduce)
-      count /= std::max<int64_t>(group.size, 1);
-    int64_t sent = directBytesSent(instruction.collective, dtype, count,
-                                   static_cast<int>(group.size), 0);
+    int64_t sent = collectiveBytesSent(instruction.collective, fullBytes, dtype,
+                                       group.size);
     int kind = static_cast<int>(instruction.collective);
     sim.bytesSentByKind[kind] += sent;
     sim.secondsByKind[kind] += seconds;
