@@ -124,6 +124,15 @@ const char *algorithmName(CollectiveAlgorithm algorithm) {
   return "auto";
 }
 
+std::optional<CollectiveAlgorithm> parseAlgorithm(const std::string &name) {
+  for (CollectiveAlgorithm algorithm :
+       {CollectiveAlgorithm::Auto, CollectiveAlgorithm::Ring,
+        CollectiveAlgorithm::Tree, CollectiveAlgorithm::Direct})
+    if (name == algorithmName(algorithm))
+      return algorithm;
+  return std::nullopt;
+}
+
 DeviceModel presetDevice(const std::string &name) {
   auto found = presets().find(name);
   if (found == presets().end()) {
@@ -247,16 +256,10 @@ DeviceModel parseDeviceModel(const std::string &text,
   if (algorithm != root.end()) {
     std::string text =
         algorithm->is_string() ? algorithm->get<std::string>() : std::string();
-    if (text == "auto")
-      device.algorithm = CollectiveAlgorithm::Auto;
-    else if (text == "ring")
-      device.algorithm = CollectiveAlgorithm::Ring;
-    else if (text == "tree")
-      device.algorithm = CollectiveAlgorithm::Tree;
-    else if (text == "direct")
-      device.algorithm = CollectiveAlgorithm::Direct;
-    else
+    std::optional<CollectiveAlgorithm> parsed = parseAlgorithm(text);
+    if (!parsed)
       fail(source, "'algorithm' must be auto, ring, tree or direct");
+    device.algorithm = *parsed;
   }
   auto usesCores = root.find("collectives_use_cores");
   if (usesCores != root.end()) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,8 @@ namespace zerosbp::runtime::sim {
 /// of ZeroSBP's CPU backends (runtime/comm/Communicator.h).
 enum class CollectiveAlgorithm { Auto, Ring, Tree, Direct };
 const char *algorithmName(CollectiveAlgorithm algorithm);
+/// The algorithm algorithmName names, or nullopt for other text.
+std::optional<CollectiveAlgorithm> parseAlgorithm(const std::string &name);
 
 struct DeviceModel {
   std::string name;

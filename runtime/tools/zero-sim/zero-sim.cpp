@@ -76,16 +76,6 @@ const tools::CommandLineSpec &commandLineSpec() {
   tools::usageError(commandLineSpec(), message);
 }
 
-CollectiveAlgorithm parseAlgorithm(const std::string &text) {
-  if (text == "ring")
-    return CollectiveAlgorithm::Ring;
-  if (text == "tree")
-    return CollectiveAlgorithm::Tree;
-  if (text == "direct")
-    return CollectiveAlgorithm::Direct;
-  return CollectiveAlgorithm::Auto;
-}
-
 double ms(double seconds) { return seconds * 1e3; }
 
 // A bandwidth or duration as a JSON number, rounded for reading.
@@ -252,7 +242,8 @@ int main(int argc, char **argv) {
         deviceFile ? readDeviceModel(*deviceFile) : presetDevice(deviceName);
     if (std::string algorithm = absl::GetFlag(FLAGS_algorithm);
         !algorithm.empty())
-      device.algorithm = parseAlgorithm(algorithm);
+      // The flag's choices are checked already (commandLineSpec).
+      device.algorithm = *parseAlgorithm(algorithm);
     // Efficiencies from the command line override the device's.
     struct Efficiency {
       const char *option;
