@@ -152,16 +152,27 @@ def format_cell(value):
     return str(value)
 
 
+def _write_whole(path, write):
+    """Calls write(f) on a temporary file beside `path`, then renames it to
+    `path`: a results file is complete or absent, never half written."""
+    partial = path + ".partial"
+    with open(partial, "w", newline="") as f:
+        write(f)
+    os.replace(partial, path)
+
+
 def write_csv(path, columns, rows):
-    with open(path, "w", newline="") as f:
+    def write(f):
         writer = csv.DictWriter(f, fieldnames=[key for key, _ in columns],
                                 extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+    _write_whole(path, write)
 
 
 def write_json(path, benchmark, settings, info, date, rows):
-    with open(path, "w") as f:
+    def write(f):
         json.dump({"benchmark": benchmark, "date": date, "machine": info,
                    "settings": settings, "rows": rows}, f, indent=2)
         f.write("\n")
+    _write_whole(path, write)
