@@ -33,6 +33,25 @@ def ZeroFoldTransposes : Pass<"zero-fold-transposes", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroFuseAttention : Pass<"zero-fuse-attention", "::mlir::func::FuncOp"> {
+  let summary = "Fuses scores, scale, softmax and values into nn.attention";
+  let description = [{
+    Runs on the global view before autodiff. The chain
+    `nn.batch_matmul %q, %k {transpose_rhs}`, any number of `nn.scale`,
+    `nn.softmax` over the last axis (causal or not) and `nn.batch_matmul`
+    of the probabilities with `%v` becomes one `nn.attention %q, %k, %v`
+    with the product of the scales and the softmax's mask. Autodiff then
+    gives it one `nn.attention_grad`, which recomputes the probabilities from
+    the log-sum-exp the forward keeps, so no `Sq x Sk` tensor lives in the
+    plan (flash attention). A chain whose scores, scaled scores or
+    probabilities have another reader (returned, or used twice), a
+    transposed `q` or `v`, or a softmax over another axis stays as it is.
+    Discardable attributes of the last matmul (a checkpoint segment) carry
+    over. Turned off by the pipeline option `fuse-attention=false`.
+  }];
+  let dependentDialects = ["::mlir::nn::NNDialect"];
+}
+
 def ZeroInference : Pass<"zero-inference", "::mlir::func::FuncOp"> {
   let summary = "Makes a captured forward graph an inference graph";
   let description = [{

@@ -1,38 +1,65 @@
 #!/usr/bin/env python3
 """GPT-2 small on one GPU: ZeroSBP (`zero-run --device cuda`) against PyTorch
-eager, fp32 and bf16 mixed precision, from the same parameters and batches.
+eager and torch.compile, fp32 and bf16 mixed precision, at one or more
+global batches, from the same parameters and batches.
 
-For each precision the plan that bench/gpu/bundle.sh compiled (world 1,
-stage 0, Adam lr 1e-4, a global batch of --batch sequences) is trained for
---steps steps by `zero-run PLAN --device cuda --init DIR --data DIR` and
-by torch_gpt2.py's model on the same device:
+For each batch and precision the plan that bench/gpu/bundle.sh compiled
+(world 1, stage 0, Adam lr 1e-4, a global batch of that many sequences) is
+trained for --steps steps by up to four systems (--systems), one row each:
+
+* zerosbp, "ZeroSBP": `zero-run PLAN --device cuda --init DIR --data DIR`;
+* eager, "PyTorch eager": torch_gpt2.py's model with its attention as
+  ZeroSBP computes it (scores, causal mask, softmax), torch.optim.Adam;
+* sdpa, "PyTorch eager (SDPA)": the same with
+  F.scaled_dot_product_attention(q, k, v, is_causal=True) (flash or
+  memory-efficient attention), the same parameters and optimizer;
+* compile, "torch.compile (SDPA, fused Adam)": the SDPA model and its loss
+  compiled by torch.compile (--compile-mode), and
+  torch.optim.Adam(fused=True).
+
+The PyTorch precisions:
 
 * fp32: TF32 off for matmuls and cuDNN, since ZeroSBP's matmuls are plain
   fp32 (cuBLAS with f32 compute);
 * bf16: torch.autocast(device_type, dtype=torch.bfloat16) around the
-  forward, fp32 parameters, the loss in fp32, torch.optim.Adam; ZeroSBP
-  keeps bf16 parameters with fp32 master weights (DeepSpeed's bf16).
+  forward, fp32 parameters, the loss in fp32; ZeroSBP keeps bf16
+  parameters with fp32 master weights (DeepSpeed's bf16).
 
 The initial parameters (char_case.py's initializers, seeded) and the random
 tokens are written to a temporary directory on this machine, never bundled.
 Step time is the median over the steps after --warmup; each PyTorch step is
 timed between torch.cuda.synchronize() calls, ZeroSBP's by zero-run (host
-wall time until the step's last event). MFU is
+wall time until the step's last event). The warm-up steps' seconds are
+reported apart: for torch.compile they hold the compilation, which happens
+in the first step. MFU is
 
     tokens/s * (6 * N_matmul + 12 * layers * hidden * seq) / peak
 
 with N_matmul = 12 * layers * hidden^2 + vocab * hidden (the weights of the
 four Linear layers of every block and the tied LM head, counted once as a
 vocab x hidden matmul) and the GPU's dense peak for the precision (H100 SXM
-and H200: 989 TFLOP/s bf16 tensor, 67 TFLOP/s fp32 without tensor cores).
+and H200: 989 TFLOP/s bf16 tensor, 67 TFLOP/s fp32 without tensor cores);
+the same count for every row, the full seq x seq attention included.
 
-A failed zero-run is printed and recorded, and PyTorch still runs. The exit
-status is 1 when a training failed or the losses differ by more than
---fp32-rtol / --bf16-rtol (relative, step by step).
+Rows run in this order: for each batch and precision ZeroSBP, eager and
+SDPA; then the torch.compile rows, the slowest to start. A row that fails
+(zero-run's exit, a timeout, an OOM, torch.compile without triton, ...) is
+printed and recorded, and the other rows still run; without PyTorch the
+PyTorch rows are skipped, each with a line that says so. On SIGTERM or
+SIGINT (on_gpu.sh's time limit) the rows not yet run are recorded as such
+and the table and --json are still written. The JSON is rewritten after
+every row.
+
+Exit status 1 when a ZeroSBP or PyTorch eager row failed, when the eager
+losses differ from ZeroSBP's by more than --fp32-rtol / --bf16-rtol
+(relative, step by step), or when stopped. The SDPA and torch.compile rows
+record their loss difference and whether it is within the same tolerance,
+but never change the exit status: their fused kernels round differently.
 
 Usage (on the GPU machine, after `source BUNDLE/env.sh`):
-    gpu_bench.py --bundle BUNDLE [--steps 10] [--warmup 3] [--batch 8]
-        [--precisions fp32,bf16] [--json FILE]
+    gpu_bench.py --bundle BUNDLE [--steps 10] [--warmup 3] [--batch 8,16]
+        [--precisions fp32,bf16] [--systems zerosbp,eager,sdpa,compile:bf16]
+        [--json FILE]
 Smoke run without a GPU:
     gpu_bench.py --bundle BUNDLE --device cpu --preset tiny --steps 4
         --warmup 1
@@ -44,11 +71,13 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 import numpy as np
 
@@ -72,6 +101,30 @@ PEAK_TFLOPS = [
     ("H200", {"bf16": 989.0, "fp32": 67.0}),
 ]
 RTOL = {"fp32": 1e-4, "bf16": 2e-2}
+
+# (--systems key, the row's name), in the table's order.
+SYSTEMS = [
+    ("zerosbp", "ZeroSBP"),
+    ("eager", "PyTorch eager"),
+    ("sdpa", "PyTorch eager (SDPA)"),
+    ("compile", "torch.compile (SDPA, fused Adam)"),
+]
+SYSTEM_NAMES = dict(SYSTEMS)
+SYSTEM_ORDER = {key: i for i, (key, _) in enumerate(SYSTEMS)}
+# torch.compile only in bf16: with it in fp32 too, two batches do not fit
+# on_gpu.sh's 240 s (each compilation of GPT-2 small takes about a minute).
+DEFAULT_SYSTEMS = "zerosbp,eager,sdpa,compile:bf16"
+# The rows whose failure, or (eager) loss disagreement, sets exit status 1.
+GATING = ("zerosbp", "eager")
+
+
+class Stopped(BaseException):
+    """SIGTERM: on_gpu.sh's time limit. A BaseException, so that a row's
+    `except Exception` does not take it for the row's own failure."""
+
+
+def on_sigterm(signum, frame):
+    raise Stopped("SIGTERM")
 
 
 def flops_per_token(m):
@@ -108,18 +161,31 @@ def find_plan(manifest, preset, precision, batch):
     return None
 
 
-def write_case(work, model, batch, steps, seed):
-    """init/<param>.npy and data/{tokens,labels}.npy; returns (init, data)."""
-    init, data = os.path.join(work, "init"), os.path.join(work, "data")
+def bundled_batches(manifest, preset, precisions):
+    """The batches with a plan for every precision, smallest first."""
+    batches = {e["batch"] for e in manifest["bench"].values()
+               if e["preset"] == preset}
+    return sorted(b for b in batches if all(
+        find_plan(manifest, preset, p, b) for p in precisions))
+
+
+def write_init(work, model, seed):
+    """init/<param>.npy, the same for every batch; returns the folder."""
+    init = os.path.join(work, "init")
     os.makedirs(init, exist_ok=True)
-    os.makedirs(data, exist_ok=True)
     specs = char_case.gpt2_parameters(model["layers"], model["hidden"],
                                       model["vocab"], model["seq"])
     params = char_case.initial_parameters(specs,
                                           np.random.default_rng([seed, 0]))
     for name, value in params.items():
         np.save(os.path.join(init, name + ".npy"), value)
-    del params
+    return init
+
+
+def write_data(work, model, batch, steps, seed):
+    """data_b<batch>/{tokens,labels}.npy; returns the folder."""
+    data = os.path.join(work, "data_b%d" % batch)
+    os.makedirs(data, exist_ok=True)
     # Random windows of a random token stream: tokens and next tokens.
     rng = np.random.default_rng([seed, 1])
     stream = rng.integers(0, model["vocab"],
@@ -127,12 +193,24 @@ def write_case(work, model, batch, steps, seed):
     tokens, labels = char_case.batches(stream, steps, batch, model["seq"], rng)
     np.save(os.path.join(data, "tokens.npy"), tokens.astype(np.int64))
     np.save(os.path.join(data, "labels.npy"), labels.astype(np.int64))
-    return init, data
+    return data
 
 
 def last_lines(text, count=5):
     lines = [l for l in text.strip().splitlines() if l.strip()]
     return "\n".join(lines[-count:]) if lines else ""
+
+
+def error_text(error):
+    """One short message: the exception's type and its first and last lines
+    (torch.compile's errors put the cause first and advice last)."""
+    lines = [l.strip() for l in str(error).strip().splitlines() if l.strip()]
+    if len(lines) > 3:
+        lines = lines[:2] + ["..."] + lines[-1:]
+    text = " ".join(lines) or "(no message)"
+    if len(text) > 600:
+        text = text[:600] + " ..."
+    return "%s: %s" % (type(error).__name__, text)
 
 
 def run_zerosbp(args, zero_run, plan, init, data, report):
@@ -157,8 +235,22 @@ def run_zerosbp(args, zero_run, plan, init, data, report):
         return json.load(f)
 
 
-def run_torch(args, model, precision, init, data):
-    """PyTorch eager: {"losses", "step_ms", "peak_bytes", ...}."""
+def reset_dynamo():
+    """Drops torch.compile's compiled code and guards: every compile row
+    starts afresh (another batch would otherwise recompile with dynamic
+    shapes) and keeps no reference to an earlier row's model."""
+    try:
+        import torch._dynamo
+        torch._dynamo.reset()
+    except Exception:  # no dynamo (PyTorch 1.x): nothing was compiled
+        pass
+
+
+def run_torch(args, model, precision, init, data, system):
+    """One PyTorch training: {"losses", "step_ms", "peak_bytes", "info"}.
+    system: "eager" (scores + mask + softmax), "sdpa" (eager with
+    F.scaled_dot_product_attention) or "compile" (SDPA, torch.compile,
+    fused Adam)."""
     import torch
     import torch.nn.functional as F
     import torch_gpt2
@@ -170,19 +262,64 @@ def run_torch(args, model, precision, init, data):
         # (faster, less exact) computation.
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+    compiled = system == "compile"
+    if compiled and not hasattr(torch, "compile"):
+        raise RuntimeError("torch.compile needs PyTorch 2.0 or later; this "
+                           "is PyTorch %s" % torch.__version__)
+    attention = "math" if system == "eager" else "sdpa"
+    info = {"attention": attention, "torch": torch.__version__}
     torch.manual_seed(args.seed)
-    net = torch_gpt2.Gpt2(model["vocab"], model["seq"], model["hidden"],
-                          model["heads"], model["layers"])
+    dims = (model["vocab"], model["seq"], model["hidden"], model["heads"],
+            model["layers"])
+    if hasattr(torch.device, "__enter__"):
+        # PyTorch 2: the model is built on the device, which skips drawing
+        # 124M initial values on the host (they are overwritten below).
+        with device:
+            net = torch_gpt2.Gpt2(*dims, attention=attention)
+    else:
+        net = torch_gpt2.Gpt2(*dims, attention=attention).to(device)
     torch_gpt2.load_parameters(net, init)
-    net.to(device)
     opt_cfg = model["optimizer"]
-    opt = torch.optim.Adam(net.parameters(), lr=opt_cfg["lr"],
-                           betas=tuple(opt_cfg["betas"]), eps=opt_cfg["eps"],
-                           weight_decay=opt_cfg["weight_decay"])
+    opt_args = dict(lr=opt_cfg["lr"], betas=tuple(opt_cfg["betas"]),
+                    eps=opt_cfg["eps"], weight_decay=opt_cfg["weight_decay"])
+    if compiled:
+        try:
+            opt = torch.optim.Adam(net.parameters(), fused=True, **opt_args)
+            info["adam"] = "fused"
+        except (RuntimeError, ValueError, TypeError) as error:
+            if cuda:
+                raise
+            # The CPU smoke run on a PyTorch whose fused Adam is CUDA-only.
+            opt = torch.optim.Adam(net.parameters(), **opt_args)
+            info["adam"] = "not fused (fused=True refused: %s)" % \
+                error_text(error)
+        info["compile_mode"] = args.compile_mode
+    else:
+        opt = torch.optim.Adam(net.parameters(), **opt_args)
+        info["adam"] = "default"
+    # One tensor per step, each its own storage: views of one array would
+    # differ in storage offset from step to step, which torch.compile may
+    # take for a new input to recompile for.
     tokens = torch.from_numpy(np.load(os.path.join(data, "tokens.npy")))
     labels = torch.from_numpy(np.load(os.path.join(data, "labels.npy")))
-    tokens, labels = tokens.to(device), labels.to(device)
+    steps = [(tokens[i].clone().to(device), labels[i].clone().to(device))
+             for i in range(args.steps)]
+    del tokens, labels
     bf16 = precision == "bf16"
+    vocab = model["vocab"]
+
+    def loss_of(step_tokens, step_labels):
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16,
+                            enabled=bf16):
+            logits = net(step_tokens)
+        return F.cross_entropy(logits.float().reshape(-1, vocab),
+                               step_labels.reshape(-1))
+
+    # The model and its loss are compiled together, as nanoGPT compiles a
+    # model whose forward returns the loss; the optimizer step stays eager
+    # (fused). Compilation happens in the first step.
+    step_loss = torch.compile(loss_of, mode=args.compile_mode) \
+        if compiled else loss_of
 
     def sync():
         if cuda:
@@ -191,51 +328,59 @@ def run_torch(args, model, precision, init, data):
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
     losses, step_ms = [], []
-    for step in range(args.steps):
+    for step_tokens, step_labels in steps:
         sync()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16,
-                            enabled=bf16):
-            logits = net(tokens[step])
-        loss = F.cross_entropy(logits.float().reshape(-1, model["vocab"]),
-                               labels[step].reshape(-1))
+        loss = step_loss(step_tokens, step_labels)
         loss.backward()
         opt.step()
         value = loss.item()
         sync()
         step_ms.append((time.perf_counter() - start) * 1e3)
         losses.append(value)
-    result = {"losses": losses, "step_ms": step_ms, "peak_bytes": None}
+    result = {"losses": losses, "step_ms": step_ms, "peak_bytes": None,
+              "info": info}
     if cuda:
         result["peak_bytes"] = torch.cuda.max_memory_allocated(device)
         result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved(device)
-    del net, opt, logits, loss, tokens, labels
-    release_torch_memory()
     return result
 
 
-def release_torch_memory():
-    """Gives PyTorch's cached GPU memory back before the next zero-run."""
+def release_torch_memory(compiled=False):
+    """Gives PyTorch's cached GPU memory back before the next row; after a
+    torch.compile row, its compiled code too."""
     import gc
-    import torch
+    try:
+        import torch
+    except Exception:
+        return
+    if compiled:
+        reset_dynamo()
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
 
 
-def summarize(system, precision, result, args, model, peaks):
+def summarize(system, precision, batch, result, args, model, peaks):
     """One row of the table from a training's losses and step times."""
-    row = {"precision": precision, "system": system,
+    row = {"batch": batch, "precision": precision,
+           "system": SYSTEM_NAMES[system], "key": system,
            "error": result.get("error")}
+    for key in ("skipped", "error_detail"):
+        if result.get(key):
+            row[key] = result[key]
+    row.update(result.get("info", {}))
     if row["error"]:
         return row
     ms = statistics.median(result["step_ms"][args.warmup:])
-    tokens_per_s = args.batch * model["seq"] * 1e3 / ms
+    tokens_per_s = batch * model["seq"] * 1e3 / ms
     row.update(ms_per_step=ms, tokens_per_s=tokens_per_s,
                mfu=(tokens_per_s * flops_per_token(model) / peaks[precision]
                     if peaks else None),
                peak_bytes=result["peak_bytes"],
+               warmup_s=sum(result["step_ms"][:args.warmup]) / 1e3,
+               first_step_s=result["step_ms"][0] / 1e3,
                first_loss=result["losses"][0], last_loss=result["losses"][-1],
                losses=result["losses"], step_ms=result["step_ms"])
     for key in ("peak_reserved_bytes", "planned_peak_bytes"):
@@ -256,23 +401,54 @@ def zerosbp_result(report, device):
             "planned_peak_bytes": report["planned_bytes"]["arena"]}
 
 
-def compare_losses(rows, precision, rtol):
-    """Max relative difference of PyTorch's losses from ZeroSBP's."""
-    by_system = {r["system"]: r for r in rows if r["precision"] == precision}
-    zero, torch_row = by_system.get("ZeroSBP"), by_system.get("PyTorch")
-    if not zero or not torch_row or zero["error"] or torch_row["error"]:
+def compare_losses(row, zero_row, rtol):
+    """Records the max relative difference of a PyTorch row's losses from
+    ZeroSBP's of the same batch and precision; None when either failed."""
+    if not zero_row or zero_row["error"] or row["error"]:
         return None
     diffs = [abs(t - z) / max(abs(z), 1e-30)
-             for z, t in zip(zero["losses"], torch_row["losses"])]
-    torch_row["rel_loss_diff"] = diffs
-    torch_row["max_rel_loss_diff"] = max(diffs)
-    torch_row["loss_rtol"] = rtol
+             for z, t in zip(zero_row["losses"], row["losses"])]
+    row["rel_loss_diff"] = diffs
+    row["max_rel_loss_diff"] = max(diffs)
+    row["loss_rtol"] = rtol
+    row["loss_within_rtol"] = max(diffs) <= rtol
+    # Only the eager row's difference sets the exit status.
+    row["loss_checked"] = row["key"] == "eager"
     return max(diffs)
 
 
-def device_info(args):
-    """The device's name and torch's versions; None without a CUDA device."""
-    import torch
+def import_torch():
+    """(the torch module, None) or (None, why it cannot be imported)."""
+    try:
+        import torch
+        return torch, None
+    except Exception as error:  # ImportError, or a library that fails to load
+        return None, error_text(error)
+
+
+def nvidia_smi_name():
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30)
+        names = done.stdout.strip().splitlines()
+        return names[0].strip() if done.returncode == 0 and names else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def device_info(args, torch):
+    """The device's name and torch's versions; None when torch sees no CUDA
+    device. Without torch, the GPU's name comes from nvidia-smi."""
+    if torch is None:
+        if args.device == "cuda":
+            name = nvidia_smi_name() or "CUDA device (unnamed: no torch, " \
+                "no nvidia-smi)"
+        else:
+            name = "CPU %s, %d cores" % (platform.processor() or
+                                         platform.machine(), os.cpu_count())
+        return {"name": name, "torch": None, "cuda": None,
+                "memory_bytes": None}
     if args.device == "cuda":
         if not torch.cuda.is_available():
             return None
@@ -297,24 +473,78 @@ def gib(value):
     return "%.2f" % value if value >= 1 else "%.3g" % value
 
 
+def row_label(row):
+    return "%s %s b%d" % (row["system"], row["precision"], row["batch"])
+
+
 def print_table(gpu, date, rows):
-    header = ["GPU", "date", "precision", "system", "ms/step", "tokens/s",
-              "MFU", "peak GiB", "first loss", "last loss",
-              "max rel loss diff"]
+    header = ["GPU", "date", "batch", "precision", "system", "ms/step",
+              "tokens/s", "MFU", "peak GiB", "warm-up s", "first loss",
+              "last loss", "max rel loss diff"]
     print("\n| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
+        cells = [gpu, date, str(r["batch"]), r["precision"], r["system"]]
         if r["error"]:
-            cells = [gpu, date, r["precision"], r["system"]] + \
-                ["failed"] + ["-"] * 6
+            cells += ["skipped" if r.get("skipped") else "stopped"
+                      if r.get("stopped") else "failed"] + ["-"] * 7
         else:
-            cells = [gpu, date, r["precision"], r["system"],
-                     "%.1f" % r["ms_per_step"], "%.0f" % r["tokens_per_s"],
-                     fmt(r["mfu"] and 100 * r["mfu"], "%.1f%%"),
-                     gib(r["peak_bytes"]),
-                     "%.6f" % r["first_loss"], "%.6f" % r["last_loss"],
-                     fmt(r.get("max_rel_loss_diff"), "%.1e")]
+            cells += ["%.1f" % r["ms_per_step"], "%.0f" % r["tokens_per_s"],
+                      fmt(r["mfu"] and 100 * r["mfu"], "%.1f%%"),
+                      gib(r["peak_bytes"]), "%.1f" % r["warmup_s"],
+                      "%.6f" % r["first_loss"], "%.6f" % r["last_loss"],
+                      fmt(r.get("max_rel_loss_diff"), "%.1e")]
         print("| " + " | ".join(cells) + " |")
+
+
+def loss_notes(rows, cases):
+    """One phrase per batch and precision: each PyTorch row's difference
+    from ZeroSBP and whether it is within the tolerance."""
+    notes = []
+    for batch, precision in cases:
+        parts = []
+        zero = [r for r in rows if (r["batch"], r["precision"], r["key"]) ==
+                (batch, precision, "zerosbp")]
+        for r in rows:
+            if (r["batch"], r["precision"]) != (batch, precision) or \
+                    r["key"] == "zerosbp":
+                continue
+            if r.get("max_rel_loss_diff") is None:
+                parts.append("%s not compared (%s)" % (
+                    r["system"], "no ZeroSBP row" if not zero else
+                    "skipped" if r.get("skipped") else
+                    "a training failed or did not run"))
+            else:
+                parts.append("%s %.1e (%s %g%s)" % (
+                    r["system"], r["max_rel_loss_diff"],
+                    "within" if r["loss_within_rtol"] else "ABOVE",
+                    r["loss_rtol"],
+                    "" if r["loss_checked"] else ", recorded only"))
+        if parts:
+            notes.append("b%d %s: %s" % (batch, precision, ", ".join(parts)))
+    return notes
+
+
+def parse_systems(text, precisions):
+    """--systems: SYSTEM or SYSTEM:PRECISION[+PRECISION], comma-separated;
+    returns {system: [precisions]} in SYSTEMS' order."""
+    chosen = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, _, wanted = item.partition(":")
+        if key not in SYSTEM_NAMES:
+            raise ValueError("unknown system %r (one of %s)" % (
+                key, ", ".join(k for k, _ in SYSTEMS)))
+        wanted = wanted.split("+") if wanted else list(precisions)
+        if set(wanted) - {"fp32", "bf16"}:
+            raise ValueError("%r: the precisions are fp32 and bf16" % item)
+        chosen.setdefault(key, set()).update(wanted)
+    if not chosen:
+        raise ValueError("no system chosen")
+    return {key: [p for p in precisions if p in chosen[key]]
+            for key, _ in SYSTEMS if key in chosen}
 
 
 def parse_args():
@@ -327,18 +557,25 @@ def parse_args():
     parser.add_argument("--preset", choices=["small", "tiny"],
                         default="small")
     parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--systems", default=DEFAULT_SYSTEMS,
+                        help="rows to run: zerosbp, eager, sdpa, compile, "
+                        "each optionally :fp32, :bf16 or :fp32+bf16 "
+                        "(default %(default)s)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3,
                         help="first steps left out of the step time")
-    parser.add_argument("--batch", type=int, default=8,
-                        help="global batch in sequences; bundle.sh must have "
-                        "compiled a plan for it (--batch there)")
+    parser.add_argument("--batch", help="global batches in sequences, "
+                        "comma-separated, e.g. 8,16 (default: every batch "
+                        "the bundle has plans for; bundle.sh --batch)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fp32-rtol", type=float, default=RTOL["fp32"])
     parser.add_argument("--bf16-rtol", type=float, default=RTOL["bf16"])
     parser.add_argument("--peak-tflops",
                         help="dense peaks for MFU, e.g. fp32=67,bf16=989 "
                         "(default: from the GPU's name)")
+    parser.add_argument("--compile-mode", default="default",
+                        help="torch.compile's mode for the compile rows "
+                        "(default, reduce-overhead, max-autotune, ...)")
     parser.add_argument("--zero-run-timeout", type=int, default=200,
                         help="seconds one zero-run may take")
     parser.add_argument("--workdir", help="where the parameters and data go "
@@ -348,8 +585,25 @@ def parse_args():
     args.precisions = [p for p in args.precisions.split(",") if p]
     if not args.precisions or set(args.precisions) - {"fp32", "bf16"}:
         parser.error("--precisions takes fp32 and/or bf16, comma-separated")
+    try:
+        args.systems = parse_systems(args.systems, args.precisions)
+    except ValueError as error:
+        parser.error("--systems: %s" % error)
     if not 0 <= args.warmup < args.steps:
         parser.error("--warmup must be at least 0 and below --steps")
+    if not any(args.systems.values()):
+        parser.error("--systems and --precisions leave no row to run")
+    if args.systems.get("compile") and args.warmup < 1:
+        parser.error("--warmup must be at least 1 with the compile rows "
+                     "(their first step compiles)")
+    if args.batch is not None:
+        try:
+            args.batch = [int(b) for b in args.batch.split(",") if b]
+        except ValueError:
+            args.batch = []
+        if not args.batch or min(args.batch) < 1:
+            parser.error("--batch takes positive integers, comma-separated")
+        args.batch = list(dict.fromkeys(args.batch))
     if args.peak_tflops:
         try:
             args.peak_tflops = {k: float(v) for k, v in (
@@ -369,6 +623,14 @@ def parse_args():
     return args
 
 
+def write_json(path, payload):
+    """Whole or not at all: a temporary name, then a rename."""
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        json.dump(payload, f, indent=2)
+    os.replace(partial, path)
+
+
 def main():
     args = parse_args()
     try:
@@ -376,109 +638,193 @@ def main():
     except OSError as error:
         sys.exit("gpu_bench: no bundle at %s (run bench/gpu/bundle.sh): %s"
                  % (args.bundle, error))
+    batches = args.batch or bundled_batches(manifest, args.preset,
+                                            args.precisions)
+    if not batches:
+        sys.exit("gpu_bench: the bundle has no %s plans for %s "
+                 "(bench/gpu/bundle.sh)" % (args.preset,
+                                            " and ".join(args.precisions)))
     plans = {}
-    for precision in args.precisions:
-        entry = find_plan(manifest, args.preset, precision, args.batch)
-        if entry is None:
-            sys.exit("gpu_bench: the bundle has no %s %s plan for batch %d "
-                     "(bench/gpu/bundle.sh --batch %d)" %
-                     (args.preset, precision, args.batch, args.batch))
-        plans[precision] = entry
-    # Every precision's plan is the same model and optimizer.
-    model = plans[args.precisions[0]]
-    info = device_info(args)
+    for batch in batches:
+        for precision in args.precisions:
+            entry = find_plan(manifest, args.preset, precision, batch)
+            if entry is None:
+                sys.exit("gpu_bench: the bundle has no %s %s plan for batch "
+                         "%d (bench/gpu/bundle.sh --batch %s)" %
+                         (args.preset, precision, batch,
+                          ",".join(map(str, batches))))
+            plans[(batch, precision)] = entry
+    # Every plan is the same model and optimizer.
+    model = plans[(batches[0], args.precisions[0])]
+    torch, torch_error = import_torch()
+    info = device_info(args, torch)
     if info is None:
         sys.exit("gpu_bench: torch sees no CUDA device")
     peaks, peak_note = (None, "no MFU on the CPU") if args.device == "cpu" \
         else peak_for(info["name"], args.peak_tflops)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     print("%s, torch %s (CUDA %s); GPT-2 %s: %d layers, hidden %d, %d heads, "
-          "seq %d, vocab %d, %d parameters, batch %d, %d steps (median after "
+          "seq %d, vocab %d, %d parameters, batch %s, %d steps (median after "
           "%d); %.3g FLOP/token; peak: %s" % (
               info["name"], info["torch"], info["cuda"], args.preset,
               model["layers"], model["hidden"], model["heads"], model["seq"],
-              model["vocab"], model["params"], args.batch, args.steps,
-              args.warmup, flops_per_token(model), peak_note), flush=True)
+              model["vocab"], model["params"],
+              ", ".join(map(str, batches)), args.steps, args.warmup,
+              flops_per_token(model), peak_note), flush=True)
+    if torch is None:
+        print("PyTorch is not available (%s): the PyTorch rows are skipped"
+              % torch_error, flush=True)
 
+    cases = [(b, p) for b in batches for p in args.precisions]
+    # ZeroSBP, eager and SDPA for every case first, then the compile rows:
+    # they take the longest, and a time limit cuts them, not the others.
+    todo = [(b, p, key) for b, p in cases for key in ("zerosbp", "eager",
+                                                      "sdpa")
+            if p in args.systems.get(key, ())]
+    todo += [(b, p, "compile") for b, p in cases
+             if p in args.systems.get("compile", ())]
+
+    def payload(rows):
+        return {"date": date, "device": args.device, "gpu": info,
+                "preset": args.preset,
+                "model": {k: model[k] for k in (
+                    "layers", "hidden", "heads", "seq", "vocab", "params",
+                    "optimizer")},
+                # A number with one batch, as before; a list with several.
+                "batch": batches[0] if len(batches) == 1 else batches,
+                "batches": batches,
+                "systems": {k: v for k, v in args.systems.items()},
+                "steps": args.steps, "warmup": args.warmup,
+                "seed": args.seed, "compile_mode": args.compile_mode,
+                "flops_per_token": flops_per_token(model),
+                "peak_flops": peaks, "peak_note": peak_note,
+                "bundle_commit": manifest.get("commit"),
+                "plans": {"%s_b%d" % (p, b): e["file"]
+                          for (b, p), e in plans.items()},
+                "stopped": stopped, "rows": rows}
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     work = args.workdir or tempfile.mkdtemp(prefix="gpu_bench_")
     os.makedirs(work, exist_ok=True)
-    rows, worst = [], {}
+    rows, zero_rows, stopped = [], {}, None
+    current = None
     try:
         start = time.perf_counter()
-        init, data = write_case(work, model, args.batch, args.steps, args.seed)
+        init = write_init(work, model, args.seed)
+        data = {b: write_data(work, model, b, args.steps, args.seed)
+                for b in batches}
         print("parameters and data written to %s in %.1f s" %
               (work, time.perf_counter() - start), flush=True)
-        for precision in args.precisions:
-            entry = plans[precision]
-            report = os.path.join(work, "zerosbp_%s.json" % precision)
-            zero = zerosbp_result(run_zerosbp(
-                args, args.zero_run, os.path.join(args.bundle, entry["file"]),
-                init, data, report), args.device)
-            if "error" in zero:
-                print("ZeroSBP %s failed: %s" % (precision, zero["error"]),
+        for batch, precision, key in todo:
+            current = (batch, precision, key)
+            entry = plans[(batch, precision)]
+            began = time.perf_counter()
+            if key == "zerosbp":
+                report = os.path.join(work, "zerosbp_%s_b%d.json" %
+                                      (precision, batch))
+                result = zerosbp_result(run_zerosbp(
+                    args, args.zero_run,
+                    os.path.join(args.bundle, entry["file"]), init,
+                    data[batch], report), args.device)
+            elif torch is None:
+                result = {"error": "skipped: PyTorch is not available (%s)"
+                          % torch_error, "skipped": True}
+            else:
+                try:
+                    result = run_torch(args, entry, precision, init,
+                                       data[batch], key)
+                except Exception as error:  # OOM, CUDA error, no triton...
+                    result = {"error": error_text(error),
+                              "error_detail": last_lines(
+                                  traceback.format_exc(), 40)}
+                    print(result["error_detail"], flush=True)
+                release_torch_memory(compiled=key == "compile")
+            row = summarize(key, precision, batch, result, args, model,
+                            peaks)
+            row["row_s"] = time.perf_counter() - began
+            if key == "zerosbp":
+                zero_rows[(batch, precision)] = row
+            else:
+                rtol = args.fp32_rtol if precision == "fp32" \
+                    else args.bf16_rtol
+                compare_losses(row, zero_rows.get((batch, precision)), rtol)
+            rows.append(row)
+            current = None
+            if row.get("skipped"):
+                print("%s: %s" % (row_label(row), row["error"]), flush=True)
+            elif row["error"]:
+                print("%s failed: %s" % (row_label(row), row["error"]),
                       flush=True)
-            rows.append(summarize("ZeroSBP", precision, zero, args, model,
-                                  peaks))
-            try:
-                result = run_torch(args, entry, precision, init, data)
-            except Exception as error:  # an OOM or a CUDA error: recorded
-                result = {"error": "%s: %s" % (type(error).__name__,
-                                               last_lines(str(error), 3))}
-                release_torch_memory()
-                print("PyTorch %s failed: %s" % (precision, result["error"]),
+            else:
+                print("%s: %.1f ms/step, warm-up %.1f s, row %.0f s, "
+                      "losses %s" % (
+                          row_label(row), row["ms_per_step"], row["warmup_s"],
+                          row["row_s"],
+                          " ".join("%.6f" % l for l in row["losses"])),
                       flush=True)
-            rows.append(summarize("PyTorch", precision, result, args, model,
-                                  peaks))
-            rtol = args.fp32_rtol if precision == "fp32" else args.bf16_rtol
-            worst[precision] = compare_losses(rows, precision, rtol)
-            for r in rows[-2:]:
-                if not r["error"]:
-                    print("%s %s: %.1f ms/step, losses %s" % (
-                        r["system"], precision, r["ms_per_step"],
-                        " ".join("%.6f" % l for l in r["losses"])),
-                        flush=True)
+            if args.json:
+                write_json(args.json, payload(rows))
+    except (Stopped, KeyboardInterrupt) as stop:
+        stopped = "SIGTERM" if isinstance(stop, Stopped) else "SIGINT"
+        print("\ngpu_bench: stopped by %s%s; the rows not run are recorded "
+              "as such" % (stopped, " during %s %s b%d" % (
+                  SYSTEM_NAMES[current[2]], current[1], current[0])
+                  if current else ""), flush=True)
+        done = {(r["batch"], r["precision"], r["key"]) for r in rows}
+        for batch, precision, key in todo:
+            if (batch, precision, key) not in done:
+                row = summarize(key, precision, batch, {
+                    "error": "%s by %s" % (
+                        "cut short" if (batch, precision, key) == current
+                        else "not run: stopped", stopped)},
+                    args, model, peaks)
+                row["stopped"] = True
+                rows.append(row)
     finally:
+        # What is left (the table, the JSON) takes well under on_gpu.sh's
+        # 10 s between SIGTERM and SIGKILL.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
 
+    rows.sort(key=lambda r: (batches.index(r["batch"]),
+                             args.precisions.index(r["precision"]),
+                             SYSTEM_ORDER[r["key"]]))
     print_table(info["name"], date, rows)
-    notes = []
-    for precision, diff in worst.items():
-        rtol = args.fp32_rtol if precision == "fp32" else args.bf16_rtol
-        if diff is None:
-            notes.append("%s: losses not compared (a training failed)" %
-                         precision)
-        else:
-            notes.append("%s: losses agree to %.1e relative (%s %g)" % (
-                precision, diff, "within" if diff <= rtol else "ABOVE", rtol))
+    notes = loss_notes(rows, cases)
     if args.device == "cuda":
         memory = ("ZeroSBP's device memory held (arena + stream-ordered "
                   "pool), PyTorch's max_memory_allocated")
     else:
         memory = "ZeroSBP's measured peak, none for PyTorch on the CPU"
-    print("\n" + "; ".join(notes) + ". MFU peak: %s. Peak memory: %s." %
-          (peak_note, memory))
-    failed = [r for r in rows if r["error"]]
-    for r in failed:
-        print("%s %s failed: %s" % (r["system"], r["precision"], r["error"]))
-
+    print("\nLosses against ZeroSBP: %s." % ("; ".join(notes) or "none"))
+    print("MFU peak: %s. Peak memory: %s. warm-up s: the %d warm-up "
+          "step(s), left out of ms/step (torch.compile compiles in the "
+          "first)." % (
+              peak_note, memory, args.warmup))
+    for r in rows:
+        if r["error"]:
+            print("%s: %s%s" % (row_label(r), "" if r.get("skipped") or
+                                r.get("stopped") else "failed: ",
+                                r["error"]))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": date, "device": args.device, "gpu": info,
-                       "preset": args.preset,
-                       "model": {k: model[k] for k in (
-                           "layers", "hidden", "heads", "seq", "vocab",
-                           "params", "optimizer")},
-                       "batch": args.batch, "steps": args.steps,
-                       "warmup": args.warmup, "seed": args.seed,
-                       "flops_per_token": flops_per_token(model),
-                       "peak_flops": peaks, "peak_note": peak_note,
-                       "bundle_commit": manifest.get("commit"),
-                       "plans": {p: plans[p]["file"] for p in plans},
-                       "rows": rows}, f, indent=2)
-    disagree = [p for p, d in worst.items() if d is not None and d > (
-        args.fp32_rtol if p == "fp32" else args.bf16_rtol)]
-    return 1 if failed or disagree else 0
+        write_json(args.json, payload(rows))
+    # The last line, which on_gpu.sh adds to its summary.
+    counts = [("ran", sum(1 for r in rows if not r["error"]))]
+    for what, test in (("failed", lambda r: not (r.get("skipped") or
+                                                 r.get("stopped"))),
+                       ("skipped", lambda r: r.get("skipped")),
+                       ("stopped", lambda r: r.get("stopped"))):
+        n = sum(1 for r in rows if r["error"] and test(r))
+        if n:
+            counts.append((what, n))
+    print("gpu_bench: %d rows: %s" % (len(rows), ", ".join(
+        "%d %s" % (n, what) for what, n in counts)))
+    failed = [r for r in rows if r["error"] and not r.get("skipped") and
+              r["key"] in GATING]
+    disagree = [r for r in rows if r.get("loss_checked") and
+                not r["loss_within_rtol"]]
+    return 1 if failed or disagree or stopped else 0
 
 
 if __name__ == "__main__":

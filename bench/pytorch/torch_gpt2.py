@@ -9,10 +9,17 @@ cross-entropy over every token; torch.optim.Adam. Parameter names and
 layouts are the ones `zero-run --init` reads, so both trainings start from
 the same arrays.
 
+The attention is computed as zero-compile writes it (attention="math", the
+default): the scores, a causal mask and a softmax. attention="sdpa" computes
+the same function with F.scaled_dot_product_attention(q, k, v,
+is_causal=True) (PyTorch 2.0 or later), which dispatches to a fused kernel
+(flash or memory-efficient attention on a GPU); the parameters, their names
+and everything else stay the same.
+
 Usage:
     torch_gpt2.py --init DIR --data DIR --steps N --threads T
         --num-layers L --hidden-size E --num-attention-heads H
-        --lr LR --report FILE [--save DIR]
+        --lr LR --report FILE [--save DIR] [--attention math|sdpa]
 
 DIR/<param>.npy hold the initial parameters; --data DIR holds tokens.npy and
 labels.npy of shape (steps, batch, seq). The report (JSON) has the loss and
@@ -31,10 +38,27 @@ import torch.nn.functional as F
 from torch import nn
 
 
+ATTENTIONS = ("math", "sdpa")
+
+
+def check_attention(attention):
+    """Raises ValueError for an unknown variant, RuntimeError when this
+    PyTorch lacks F.scaled_dot_product_attention (before 2.0)."""
+    if attention not in ATTENTIONS:
+        raise ValueError("attention must be one of %s, not %r" %
+                         (", ".join(ATTENTIONS), attention))
+    if attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+        raise RuntimeError("attention=\"sdpa\" needs "
+                           "F.scaled_dot_product_attention (PyTorch 2.0 or "
+                           "later); this is PyTorch %s" % torch.__version__)
+
+
 class CausalSelfAttention(nn.Module):
-    def __init__(self, embed, heads):
+    def __init__(self, embed, heads, attention="math"):
         super().__init__()
+        check_attention(attention)
         self.heads = heads
+        self.attention = attention
         self.c_attn = nn.Linear(embed, 3 * embed)
         self.c_proj = nn.Linear(embed, embed)
 
@@ -42,11 +66,20 @@ class CausalSelfAttention(nn.Module):
         batch, seq, embed = x.shape
         head_dim = embed // self.heads
         q, k, v = self.c_attn(x).split(embed, dim=2)
-        q, k, v = (t.view(batch, seq, self.heads, head_dim).transpose(1, 2)
-                   for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
-        probs = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
-        y = (probs @ v).transpose(1, 2).reshape(batch, seq, embed)
+        # (batch, heads, seq, head_dim); written out rather than as a
+        # generator, which torch.compile's tracer may not follow.
+        q = q.view(batch, seq, self.heads, head_dim).transpose(1, 2)
+        k = k.view(batch, seq, self.heads, head_dim).transpose(1, 2)
+        v = v.view(batch, seq, self.heads, head_dim).transpose(1, 2)
+        if self.attention == "sdpa":
+            # The same scale (1/sqrt(head_dim), SDPA's default), no dropout;
+            # is_causal masks key j > query i as `mask` does.
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
+            probs = scores.masked_fill(mask, float("-inf")).softmax(dim=-1)
+            y = probs @ v
+        y = y.transpose(1, 2).reshape(batch, seq, embed)
         return self.c_proj(y)
 
 
@@ -61,10 +94,10 @@ class Mlp(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, embed, heads):
+    def __init__(self, embed, heads, attention="math"):
         super().__init__()
         self.ln_1 = nn.LayerNorm(embed, eps=1e-5)
-        self.attn = CausalSelfAttention(embed, heads)
+        self.attn = CausalSelfAttention(embed, heads, attention)
         self.ln_2 = nn.LayerNorm(embed, eps=1e-5)
         self.mlp = Mlp(embed)
 
@@ -74,13 +107,19 @@ class Block(nn.Module):
 
 
 class Gpt2(nn.Module):
-    def __init__(self, vocab, seq, embed, heads, layers):
+    """attention: "math" (scores, mask, softmax) or "sdpa"
+    (F.scaled_dot_product_attention with is_causal=True)."""
+
+    def __init__(self, vocab, seq, embed, heads, layers, attention="math"):
         super().__init__()
+        check_attention(attention)
         self.wte = nn.Embedding(vocab, embed)
         self.wpe = nn.Embedding(seq, embed)
-        self.h = nn.ModuleList(Block(embed, heads) for _ in range(layers))
+        self.h = nn.ModuleList(Block(embed, heads, attention)
+                               for _ in range(layers))
         self.ln_f = nn.LayerNorm(embed, eps=1e-5)
-        # True above the diagonal: key j > query i is masked out.
+        # True above the diagonal: key j > query i is masked out ("math";
+        # "sdpa" masks through is_causal and leaves it unread).
         self.register_buffer(
             "mask", torch.ones(seq, seq, dtype=torch.bool).triu(1))
 
@@ -112,7 +151,7 @@ def train(args):
                          (steps_available, args.steps))
     wte = np.load(os.path.join(args.init, "wte.weight.npy"), mmap_mode="r")
     model = Gpt2(wte.shape[0], seq, args.hidden_size,
-                 args.num_attention_heads, args.num_layers)
+                 args.num_attention_heads, args.num_layers, args.attention)
     load_parameters(model, args.init)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr,
                            betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
@@ -134,7 +173,8 @@ def train(args):
             np.save(os.path.join(args.save, name + ".npy"),
                     param.detach().numpy())
     return {"torch_version": torch.__version__, "threads": args.threads,
-            "losses": losses, "step_ms": step_ms}
+            "attention": args.attention, "losses": losses,
+            "step_ms": step_ms}
 
 
 def main():
@@ -149,6 +189,9 @@ def main():
     parser.add_argument("--lr", type=float, required=True)
     parser.add_argument("--report", required=True)
     parser.add_argument("--save")
+    parser.add_argument("--attention", choices=ATTENTIONS, default="math",
+                        help="math: scores, causal mask, softmax (default); "
+                        "sdpa: F.scaled_dot_product_attention(is_causal=True)")
     args = parser.parse_args()
     report = train(args)
     with open(args.report, "w") as f:

@@ -139,10 +139,10 @@ llvm::json::Value ZeroConfig::toJson() const {
   zeroOptimization["offload_optimizer"] = std::move(offloadOptimizer);
   zeroOptimization["offload_param"] = std::move(offloadParam);
   llvm::json::Object result{
-      {"zerosbp",
-       llvm::json::Object{{"world", world},
-                          {"shard_min_size", shardMinSize},
-                          {"shard_restore_level", shardRestoreLevel}}},
+      {"zerosbp", llvm::json::Object{{"world", world},
+                                     {"shard_min_size", shardMinSize},
+                                     {"shard_restore_level", shardRestoreLevel},
+                                     {"fuse_attention", fuseAttention}}},
       {"optimizer",
        llvm::json::Object{{"type", type}, {"params", std::move(params)}}},
       {"fp16", std::move(fp16)},

@@ -55,6 +55,8 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
     return error;
   const PrecisionConfig &precision = config.precision;
   pm.addPass(createZeroFoldTransposes());
+  if (config.fuseAttention)
+    pm.addPass(createZeroFuseAttention());
   if (kind == GraphKind::Inference) {
     // The forward alone, at the training graph's precision and layout, so
     // that its parameters are the training graph's (docs/compiler.md).

@@ -18,7 +18,9 @@
 2. Compiles and runs the same model at ZeRO stages 0-3 and prints them side
    by side: model-state memory per rank (measured, and the ZeRO paper's
    formula), peak memory, bytes sent per step (measured, and the formula),
-   step time.
+   step time. Then the --stage run once more with attention unfused
+   (fuse-attention=false): step time, activation peak and losses against the
+   fused run.
 3. Writes to --out: the IR after every compiler pass (ir/), a plot of memory
    per rank by role for stages 0-3 (memory_by_role.svg), the timeline of one
    step's compute and communication streams (timeline.svg and its Chrome
@@ -128,9 +130,10 @@ class Corpus:
         return "".join(self.chars[i] for i in ids)
 
 
-def make_graph(args, vocab, stage):
+def make_graph(args, vocab, stage, fuse_attention=True):
     """A fresh model (the same initial values for every call) and its
-    training graph at ZeRO `stage` on args.ranks CPU ranks."""
+    training graph at ZeRO `stage` on args.ranks CPU ranks; with
+    fuse_attention False, attention stays scores, softmax and values."""
     zs.manual_seed(args.seed)
     model = Gpt2(vocab, args.seq, args.embed, args.heads, args.layers,
                  seed=args.seed)
@@ -151,7 +154,8 @@ def make_graph(args, vocab, stage):
             self.config.set_pipeline_options(
                 "overlap-comm=true stage3-param-persistence-threshold=0 "
                 "reduce-bucket-size=131072 allgather-bucket-size=131072 "
-                "stage3-prefetch-bucket-size=131072")
+                "stage3-prefetch-bucket-size=131072"
+                + ("" if fuse_attention else " fuse-attention=false"))
 
         def build(self, tokens, labels):
             logits = self.model(tokens)
@@ -360,27 +364,59 @@ def compare_stages(args, corpus, params):
                for _ in range(args.compare_steps)]
     for stage in range(4):
         _, graph = make_graph(args, vocab, stage)
-        losses = [float(graph(*batch)) for batch in batches]
-        records = graph.memory_report()["measured"]
-        steps = graph.step_times()
-        step_ms = float(np.mean([max(rank[s]["step_ms"] for rank in steps)
-                                 for s in range(1, len(batches))]))
-        sent = graph.comm_report()["measured"]
+        rows.append(measure(graph, batches, args))
+        rows[-1]["stage"] = stage
         states, sent_formula = formulas(stage, params, args.ranks)
-        rows.append({
-            "stage": stage,
-            "model_state_bytes": max(r["model_states"] for r in records),
-            "model_state_formula_bytes": states,
-            "bucket_bytes": max(r["by_role"]["comm_buffer"] for r in records),
-            "peak_bytes": max(r["total"] for r in records),
-            "peak_bytes_by_role": records[0]["by_role"],
-            "sent_bytes_per_step": max(sum(s.values()) for s in sent),
-            "sent_formula_bytes": sent_formula,
-            "step_ms": step_ms,
-            "tokens_per_s": args.batch * args.seq / step_ms * 1000,
-            "losses": losses,
-        })
+        rows[-1]["model_state_formula_bytes"] = states
+        rows[-1]["sent_formula_bytes"] = sent_formula
     return rows
+
+
+def measure(graph, batches, args):
+    """Losses, memory, traffic and mean step time (the first step left
+    out) of `graph` trained on `batches`."""
+    losses = [float(graph(*batch)) for batch in batches]
+    records = graph.memory_report()["measured"]
+    steps = graph.step_times()
+    step_ms = float(np.mean([max(rank[s]["step_ms"] for rank in steps)
+                             for s in range(1, len(batches))]))
+    sent = graph.comm_report()["measured"]
+    return {
+        "model_state_bytes": max(r["model_states"] for r in records),
+        "bucket_bytes": max(r["by_role"]["comm_buffer"] for r in records),
+        "peak_bytes": max(r["total"] for r in records),
+        "activation_bytes": max(r["by_role"]["activation"]
+                                for r in records),
+        "peak_bytes_by_role": records[0]["by_role"],
+        "sent_bytes_per_step": max(sum(s.values()) for s in sent),
+        "step_ms": step_ms,
+        "tokens_per_s": args.batch * args.seq / step_ms * 1000,
+        "losses": losses,
+    }
+
+
+def compare_fusion(args, corpus, fused):
+    """The --stage run with attention unfused, against `fused` (its row of
+    the stage comparison): step time, activation peak and losses."""
+    batches = [corpus.batch(np.random.default_rng(7), corpus.train,
+                            args.batch, args.seq)
+               for _ in range(args.compare_steps)]
+    _, graph = make_graph(args, len(corpus.chars), args.stage,
+                          fuse_attention=False)
+    unfused = measure(graph, batches, args)
+    difference = max(abs(a - b) / abs(b) for a, b in
+                     zip(fused["losses"], unfused["losses"]))
+    print(f"\nAttention at stage {args.stage}, fused (nn.attention) and "
+          "unfused (scores, softmax, values):")
+    print("| attention | step ms | activations MiB/rank | peak MiB/rank |")
+    print("|---|---|---|---|")
+    for name, row in (("fused", fused), ("unfused", unfused)):
+        print(f"| {name} | {row['step_ms']:.1f} | "
+              f"{row['activation_bytes'] / MIB:.2f} | "
+              f"{row['peak_bytes'] / MIB:.2f} |")
+    print(f"Largest relative difference of their losses: {difference:.1e}")
+    return {"fused": {k: fused[k] for k in unfused},
+            "unfused": unfused, "max_rel_loss_diff": difference}
 
 
 def print_stage_table(args, params, rows):
@@ -421,10 +457,11 @@ def main():
         predict, params, summary = train(args, corpus, out)
     except zs.Error as error:
         sys.exit(f"chargpt: {error}")
-    rows = []
+    rows, fusion = [], None
     if not args.resume:
         rows = compare_stages(args, corpus, params)
         print_stage_table(args, params, rows)
+        fusion = compare_fusion(args, corpus, rows[args.stage])
         with open(os.path.join(out, "memory_by_role.svg"), "w") as file:
             file.write(memory_by_role_svg(
                 [(f"stage {r['stage']}", r["peak_bytes_by_role"])
@@ -433,7 +470,8 @@ def main():
                 f"{args.ranks} ranks (measured)"))
     with open(os.path.join(out, "stages.json"), "w") as file:
         json.dump({"config": vars(args), "parameters": params,
-                   "training": summary, "stages": rows}, file, indent=1)
+                   "training": summary, "stages": rows,
+                   "attention_fusion": fusion}, file, indent=1)
 
     rng = np.random.default_rng(args.seed)
     prompts = ("My son, ", "Wisdom ", "The fool ")

@@ -109,7 +109,6 @@ LogicalResult ZeroAmpPass::addMasters(func::FuncOp func, OpBuilder &builder) {
 }
 
 LogicalResult ZeroAmpPass::reinferTypes(func::FuncOp func, OpBuilder &builder) {
-  Type f32 = builder.getF32Type();
   for (Operation &op :
        llvm::make_early_inc_range(func.getBody().front().getOperations())) {
     if (auto variable = dyn_cast<nn::VariableOp>(op)) {
@@ -152,25 +151,14 @@ LogicalResult ZeroAmpPass::reinferTypes(func::FuncOp func, OpBuilder &builder) {
           func.getArgumentTypes(), TypeRange(ret.getOperandTypes())));
       continue;
     }
-    // The loss and its gradient in fp32, like autocast's cross-entropy.
-    bool fp32Loss = isa<nn::CrossEntropyOp, nn::CrossEntropyGradOp>(op);
-    if (fp32Loss) {
-      builder.setInsertionPoint(&op);
-      for (OpOperand &operand : op.getOpOperands())
-        if (isa<FloatType>(cast<RankedTensorType>(operand.get().getType())
-                               .getElementType()))
-          operand.set(castElements(builder, op.getLoc(), operand.get(), f32));
-    }
+    // The loss is fp32 like autocast's cross-entropy: nn.cross_entropy
+    // computes in f32 from low-precision logits and returns f32, and its
+    // gradient comes out in the logits' precision, so no cast (an f32 copy
+    // of tokens x vocabulary) is needed.
     if (!isa<InferTypeOpInterface>(op))
       return op.emitOpError("zero-amp cannot retype this op");
     if (failed(reinferResultTypes(&op)))
       return failure();
-    // The gradient of the logits goes back to the compute precision.
-    if (isa<nn::CrossEntropyGradOp>(op)) {
-      builder.setInsertionPointAfter(&op);
-      Value narrowed = castElements(builder, op.getLoc(), op.getResult(0), low);
-      op.getResult(0).replaceAllUsesExcept(narrowed, narrowed.getDefiningOp());
-    }
   }
   return success();
 }

@@ -3,6 +3,7 @@
 #include "runtime/sim/InstructionCost.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/kernels/AttentionChecks.h"
 #include "runtime/kernels/MatmulChecks.h"
 
 #include <algorithm>
@@ -77,6 +78,31 @@ KernelWork instructionWork(const Plan &plan, const Instruction &instruction) {
     work.flops = 2.0 * shape.batch * shape.m * shape.n * shape.k;
     work.gemmSize = std::cbrt(static_cast<double>(shape.m) * shape.n *
                               static_cast<double>(shape.k));
+    return work;
+  }
+  bool backward = instruction.op == "nn.attention_grad";
+  if (backward || instruction.op == "nn.attention") {
+    checks::Tensors operands, results;
+    for (int id : instruction.operands)
+      operands.push_back(shapeOnly(plan.values[id]));
+    for (int id : instruction.results)
+      results.push_back(shapeOnly(plan.values[id]));
+    checks::AttentionLayout shape =
+        backward ? checks::checkAttentionGrad(instruction.op, instruction.attrs,
+                                              operands, results)
+                 : checks::checkAttention(instruction.op, instruction.attrs,
+                                          operands, results);
+    // Two products per tile forward (q k^T, p v); the backward recomputes
+    // q k^T and adds four (dv, dp, dq, dk). A causal mask skips half.
+    double pairs = static_cast<double>(shape.batch) * shape.queries *
+                   shape.keys * (shape.causal ? 0.5 : 1.0);
+    double forward = 2.0 * pairs * (shape.headDim + shape.valueDim);
+    work.matmul = true;
+    work.dtype = operands[0].dtype;
+    work.flops = backward ? 2.5 * forward : forward;
+    work.gemmSize = std::cbrt(static_cast<double>(shape.queries) *
+                              static_cast<double>(shape.keys) *
+                              static_cast<double>(shape.headDim));
     return work;
   }
   work.flops = largest * flopsPerElement(instruction.op);

@@ -106,10 +106,24 @@ def test_stage_table_matches_the_formulas(demo):
     assert all(l == losses[0] for l in losses)
 
 
+def test_attention_fusion_comparison(demo):
+    out, stdout, summary = demo
+    fusion = summary["attention_fusion"]
+    assert fusion["max_rel_loss_diff"] <= 2e-6
+    assert fusion["unfused"]["losses"] != fusion["fused"]["losses"][:1]
+    assert "| fused |" in stdout and "| unfused |" in stdout
+    # The trained plan has one attention op per layer, no softmax.
+    final = sorted(os.listdir(out / "ir"))[-1]
+    ir = (out / "ir" / final).read_text()
+    assert "nn.attention " in ir and "nn.attention_grad " in ir
+    assert "nn.softmax" not in ir
+
+
 def test_artifacts(demo):
     out, stdout, _ = demo
     ir = sorted(os.listdir(out / "ir"))
-    assert ir[0] == "00-capture.mlir" and "05-zero-stage.mlir" in ir
+    assert ir[0] == "00-capture.mlir" and "02-zero-fuse-attention.mlir" in ir
+    assert "06-zero-stage.mlir" in ir
     for name in ("memory_by_role.svg", "timeline.svg"):
         ET.parse(out / name)
     trace = json.loads((out / "timeline.json").read_text())

@@ -116,7 +116,8 @@ TEST(DeepSpeedConfig, Gpt2TutorialConfig) {
             "initial-scale-power=16 loss-scale-window=1000 hysteresis=2 "
             "min-loss-scale=1 gradient-accumulation-steps=1 "
             "gradient-clipping=1 train-micro-batch-size-per-gpu=4 "
-            "train-batch-size=16 reduce-bucket-size=500000000 "
+            "train-batch-size=16 fuse-attention=true "
+            "reduce-bucket-size=500000000 "
             "allgather-bucket-size=500000000 overlap-comm=true "
             "contiguous-gradients=true reduce-scatter=true "
             "stage3-prefetch-bucket-size=50000000 "
@@ -1149,6 +1150,7 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     ZeroConfig fromJson = configOf(parseDeepSpeedConfig(text, config.world));
     fromJson.shardMinSize = config.shardMinSize;
     fromJson.shardRestoreLevel = config.shardRestoreLevel;
+    fromJson.fuseAttention = config.fuseAttention;
     EXPECT_EQ(fromJson, config) << text;
     // A plain zero_optimization or fp16 key reads as itself.
     llvm::StringRef path = option.deepSpeed;

@@ -143,6 +143,26 @@ BatchMatmulOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
   return buildMatmulGradients(*this, builder, resultGrads, operandGrads);
 }
 
+/// y = softmax(scale q k^T) v with lse the log-sum-exp of each row: dq, dk
+/// and dv in one attention_grad, which recomputes the probabilities from
+/// q, k and lse (FlashAttention-2's backward). The log-sum-exp is a value
+/// the backward reads; a loss that reads it is not differentiated.
+LogicalResult
+AttentionOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[1])
+    return emitOpError("the gradient of lse is not defined");
+  Value dy = resultGrads[0];
+  if (!dy)
+    return noGradients(*this, operandGrads);
+  GradientBuilder grads(builder, *this);
+  auto grad =
+      grads.create<AttentionGradOp>(dy, getQ(), getK(), getV(), getResult(),
+                                    getLse(), getScaleAttr(), getCausalAttr());
+  operandGrads.append({grad.getGradQ(), grad.getGradK(), grad.getGradV()});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -362,6 +362,101 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Shared by attention and attention_grad: q, k and v have one element type
+/// and the same batch dims, q and k the same head dim, k and v the same key
+/// count; a causal mask needs as many queries as keys; the scale is finite.
+static LogicalResult checkAttention(const Inference &infer, RankedTensorType q,
+                                    RankedTensorType k, RankedTensorType v,
+                                    double scale, bool causal) {
+  int64_t rank = q.getRank();
+  if (rank < 3 || k.getRank() != rank || v.getRank() != rank)
+    return infer.error("q, k and v must have the same rank of at least 3, "
+                       "got " +
+                       Twine(rank) + ", " + Twine(k.getRank()) + " and " +
+                       Twine(v.getRank()));
+  if (failed(infer.sameElementType(q, k, "q", "k")) ||
+      failed(infer.sameElementType(q, v, "q", "v")))
+    return failure();
+  ArrayRef<int64_t> batch = q.getShape().drop_back(2);
+  if (k.getShape().drop_back(2) != batch || v.getShape().drop_back(2) != batch)
+    return infer.error("batch dims differ: q " + Inference::shapeStr(batch) +
+                       ", k " + Inference::shapeStr(k.getShape().drop_back(2)) +
+                       ", v " + Inference::shapeStr(v.getShape().drop_back(2)));
+  if (q.getDimSize(rank - 1) != k.getDimSize(rank - 1))
+    return infer.error(
+        "q and k head dims differ: " + Twine(q.getDimSize(rank - 1)) + " vs " +
+        Twine(k.getDimSize(rank - 1)));
+  if (k.getDimSize(rank - 2) != v.getDimSize(rank - 2))
+    return infer.error(
+        "k and v key counts differ: " + Twine(k.getDimSize(rank - 2)) + " vs " +
+        Twine(v.getDimSize(rank - 2)));
+  if (causal && q.getDimSize(rank - 2) != k.getDimSize(rank - 2))
+    return infer.error("a causal attention needs as many queries as keys, "
+                       "got " +
+                       Twine(q.getDimSize(rank - 2)) + " and " +
+                       Twine(k.getDimSize(rank - 2)));
+  if (!std::isfinite(scale))
+    return infer.error("scale must be finite");
+  return success();
+}
+
+/// The attention result: q's rows with v's width, and the f32 log-sum-exp
+/// of each row.
+static void attentionResultTypes(RankedTensorType q, RankedTensorType v,
+                                 SmallVectorImpl<Type> &types) {
+  SmallVector<int64_t> shape(q.getShape());
+  shape.back() = v.getShape().back();
+  types.push_back(plain(shape, q.getElementType()));
+  types.push_back(
+      plain(q.getShape().drop_back(), Float32Type::get(q.getContext())));
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "attention");
+  RankedTensorType q = tensorOf(adaptor.getQ());
+  RankedTensorType v = tensorOf(adaptor.getV());
+  if (failed(checkAttention(infer, q, tensorOf(adaptor.getK()), v,
+                            adaptor.getScale().convertToDouble(),
+                            adaptor.getCausal())))
+    return failure();
+  attentionResultTypes(q, v, types);
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "attention_grad");
+  RankedTensorType q = tensorOf(adaptor.getQ());
+  RankedTensorType k = tensorOf(adaptor.getK());
+  RankedTensorType v = tensorOf(adaptor.getV());
+  if (failed(checkAttention(infer, q, k, v,
+                            adaptor.getScale().convertToDouble(),
+                            adaptor.getCausal())))
+    return failure();
+  SmallVector<Type> forward;
+  attentionResultTypes(q, v, forward);
+  auto out = cast<RankedTensorType>(forward[0]);
+  RankedTensorType dy = tensorOf(adaptor.getGradOutput());
+  RankedTensorType result = tensorOf(adaptor.getResult());
+  RankedTensorType lse = tensorOf(adaptor.getLse());
+  if (failed(infer.sameElementType(dy, out, "grad_output", "q")) ||
+      failed(infer.sameShape(dy, out, "grad_output", "result of attention")) ||
+      failed(infer.sameElementType(result, out, "result", "q")) ||
+      failed(infer.sameShape(result, out, "result", "result of attention")) ||
+      failed(infer.sameShape(lse, cast<RankedTensorType>(forward[1]), "lse",
+                             "lse of attention")))
+    return failure();
+  types.append({plain(q.getShape(), q.getElementType()),
+                plain(k.getShape(), k.getElementType()),
+                plain(v.getShape(), v.getElementType())});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -594,7 +689,9 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   if (failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
       failed(checkCount(infer, adaptor.getCount())))
     return failure();
-  types.push_back(plain({}, logits.getElementType()));
+  // The loss is computed and returned in f32 whatever the logits' precision,
+  // as autocast's cross-entropy, with no f32 copy of the logits.
+  types.push_back(plain({}, Float32Type::get(logits.getContext())));
   return success();
 }
 
@@ -904,11 +1001,16 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   Inference infer(loc, "cross_entropy_grad");
   RankedTensorType dloss = tensorOf(adaptor.getGradLoss());
   RankedTensorType logits = tensorOf(adaptor.getLogits());
-  if (dloss.getRank() != 0)
-    return infer.error("grad_loss must be 0-D, got " +
-                       Inference::shapeStr(dloss.getShape()));
-  if (failed(infer.sameElementType(dloss, logits, "grad_loss", "logits")) ||
-      failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
+  if (dloss.getRank() != 0 || !dloss.getElementType().isF32()) {
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << dloss;
+    return infer.error("grad_loss must be a 0-D f32 tensor (the loss's "
+                       "type), got " +
+                       Twine(type));
+  }
+  // The gradient comes out in the logits' precision, computed in f32.
+  if (failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
       failed(checkCount(infer, adaptor.getCount())))
     return failure();
   types.push_back(plain(logits.getShape(), logits.getElementType()));

@@ -18,6 +18,7 @@ def NN_Float : AnyTypeOf<[F32, F16, BF16]>;
 // Graphs are planned ahead of time (memory, buffers, partitions), so every
 // tensor has a static shape.
 def NN_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
+def NN_F32Tensor : StaticShapeTensorOf<[F32]>;
 def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def NN_StepTensor : 0DTensorOf<[I64]>;
 
@@ -202,6 +203,36 @@ def NN_BatchMatmulOp : NN_InferredOp<"batch_matmul", [NN_Differentiable]> {
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_AttentionOp : NN_InferredOp<"attention", [NN_Differentiable]> {
+  let summary = "softmax(scale q k^T) v, fused, keeping each row's log-sum-exp";
+  let description = [{
+    `q` is `(..., Sq, D)`, `k` `(..., Sk, D)` and `v` `(..., Sk, Dv)` with the
+    same batch dims. With `causal`, Sq equals Sk and key `j > i` is excluded
+    for query `i`. `lse` is the natural log of each query row's sum of
+    `exp(scale q k^T)` over its visible keys, always f32: the backward
+    recomputes the probabilities from it, so no `Sq x Sk` tensor is kept
+    (flash attention). zero-fuse-attention makes this op from the unfused
+    chain (docs/design.md#fusion).
+  }];
+  let arguments = (ins NN_FloatTensor:$q, NN_FloatTensor:$k,
+                       NN_FloatTensor:$v, F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$result, NN_F32Tensor:$lse);
+}
+
+def NN_AttentionGradOp : NN_InferredOp<"attention_grad"> {
+  let summary = "gradients of attention: q, k and v";
+  let description = [{
+    From the forward's operands, its `result` and `lse`, and the result's
+    gradient; the probabilities are recomputed per tile.
+  }];
+  let arguments = (ins NN_FloatTensor:$grad_output, NN_FloatTensor:$q,
+                       NN_FloatTensor:$k, NN_FloatTensor:$v,
+                       NN_FloatTensor:$result, NN_F32Tensor:$lse,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$grad_q, NN_FloatTensor:$grad_k,
+                      NN_FloatTensor:$grad_v);
 }
 
 //===----------------------------------------------------------------------===//

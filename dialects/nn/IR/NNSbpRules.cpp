@@ -121,6 +121,38 @@ void BatchMatmulOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   matmulSignatures(sig, rankOf(getLhs()), getTransposeLhs(), getTransposeRhs());
 }
 
+/// Attention is independent per batch index (batch and heads in GPT-2), so
+/// every batch dim splits all operands and results alike. Without a causal
+/// mask, whose positions are global, queries may split too: each rank's
+/// queries read all keys and values.
+void AttentionOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  int64_t rank = rankOf(getQ());
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    sig.add({sig.s(i), sig.s(i), sig.s(i)}, {sig.s(i), sig.s(i)});
+  if (!getCausal())
+    sig.add({sig.s(rank - 2), sig.b(), sig.b()},
+            {sig.s(rank - 2), sig.s(rank - 2)});
+  sig.add({sig.b(), sig.b(), sig.b()}, {sig.b(), sig.b()});
+}
+
+/// As the forward's splits; dq, dk and dv are linear in the result's
+/// gradient, so a partial one gives partial gradients.
+void AttentionGradOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  int64_t rank = rankOf(getQ());
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    sig.uniform(sig.s(i), 6, 3);
+  if (!getCausal()) {
+    SbpAttr rows = sig.s(rank - 2);
+    sig.add({rows, rows, sig.b(), sig.b(), rows, rows},
+            {rows, sig.p(), sig.p()});
+  }
+  sig.uniform(sig.b(), 6, 3);
+  sig.add({sig.p(), sig.b(), sig.b(), sig.b(), sig.b(), sig.b()},
+          {sig.p(), sig.p(), sig.p()});
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,7 @@
 """torch.nn.functional's names for the graph's ops."""
 
+import math
+
 from .. import _random, _trace
 from .._tensor import Tensor, matmul
 from .parameter import Parameter
@@ -41,6 +43,34 @@ def softmax(x, dim=-1, causal=False):
     """Softmax over `dim`; with `causal`, entries above the diagonal of the
     last two axes are masked out first (attention scores)."""
     return Tensor._apply("softmax", [x], axis=dim, causal=causal)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None,
+                                 dropout_p=0.0, is_causal=False, scale=None):
+    """torch.nn.functional.scaled_dot_product_attention without a mask
+    tensor or dropout: ``softmax(q k^T * scale) v`` over the last two axes,
+    with ``is_causal`` masking key j > i for query i and ``scale`` defaulting
+    to 1/sqrt(head_dim). The graph holds the scores, softmax and values ops,
+    which zero-fuse-attention makes one flash-attention op (no seq x seq
+    tensor in the plan) unless the config sets fuse_attention off."""
+    if attn_mask is not None:
+        raise NotImplementedError(
+            "scaled_dot_product_attention: attn_mask is not supported; use "
+            "is_causal=True for a causal mask")
+    if dropout_p:
+        raise NotImplementedError(
+            "scaled_dot_product_attention: dropout_p must be 0 (attention "
+            "dropout is not supported)")
+    q, k, v = _tensor(query), _tensor(key), _tensor(value)
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if len(t.shape) < 3:
+            raise ValueError(
+                f"scaled_dot_product_attention: {name} must have at least 3 "
+                f"dims (batch..., seq, dim), got shape {tuple(t.shape)}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = Tensor._apply("batch_matmul", [q, k], transpose_rhs=True)
+    return softmax(scores * float(scale), dim=-1, causal=is_causal) @ v
 
 
 def layer_norm(x, normalized_shape, weight, bias, eps=1e-5):

@@ -187,10 +187,7 @@ class CausalSelfAttention(Module):
         def to_heads(t):
             return t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3)
 
-        q, k, v = to_heads(q), to_heads(k), to_heads(v)
-        from .._tensor import Tensor
-        scores = Tensor._apply("batch_matmul", [q, k], transpose_rhs=True)
-        scores = scores * (1.0 / math.sqrt(head_dim))
-        y = F.softmax(scores, dim=-1, causal=True) @ v
+        y = F.scaled_dot_product_attention(to_heads(q), to_heads(k),
+                                           to_heads(v), is_causal=True)
         y = y.permute(0, 2, 1, 3).reshape(batch * seq, embed)
         return self.c_proj(y).reshape(batch, seq, embed)

@@ -23,6 +23,10 @@ using KernelSignature = void(const AttrMap &attrs,
 KernelSignature matmulKernel;
 KernelSignature batchMatmulKernel;
 
+// Attention.cpp
+KernelSignature attentionKernel;
+KernelSignature attentionGradKernel;
+
 // Elementwise.cpp
 KernelSignature addKernel;
 KernelSignature subKernel;

@@ -21,6 +21,8 @@ constexpr Entry kKernels[] = {
     {"nn.adam", cpu::adamKernel},
     {"nn.adamw", cpu::adamwKernel},
     {"nn.add", cpu::addKernel},
+    {"nn.attention", cpu::attentionKernel},
+    {"nn.attention_grad", cpu::attentionGradKernel},
     {"nn.batch_matmul", cpu::batchMatmulKernel},
     {"nn.bias_add", cpu::biasAddKernel},
     {"nn.cast", cpu::castKernel},

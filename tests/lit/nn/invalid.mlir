@@ -313,7 +313,7 @@ func.func @cross_entropy_float_labels(%logits: tensor<8x100xf32>, %labels: tenso
 // -----
 
 func.func @cross_entropy_grad_loss_rank(%dloss: tensor<1xf32>, %logits: tensor<8x100xf32>, %labels: tensor<8xi64>) {
-  // expected-error@+2 {{'nn.cross_entropy_grad' op grad_loss must be 0-D, got [1]}}
+  // expected-error@+2 {{'nn.cross_entropy_grad' op grad_loss must be a 0-D f32 tensor (the loss's type), got tensor<1xf32>}}
   // expected-error@+1 {{'nn.cross_entropy_grad' op failed to infer returned types}}
   %0 = nn.cross_entropy_grad %dloss, %logits, %labels : (tensor<1xf32>, tensor<8x100xf32>, tensor<8xi64>) -> tensor<8x100xf32>
   return
@@ -651,5 +651,16 @@ func.func @causal_softmax_split_key(%x: tensor<8x8xf32, #sbp.global<[S(0)], #p>>
   // expected-error@+1 {{'nn.softmax' op SBP signature (S(0)) -> (S(0)) is not legal on hierarchy axis 0; legal signatures: (B) -> (B)}}
   %0 = nn.softmax %x {causal}
       : (tensor<8x8xf32, #sbp.global<[S(0)], #p>>) -> tensor<8x8xf32, #sbp.global<[S(0)], #p>>
+  return
+}
+
+// -----
+
+// The loss is f32 whatever the logits' precision, so the seed of its
+// gradient is too.
+func.func @cross_entropy_grad_loss_type(%dloss: tensor<bf16>, %logits: tensor<8x100xbf16>, %labels: tensor<8xi64>) {
+  // expected-error@+2 {{'nn.cross_entropy_grad' op grad_loss must be a 0-D f32 tensor (the loss's type), got tensor<bf16>}}
+  // expected-error@+1 {{'nn.cross_entropy_grad' op failed to infer returned types}}
+  %0 = nn.cross_entropy_grad %dloss, %logits, %labels : (tensor<bf16>, tensor<8x100xbf16>, tensor<8xi64>) -> tensor<8x100xbf16>
   return
 }
