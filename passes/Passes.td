@@ -52,6 +52,23 @@ def ZeroFuseAttention : Pass<"zero-fuse-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroFuseEpilogues : Pass<"zero-fuse-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Folds bias and GELU into the matmul that produces them";
+  let description = [{
+    Runs on the global view before autodiff. An `nn.matmul` whose only
+    reader is an `nn.bias_add` of it becomes `nn.matmul_bias`; when the
+    biased value's only reader is an `nn.gelu`, the three become
+    `nn.matmul_bias_gelu`, which also returns the pre-activation that the
+    GELU's gradient reads. The GEMM's epilogue (cuBLASLt's BIAS and
+    GELU_AUX_BIAS) adds the bias and applies GELU as it writes the result.
+    Autodiff gives the fused ops the unfused ops' gradients. A matmul or
+    bias_add read elsewhere stays as it is. Discardable attributes of the
+    last fused op (a checkpoint segment) carry over. Turned off by the
+    pipeline option `fuse-epilogues=false`.
+  }];
+  let dependentDialects = ["::mlir::nn::NNDialect"];
+}
+
 def ZeroInference : Pass<"zero-inference", "::mlir::func::FuncOp"> {
   let summary = "Makes a captured forward graph an inference graph";
   let description = [{

@@ -7,7 +7,7 @@
 #
 # Usage: bench/gpu/bundle.sh [--batch N[,N...]] [--no-build] [OUTDIR]
 #   OUTDIR     default .gpu-bundle at the repository root (git-ignored)
-#   --batch    global batches (sequences) of the GPT-2 small plans, default 8
+#   --batch    global batches (sequences) of the GPT-2 plans; default 8,16
 #   --no-build take the binaries Bazel already built (-c opt) as they are
 #
 # The parameters (500 MB for GPT-2 small) are not bundled: gpu_bench.py
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=.gpu-bundle
-BATCHES=8
+BATCHES=8,16
 BUILD=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,7 +36,8 @@ fi
 case "$OUT" in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 
 TARGETS=(//runtime/tools/zero-run //compiler/tools/zero-compile
-         //tests/gpu:cuda_kernels_test //tests/gpu:nccl_comm_test)
+         //tests/gpu:cuda_kernels_test //tests/gpu:cuda_attention_test
+         //tests/gpu:cuda_matmul_epilogue_test //tests/gpu:nccl_comm_test)
 if [ "$BUILD" = 1 ]; then
   bazel build -c opt "${TARGETS[@]}"
 fi
@@ -44,6 +45,8 @@ BAZEL_BIN=$(bazel info -c opt bazel-bin 2>/dev/null)
 ZERO_RUN=$BAZEL_BIN/runtime/tools/zero-run/zero-run
 ZERO_COMPILE=$BAZEL_BIN/compiler/tools/zero-compile/zero-compile
 TESTS=("$BAZEL_BIN/tests/gpu/cuda_kernels_test"
+       "$BAZEL_BIN/tests/gpu/cuda_attention_test"
+       "$BAZEL_BIN/tests/gpu/cuda_matmul_epilogue_test"
        "$BAZEL_BIN/tests/gpu/nccl_comm_test")
 for f in "$ZERO_RUN" "$ZERO_COMPILE" "${TESTS[@]}"; do
   if [ ! -x "$f" ]; then
@@ -158,6 +161,10 @@ CHECK_PLANS+=("tiny_f32_stage2_cpu_offload 1e-4")
 compile tiny_bf16_stage3_nvme_offload --preset=tiny --world=1 \
   --pipeline="stage=3 precision=bf16 offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
 CHECK_PLANS+=("tiny_bf16_stage3_nvme_offload 2e-2")
+# tests/gpu/cuda_graph_check.py reads tiny_f32_stage2, tiny_bf16_stage2 and
+# tiny_f32_stage2_cpu_offload above, and this MLP with dropout.
+compile dropout_mlp_stage2 "$ROOT/tests/gpu/dropout_mlp.mlir" --world=1 \
+  --stage=2
 # examples/mlp/mlp.mlir names its 4-rank CPU placement in the IR: the same
 # graph on one GPU is that file with the placement rewritten.
 MLP_NOTE=""
@@ -175,9 +182,11 @@ fi
 # --- scripts ----------------------------------------------------------------
 cp bench/gpu/gpu_bench.py bench/gpu/on_gpu.sh bench/pytorch/torch_gpt2.py \
   bench/pytorch/char_case.py "$OUT/scripts/"
-if [ -f tests/gpu/cuda_training_check.py ]; then
-  cp tests/gpu/cuda_training_check.py "$OUT/scripts/"
-fi
+for check in cuda_training_check.py cuda_graph_check.py; do
+  if [ -f tests/gpu/$check ]; then
+    cp tests/gpu/$check "$OUT/scripts/"
+  fi
+done
 
 # --- env.sh -----------------------------------------------------------------
 cat > "$OUT/env.sh" <<'EOF'

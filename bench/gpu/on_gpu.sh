@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The one command to run on the GPU machine, with a bundle that
 # bench/gpu/bundle.sh made: every GPU test, compute-sanitizer, and the
-# GPT-2 small benchmark against PyTorch. Each step has its own time limit
-# and the next step runs whatever happened; the last line sums them up.
-# Everything fits in 10 minutes (the limits add up to 555 s).
+# GPT-2 small benchmark against PyTorch eager, eager with SDPA and
+# torch.compile, at batches 8 and 16 when bundled. Each step has its own
+# time limit and the next step runs whatever happened; the last line sums
+# them up.
+# Everything fits in 10 minutes (the limits add up to 600 s).
 #
 # Usage: on_gpu.sh BUNDLE_DIR OUT_DIR [gpu_bench.py options]
 #
-# OUT_DIR receives seven files: on_gpu.txt (everything printed, with
+# OUT_DIR receives nine files: on_gpu.txt (everything printed, with
 # nvidia-smi and the summary), kernels.txt (cuda_kernels_test, then
-# nccl_comm_test), training_check.txt and .json, sanitizer.txt,
-# gpu_bench.txt and .json. The scripts run are the bundle's copies.
+# cuda_attention_test, cuda_matmul_epilogue_test, then nccl_comm_test), training_check.txt and .json,
+# graph_check.txt and .json (CUDA graph and TF32), sanitizer.txt (zero-run
+# under memcheck, then cuda_attention_test's small shapes under memcheck
+# and racecheck), gpu_bench.txt and .json. The scripts run are the
+# bundle's copies.
 set -uo pipefail
 
 if [ $# -lt 2 ]; then
@@ -21,11 +26,15 @@ BUNDLE=$(cd "$1" && pwd) || exit 2
 mkdir -p "$2" && OUT=$(cd "$2" && pwd) || exit 2
 shift 2
 # Seconds per step; override through the environment.
-T_KERNELS=${T_KERNELS:-60}
+T_KERNELS=${T_KERNELS:-40}
+T_ATTENTION=${T_ATTENTION:-20}
+T_EPILOGUE=${T_EPILOGUE:-25}
 T_NCCL=${T_NCCL:-45}
 T_CHECK=${T_CHECK:-90}
-T_SANITIZER=${T_SANITIZER:-120}
-T_BENCH=${T_BENCH:-240}
+T_GRAPH=${T_GRAPH:-45}
+T_SANITIZER=${T_SANITIZER:-75}
+T_SANITIZER_ATTENTION=${T_SANITIZER_ATTENTION:-45}
+T_BENCH=${T_BENCH:-215}
 export PYTHONUNBUFFERED=1
 
 exec > >(tee "$OUT/on_gpu.txt") 2>&1
@@ -85,6 +94,14 @@ fi
 : > "$OUT/kernels.txt"
 step kernels "$T_KERNELS" "$OUT/kernels.txt" \
   "$BUNDLE/bin/cuda_kernels_test" --gtest_color=no
+# Fused attention (runtime/cuda/Attention.cu) in its own binary, so that a
+# fault there cannot hide the other kernels' results.
+step attention "$T_ATTENTION" "$OUT/kernels.txt" \
+  "$BUNDLE/bin/cuda_attention_test" --gtest_color=no
+# nn.matmul_bias(_gelu) on cuBLASLt (runtime/cuda/MatmulEpilogue.cpp), also in
+# its own binary; it prints each comparison's largest error.
+step matmul_epilogue "$T_EPILOGUE" "$OUT/kernels.txt" \
+  "$BUNDLE/bin/cuda_matmul_epilogue_test" --gtest_color=no
 step nccl "$T_NCCL" "$OUT/kernels.txt" \
   "$BUNDLE/bin/nccl_comm_test" --gtest_color=no
 
@@ -108,6 +125,16 @@ else
   SUMMARY+=("training_check not bundled")
 fi
 
+GRAPH_CHECK=$BUNDLE/scripts/cuda_graph_check.py
+if [ -f "$GRAPH_CHECK" ]; then
+  : > "$OUT/graph_check.txt"
+  step graph_check "$T_GRAPH" "$OUT/graph_check.txt" \
+    python3 "$GRAPH_CHECK" --zero-run "$BUNDLE/bin/zero-run" \
+    --plans "$BUNDLE/plans" --out "$OUT/graph_check.json"
+else
+  SUMMARY+=("graph_check not bundled")
+fi
+
 SANITIZER=$(command -v compute-sanitizer ||
             ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$SANITIZER" ]; then
@@ -116,14 +143,43 @@ if [ -n "$SANITIZER" ]; then
     "$SANITIZER" --tool memcheck --error-exitcode 1 \
     "$BUNDLE/bin/zero-run" "$BUNDLE/plans/tiny_f32_stage2.zplan" \
     --device cuda --steps 2
+  # Every attention kernel on small shapes: out-of-bounds accesses
+  # (memcheck), then shared-memory races (racecheck); fails if either does.
+  step sanitizer_attention "$T_SANITIZER_ATTENTION" "$OUT/sanitizer.txt" \
+    bash -c '"$1" --tool memcheck --error-exitcode 1 "$2" "$3" --gtest_color=no
+             memcheck=$?
+             "$1" --tool racecheck --error-exitcode 1 "$2" "$3" --gtest_color=no
+             exit $((memcheck || $?))' _ "$SANITIZER" \
+    "$BUNDLE/bin/cuda_attention_test" \
+    --gtest_filter=CudaAttention.EveryKernelOnSmallShapes
 else
   SUMMARY+=("sanitizer: compute-sanitizer not found")
 fi
 
+# Batches 8 and 16, those the bundle has plans for (bundle.sh --batch 8,16);
+# a --batch among the options given here comes later and wins.
+BENCH_BATCHES=$(python3 - "$BUNDLE" <<'PY' 2>/dev/null
+import json, os, sys
+with open(os.path.join(sys.argv[1], "plans", "plans.json")) as f:
+    bench = list(json.load(f)["bench"].values())
+print(",".join(str(b) for b in (8, 16) if any(e["batch"] == b for e in bench)))
+PY
+)
+BENCH_ARGS=()
+if [ -n "$BENCH_BATCHES" ]; then
+  BENCH_ARGS=(--batch "$BENCH_BATCHES")
+fi
 : > "$OUT/gpu_bench.txt"
 step gpu_bench "$T_BENCH" "$OUT/gpu_bench.txt" \
   python3 "$BUNDLE/scripts/gpu_bench.py" --bundle "$BUNDLE" \
-  --zero-run-timeout 100 --json "$OUT/gpu_bench.json" "$@"
+  --zero-run-timeout 100 --json "$OUT/gpu_bench.json" \
+  ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} "$@"
+# gpu_bench.py's last line counts its rows: ran, failed, skipped, stopped.
+BENCH_ROWS=$(sed -n 's/^gpu_bench: \([0-9]* rows: .*\)$/\1/p' \
+  "$OUT/gpu_bench.txt" | tail -1)
+if [ -n "$BENCH_ROWS" ]; then
+  SUMMARY[${#SUMMARY[@]}-1]+=" ($BENCH_ROWS)"
+fi
 
 echo
 SEP="; "

@@ -57,6 +57,8 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
   pm.addPass(createZeroFoldTransposes());
   if (config.fuseAttention)
     pm.addPass(createZeroFuseAttention());
+  if (config.fuseEpilogues)
+    pm.addPass(createZeroFuseEpilogues());
   if (kind == GraphKind::Inference) {
     // The forward alone, at the training graph's precision and layout, so
     // that its parameters are the training graph's (docs/compiler.md).

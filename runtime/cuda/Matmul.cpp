@@ -1,7 +1,8 @@
 //===- Matmul.cpp - matmul and batch_matmul through cuBLAS ----------------===//
 //
 // The CPU kernels' checks and shapes (Matmul.cpp), one
-// cublasGemmStridedBatchedEx per call with f32 compute (no TF32). cuBLAS
+// cublasGemmStridedBatchedEx per call with f32 compute: no TF32, unless the
+// context allows it (zero-run --allow-tf32) and both operands are f32. cuBLAS
 // reads f16 and bf16 directly when both operands share the type, and writes
 // f32 or the operands' type; other combinations, and a result that overlaps
 // an operand, go through f32 copies.
@@ -109,6 +110,10 @@ void runMatmul(std::string_view op, const AttrMap &attrs,
   int lda = asInt(op, transA ? m : k, "leading dim");
   int ldb = asInt(op, transB ? k : n, "leading dim");
   const float alpha = 1.0f, beta = 0.0f;
+  // TF32 (PyTorch's allow_tf32) for products of f32 operands only; f16,
+  // bf16 and mixed operands are computed as without it.
+  bool tf32 =
+      ctx.allowTf32() && lhs.dtype == DType::F32 && rhs.dtype == DType::F32;
   cublasHandle_t handle = ctx.blas(op);
   checkCublas(op, cublasGemmStridedBatchedEx(
                       handle, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -117,7 +122,8 @@ void runMatmul(std::string_view op, const AttrMap &attrs,
                       rhsValues.data(), cudaType(inputType), ldb, k * n,
                       lhsValues.data(), cudaType(inputType), lda, m * k, &beta,
                       output.data, cudaType(output.dtype), asInt(op, n, "dim"),
-                      m * n, asInt(op, batch, "batch"), CUBLAS_COMPUTE_32F,
+                      m * n, asInt(op, batch, "batch"),
+                      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                       CUBLAS_GEMM_DEFAULT));
   if (directOutput)
     return;

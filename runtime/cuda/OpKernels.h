@@ -28,6 +28,14 @@ using KernelSignature = void(const AttrMap &attrs,
 KernelSignature matmulKernel;
 KernelSignature batchMatmulKernel;
 
+// MatmulEpilogue.cpp (cuBLASLt, the bias and GELU in the product's epilogue)
+KernelSignature matmulBiasKernel;
+KernelSignature matmulBiasGeluKernel;
+/// Whether the matmul epilogues may use cuBLASLt (the default) or always
+/// take their fallback, cuBLAS and elementwise kernels; tests compare the
+/// two.
+void setMatmulEpilogueCublasLt(bool enabled);
+
 // Elementwise.cu
 KernelSignature addKernel;
 KernelSignature subKernel;
@@ -55,6 +63,13 @@ KernelSignature softmaxKernel;
 KernelSignature softmaxGradKernel;
 KernelSignature crossEntropyKernel;
 KernelSignature crossEntropyGradKernel;
+
+// Attention.cu (fused attention, FlashAttention-2)
+KernelSignature attentionKernel;
+KernelSignature attentionGradKernel;
+/// Whether bf16/f16 attention may take the tensor-core kernels (the default)
+/// or always takes the f32-FMA ones; tests compare the two.
+void setAttentionTensorCores(bool enabled);
 
 // Embedding.cu
 KernelSignature embeddingKernel;

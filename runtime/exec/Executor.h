@@ -38,6 +38,33 @@ struct StepTimes {
   double transferWait = 0, transferBusy = 0;
 };
 
+/// How the CUDA executor launches a step (zero-run --cuda-graph): op by op,
+/// or as one CUDA graph captured from a step and replayed after it. Auto
+/// captures where that is known to work; On also captures where it has
+/// not been verified (NCCL between ranks). Both launch op by op, saying
+/// why, where a step cannot be captured (runtime/cuda/README.md).
+enum class CudaGraphMode { Off, On, Auto };
+
+/// Options that only a device executor reads; the CPU executor ignores them.
+struct DeviceOptions {
+  CudaGraphMode cudaGraph = CudaGraphMode::Auto;
+  /// f32 matrix products on TF32 tensor cores (zero-run --allow-tf32).
+  bool allowTf32 = false;
+};
+
+/// Whether the steps ran as one CUDA graph, and why not.
+struct CudaGraphStatus {
+  /// A captured graph ran at least one step.
+  bool used = false;
+  /// The step captured (1-based, of this executor's steps); 0: none.
+  int64_t capturedStep = 0;
+  /// Steps run by launching the graph (the captured one included).
+  int64_t graphSteps = 0;
+  /// Why steps ran op by op; empty when every step after the first was
+  /// a graph launch (but a traced one, which runs op by op).
+  std::string reason;
+};
+
 class Executor {
 public:
   virtual ~Executor() = default;
@@ -99,6 +126,15 @@ public:
   virtual void setTracing(bool on) = 0;
   /// Both streams' events of the last traced step, in start order per stream.
   virtual const StepTrace &lastStepTrace() const = 0;
+
+  /// Sets the device options before the first step. The CPU executor has
+  /// none.
+  virtual void setDeviceOptions(const DeviceOptions &options) { (void)options; }
+  /// How the steps so far were launched.
+  virtual CudaGraphStatus cudaGraphStatus() const {
+    return {false, 0, 0,
+            std::string("the ") + device() + " executor has no CUDA graphs"};
+  }
 
 protected:
   virtual const Plan &plan() const = 0;

@@ -78,8 +78,7 @@ AttentionLayout attentionLayout(std::string_view op, const AttrMap &attrs,
   return layout;
 }
 
-void expectF32(std::string_view op, const TensorRef &tensor,
-               const char *what) {
+void expectF32(std::string_view op, const TensorRef &tensor, const char *what) {
   if (tensor.dtype != DType::F32)
     fail(op, std::string(what) + " has element type " +
                  dtypeName(tensor.dtype) + ", expected f32");
@@ -112,9 +111,8 @@ AttentionLayout checkAttentionGrad(std::string_view op, const AttrMap &attrs,
                                    const Tensors &operands,
                                    const Tensors &results) {
   expectArity(op, operands, results, 6, 3);
-  const TensorRef &gradOutput = operands[0], &q = operands[1],
-                  &k = operands[2], &v = operands[3], &result = operands[4],
-                  &lse = operands[5];
+  const TensorRef &gradOutput = operands[0], &q = operands[1], &k = operands[2],
+                  &v = operands[3], &result = operands[4], &lse = operands[5];
   std::vector<int64_t> leading;
   AttentionLayout layout = attentionLayout(op, attrs, q, k, v, leading);
   std::vector<int64_t> resultShape =

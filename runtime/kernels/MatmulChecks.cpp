@@ -1,4 +1,4 @@
-//===- MatmulChecks.cpp - the checks of matmul and batch_matmul -----------===//
+//===- MatmulChecks.cpp - the checks of the matmul ops --------------------===//
 
 #include "runtime/kernels/MatmulChecks.h"
 
@@ -53,6 +53,43 @@ MatmulShape checkMatmul(std::string_view op, const AttrMap &attrs,
   for (int64_t dim : batchDims)
     batch *= dim;
   return {batch, a.rows, b.cols, a.cols, transA, transB};
+}
+
+MatmulShape checkMatmulEpilogue(std::string_view op, const AttrMap &attrs,
+                                const Tensors &operands, const Tensors &results,
+                                bool gelu) {
+  expectArity(op, operands, results, 3, gelu ? 2 : 1);
+  const TensorRef &lhs = operands[0], &rhs = operands[1], &bias = operands[2];
+  // f64, which expectFloat lets through, is not among the op's types.
+  if (lhs.dtype == DType::F64)
+    fail(op, "lhs has element type f64, expected f32, f16 or bf16");
+  expectFloat(op, lhs, "lhs");
+  expectSameDType(op, rhs, lhs, "rhs");
+  expectSameDType(op, bias, lhs, "bias");
+  expectSameDType(op, results[0], lhs, "result");
+  if (gelu)
+    expectSameDType(op, results[1], lhs, "pre_activation");
+  bool transA = attrs.flag("transpose_lhs");
+  bool transB = attrs.flag("transpose_rhs");
+  if (lhs.rank() != 2 || rhs.rank() != 2)
+    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " have the wrong ranks");
+  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
+  if (a.cols != b.rows)
+    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " differ");
+  expectShape(op, bias, {b.cols}, "bias");
+  expectShape(op, results[0], {a.rows, b.cols}, "result");
+  if (gelu)
+    expectShape(op, results[1], {a.rows, b.cols}, "pre_activation");
+  for (size_t r = 0; r < results.size(); ++r) {
+    const char *name = r == 0 ? "result" : "pre_activation";
+    if (overlapsAny(results[r], operands))
+      fail(op, std::string(name) + " overlaps an operand");
+  }
+  if (gelu && overlaps(results[0], results[1]))
+    fail(op, "result overlaps pre_activation");
+  return {1, a.rows, b.cols, a.cols, transA, transB};
 }
 
 } // namespace zerosbp::runtime::checks

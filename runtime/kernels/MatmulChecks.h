@@ -1,4 +1,4 @@
-//===- MatmulChecks.h - the checks of matmul and batch_matmul ---*- C++ -*-===//
+//===- MatmulChecks.h - the checks of the matmul ops ------------*- C++ -*-===//
 
 #ifndef ZEROSBP_RUNTIME_KERNELS_MATMULCHECKS_H
 #define ZEROSBP_RUNTIME_KERNELS_MATMULCHECKS_H
@@ -16,6 +16,14 @@ struct MatmulShape {
 MatmulShape checkMatmul(std::string_view op, const AttrMap &attrs,
                         const Tensors &operands, const Tensors &results,
                         bool batched);
+
+/// A checked nn.matmul_bias (`gelu` false) or nn.matmul_bias_gelu: operands
+/// lhs and rhs 2-D and bias 1-D of n; results `result` (m, n) and, with
+/// `gelu`, `pre_activation` (m, n); all of one element type, f32, f16 or
+/// bf16. No result may overlap an operand or the other result. `batch` is 1.
+MatmulShape checkMatmulEpilogue(std::string_view op, const AttrMap &attrs,
+                                const Tensors &operands, const Tensors &results,
+                                bool gelu);
 
 } // namespace zerosbp::runtime::checks
 

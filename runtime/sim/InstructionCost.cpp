@@ -65,14 +65,22 @@ KernelWork instructionWork(const Plan &plan, const Instruction &instruction) {
   if (instruction.kind != InstructionKind::Kernel)
     return work; // A copy or all_slice moves bytes and computes nothing.
   bool batched = instruction.op == "nn.batch_matmul";
-  if (batched || instruction.op == "nn.matmul") {
+  // The fused epilogues count as their product (the bias and GELU ride on
+  // its output).
+  bool gelu = instruction.op == "nn.matmul_bias_gelu";
+  bool epilogue = gelu || instruction.op == "nn.matmul_bias";
+  if (batched || epilogue || instruction.op == "nn.matmul") {
     checks::Tensors operands, results;
     for (int id : instruction.operands)
       operands.push_back(shapeOnly(plan.values[id]));
     for (int id : instruction.results)
       results.push_back(shapeOnly(plan.values[id]));
-    checks::MatmulShape shape = checks::checkMatmul(
-        instruction.op, instruction.attrs, operands, results, batched);
+    checks::MatmulShape shape =
+        epilogue
+            ? checks::checkMatmulEpilogue(instruction.op, instruction.attrs,
+                                          operands, results, gelu)
+            : checks::checkMatmul(instruction.op, instruction.attrs, operands,
+                                  results, batched);
     work.matmul = true;
     work.dtype = operands[0].dtype;
     work.flops = 2.0 * shape.batch * shape.m * shape.n * shape.k;

@@ -109,6 +109,18 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   report["backend"] = options.backend;
   report["device"] = runDevice(plan, options);
   report["mode"] = result.evaluation ? "eval" : "train";
+  // How the steps were launched on the GPU (docs/runtime.md#the-report).
+  const CudaGraphStatus &graph = result.cudaGraph;
+  CudaGraphMode graphMode = options.deviceOptions.cudaGraph;
+  report["cuda_graph"] = {
+      {"mode", graphMode == CudaGraphMode::Off  ? "off"
+               : graphMode == CudaGraphMode::On ? "on"
+                                                : "auto"},
+      {"used", graph.used},
+      {"captured_step", graph.capturedStep},
+      {"graph_steps", graph.graphSteps},
+      {"reason", graph.reason.empty() ? Json(nullptr) : Json(graph.reason)}};
+  report["allow_tf32"] = options.deviceOptions.allowTf32;
   report["steps"] = options.steps;
   report["start_step"] = result.firstStep;
   report["losses"] = result.losses;

@@ -275,6 +275,7 @@ void evaluateBatches(TrainingSession &session, const TrainOptions &options,
         [&](int input) { return feed.globalInput(input, batch); });
     result.losses.push_back(scalar ? values[*scalar][0] : 0.0);
     result.ranks = session.records();
+    result.cudaGraph = session.cudaGraphStatus();
     if (options.outputsDir)
       for (size_t k = 0; k < values.size(); ++k)
         for (double value : values[k]) {
@@ -311,6 +312,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
                        "not finite skip their updates");
   checkEvaluationFlags(plan, options);
   session.setGradientChecks(options.checkGradients);
+  session.setDeviceOptions(options.deviceOptions);
   // Only the reporting process writes the manifest, so it holds the lock;
   // a second run saving into the directory stops here, before training.
   std::unique_ptr<DirectoryLock> lock;
@@ -370,6 +372,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
     result.ranks = session.records();
     if (reporter && options.progress)
       progress << progressLine(result, step, options.steps) << std::endl;
+    result.cudaGraph = session.cudaGraphStatus();
     bool last = step + 1 == options.steps;
     if (options.checkpointDir &&
         (last || (options.checkpointEvery > 0 &&

@@ -53,6 +53,8 @@ struct TrainOptions {
   int threads = 0; // BLAS threads per rank; 0 picks.
   /// Check every gradient an update reads, each step (--check-gradients).
   bool checkGradients = false;
+  /// CUDA graphs and TF32 matmuls on `cuda` (--cuda-graph, --allow-tf32).
+  DeviceOptions deviceOptions;
   bool progress = true;
   /// Run an inference plan on `steps` batches (--eval) instead of training;
   /// `outputsDir` receives every output, stacked over the batches.
@@ -82,6 +84,8 @@ struct TrainResult {
   /// This process's resident bytes after the last step, its ranks' arenas
   /// still held (docs/runtime.md#offload).
   int64_t residentBytes = 0;
+  /// How rank 0 launched its steps: one CUDA graph or op by op.
+  CudaGraphStatus cudaGraph;
 };
 
 /// One thread per rank in this process, over the in-process communicator.

@@ -328,6 +328,15 @@ void TrainingSession::setTracing(bool on) {
     executor->setTracing(on);
 }
 
+void TrainingSession::setDeviceOptions(const DeviceOptions &options) {
+  for (auto &executor : executors)
+    executor->setDeviceOptions(options);
+}
+
+CudaGraphStatus TrainingSession::cudaGraphStatus() const {
+  return executors[0]->cudaGraphStatus();
+}
+
 std::vector<std::pair<int, StepTrace>> TrainingSession::lastStepTraces() const {
   std::vector<std::pair<int, StepTrace>> traces;
   for (const auto &executor : executors)

@@ -123,6 +123,11 @@ public:
   void interrupt(const std::string &reason);
   /// Records a timeline of the following steps on every local rank.
   void setTracing(bool on);
+  /// Sets every local rank's device options (CUDA graphs, TF32) before the
+  /// first step; the CPU executor has none.
+  void setDeviceOptions(const DeviceOptions &options);
+  /// How this process's first rank launched its steps (CUDA graph or not).
+  CudaGraphStatus cudaGraphStatus() const;
   /// The last traced step's timeline of each rank this process runs.
   std::vector<std::pair<int, StepTrace>> lastStepTraces() const;
 

@@ -25,7 +25,8 @@ def count(pattern, text):
 
 def test_passes_in_order():
     graph = compiled_mlp(2)
-    assert graph.passes[:6] == ["capture", "zero-fold-transposes",
+    assert graph.passes[:8] == ["capture", "zero-fold-transposes",
+                                "zero-fuse-attention", "zero-fuse-epilogues",
                                 "zero-autodiff", "zero-optimizer",
                                 "zero-sbp-propagation", "zero-stage"]
     assert "zero-partition" in graph.passes

@@ -22,7 +22,7 @@ def usage_and_flags(text):
     flags = {}
     name = None
     for line in listing.splitlines()[1:]:
-        entry = re.fullmatch(r"  (--[a-z-]+) +(\S.*)", line)
+        entry = re.fullmatch(r"  (--[a-z0-9-]+) +(\S.*)", line)
         if entry:
             name = entry.group(1)
             flags[name] = entry.group(2)
@@ -39,8 +39,8 @@ def test_help_lists_every_flag(option):
     usage, flags = usage_and_flags(out)
     assert usage[0].startswith("usage: zero-run model.zplan ")
     assert usage[1].startswith("       zero-run eval.zplan --eval ")
-    named = set(re.findall(r"--[a-z][a-z-]*", " ".join(usage)))
-    assert len(flags) == len(named) == 22
+    named = set(re.findall(r"--[a-z][a-z0-9-]*", " ".join(usage)))
+    assert len(flags) == len(named) == 24
     assert set(flags) == named
     for name, text in flags.items():
         assert len(text) > 10, name
@@ -50,6 +50,9 @@ def test_help_lists_every_flag(option):
     assert "-n N is the same" in flags["--ranks"]
     assert "required" in flags["--steps"]
     assert flags["--device"].startswith("cpu or cuda")
+    assert flags["--cuda-graph"].startswith("on, off or auto")
+    assert flags["--cuda-graph"].endswith("(default: auto)")
+    assert flags["--allow-tf32"].endswith("(default: false)")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -69,6 +72,11 @@ def test_help_lists_every_flag(option):
      "--report: expected json or none, got 'xml'"),
     (["m.zplan", "--steps=1", "--quiet=maybe"],
      "--quiet: expected true or false, got 'maybe'"),
+    (["m.zplan", "--steps=1", "--cuda-graph=yes"],
+     "--cuda-graph: expected on, off or auto, got 'yes'"),
+    (["m.zplan", "--steps=1", "--cuda-graph"], "--cuda-graph needs a value"),
+    (["m.zplan", "--steps=1", "--allow-tf32=maybe"],
+     "--allow-tf32: expected true or false, got 'maybe'"),
     (["m.zplan", "--steps=1", "--x"], "unknown option '--x'"),
     (["m.zplan", "--steps=1", "--x=1"], "unknown option '--x'"),
     (["m.zplan", "--steps=1", "--checkpoint_dir=ck"],
@@ -111,3 +119,27 @@ def test_flags_reach_the_run(tmp_path):
                          "--report=json")
     assert code == 0 and err == "", err
     assert json.loads(out)["losses"] != reports[0]
+
+
+def test_device_options_reach_the_report(tmp_path):
+    """--cuda-graph and --allow-tf32 are recorded in the report; the CPU
+    executor has no CUDA graph and says so (tests/gpu/cuda_graph_check.py
+    checks them on a GPU)."""
+    plan = tmp_path / "m.zplan"
+    subprocess.run([os.environ["ZEROSBP_COMPILE"], "--preset=tiny",
+                    "--world=1", "--report=none", "-o", str(plan)],
+                   check=True)
+    code, out, err = run(plan, "--steps=2", "--quiet", "--report=json")
+    assert code == 0 and err == "", err
+    report = json.loads(out)
+    assert report["cuda_graph"] == {
+        "mode": "auto", "used": False, "captured_step": 0, "graph_steps": 0,
+        "reason": "the cpu executor has no CUDA graphs"}
+    assert report["allow_tf32"] is False
+    code, out, err = run(plan, "--steps=2", "--quiet", "--report=json",
+                         "--cuda-graph", "off", "--allow-tf32")
+    assert code == 0 and err == "", err
+    changed = json.loads(out)
+    assert changed["cuda_graph"]["mode"] == "off"
+    assert changed["allow_tf32"] is True
+    assert changed["losses"] == report["losses"]

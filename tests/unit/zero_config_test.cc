@@ -116,7 +116,7 @@ TEST(DeepSpeedConfig, Gpt2TutorialConfig) {
             "initial-scale-power=16 loss-scale-window=1000 hysteresis=2 "
             "min-loss-scale=1 gradient-accumulation-steps=1 "
             "gradient-clipping=1 train-micro-batch-size-per-gpu=4 "
-            "train-batch-size=16 fuse-attention=true "
+            "train-batch-size=16 fuse-attention=true fuse-epilogues=true "
             "reduce-bucket-size=500000000 "
             "allgather-bucket-size=500000000 overlap-comm=true "
             "contiguous-gradients=true reduce-scatter=true "
@@ -1151,6 +1151,7 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     fromJson.shardMinSize = config.shardMinSize;
     fromJson.shardRestoreLevel = config.shardRestoreLevel;
     fromJson.fuseAttention = config.fuseAttention;
+    fromJson.fuseEpilogues = config.fuseEpilogues;
     EXPECT_EQ(fromJson, config) << text;
     // A plain zero_optimization or fp16 key reads as itself.
     llvm::StringRef path = option.deepSpeed;

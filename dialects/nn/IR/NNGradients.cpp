@@ -143,6 +143,54 @@ BatchMatmulOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
   return buildMatmulGradients(*this, builder, resultGrads, operandGrads);
 }
 
+/// y = op(a) op(b) + bias: the matmul's gradients from dz = dy, and dbias =
+/// dz summed over the rows.
+static LogicalResult
+buildMatmulEpilogueGradients(Operation *op, OpBuilder &builder, Value dz,
+                             Value a, Value b, bool ta, bool tb, Value bias,
+                             SmallVectorImpl<Value> &operandGrads) {
+  if (!dz)
+    return noGradients(op, operandGrads);
+  GradientBuilder grads(builder, op);
+  // In the unfused chain's order (bias first), so that gradients reach
+  // their buckets as they did.
+  Value dbias = grads.sumToShapeOf(dz, bias);
+  Value da = ta ? grads.create<MatmulOp>(b, dz, /*transpose_lhs=*/tb,
+                                         /*transpose_rhs=*/true)
+                : grads.create<MatmulOp>(dz, b, /*transpose_lhs=*/false,
+                                         /*transpose_rhs=*/!tb);
+  Value db = tb ? grads.create<MatmulOp>(dz, a, /*transpose_lhs=*/true,
+                                         /*transpose_rhs=*/ta)
+                : grads.create<MatmulOp>(a, dz, /*transpose_lhs=*/!ta,
+                                         /*transpose_rhs=*/false);
+  operandGrads.append({da, db, dbias});
+  return success();
+}
+
+LogicalResult
+MatmulBiasOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  return buildMatmulEpilogueGradients(
+      *this, builder, resultGrads[0], getLhs(), getRhs(), getTransposeLhs(),
+      getTransposeRhs(), getBias(), operandGrads);
+}
+
+/// y = gelu(z), z = op(a) op(b) + bias: dz = gelu_grad(dy, z), then as
+/// matmul_bias. The pre-activation is a value the backward reads.
+LogicalResult
+MatmulBiasGeluOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[1])
+    return emitOpError("the gradient of pre_activation is not defined");
+  Value dz;
+  if (Value dy = resultGrads[0])
+    dz = GradientBuilder(builder, *this)
+             .create<GeluGradOp>(dy, getPreActivation());
+  return buildMatmulEpilogueGradients(*this, builder, dz, getLhs(), getRhs(),
+                                      getTransposeLhs(), getTransposeRhs(),
+                                      getBias(), operandGrads);
+}
+
 /// y = softmax(scale q k^T) v with lse the log-sum-exp of each row: dq, dk
 /// and dv in one attention_grad, which recomputes the probabilities from
 /// q, k and lse (FlashAttention-2's backward). The log-sum-exp is a value

@@ -331,6 +331,64 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Shared by the matmul epilogue ops: a 2-D product whose result's last dim
+/// is the bias's length, all of one element type.
+static FailureOr<RankedTensorType> inferMatmulEpilogue(const Inference &infer,
+                                                       RankedTensorType a,
+                                                       RankedTensorType b,
+                                                       RankedTensorType bias,
+                                                       bool ta, bool tb) {
+  if (a.getRank() != 2 || b.getRank() != 2) {
+    (void)infer.error("operands must be 2-D, got ranks " + Twine(a.getRank()) +
+                      " and " + Twine(b.getRank()));
+    return failure();
+  }
+  if (failed(infer.sameElementType(a, b, "lhs", "rhs")) ||
+      failed(infer.sameElementType(a, bias, "lhs", "bias")))
+    return failure();
+  int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
+  int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
+  if (ka != kb) {
+    (void)infer.error("contracting dims differ: lhs has " + Twine(ka) +
+                      ", rhs has " + Twine(kb));
+    return failure();
+  }
+  if (bias.getRank() != 1 || bias.getDimSize(0) != n) {
+    (void)infer.error("bias must be 1-D of the result's last dim " + Twine(n) +
+                      ", got " + Inference::shapeStr(bias.getShape()));
+    return failure();
+  }
+  return plain({m, n}, a.getElementType());
+}
+
+LogicalResult MatmulBiasOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> type = inferMatmulEpilogue(
+      Inference(loc, "matmul_bias"), tensorOf(adaptor.getLhs()),
+      tensorOf(adaptor.getRhs()), tensorOf(adaptor.getBias()),
+      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(type))
+    return failure();
+  types.push_back(*type);
+  return success();
+}
+
+LogicalResult MatmulBiasGeluOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> type = inferMatmulEpilogue(
+      Inference(loc, "matmul_bias_gelu"), tensorOf(adaptor.getLhs()),
+      tensorOf(adaptor.getRhs()), tensorOf(adaptor.getBias()),
+      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(type))
+    return failure();
+  types.append({*type, *type});
+  return success();
+}
+
 LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,

@@ -205,6 +205,37 @@ def NN_BatchMatmulOp : NN_InferredOp<"batch_matmul", [NN_Differentiable]> {
   let results = (outs NN_FloatTensor:$result);
 }
 
+// A 2-D matmul with its epilogue: the bias along the last axis, and GELU
+// (tanh form) after it. zero-fuse-epilogues makes them from matmul, bias_add
+// and gelu (docs/design.md#fusion).
+class NN_MatmulEpilogueOp<string mnemonic, string desc>
+    : NN_InferredOp<mnemonic, [NN_Differentiable]> {
+  let summary = desc;
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_FloatTensor:$bias, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+}
+
+def NN_MatmulBiasOp : NN_MatmulEpilogueOp<"matmul_bias",
+    "op(lhs) x op(rhs) + bias, fused"> {
+  let description = [{
+    `nn.matmul`'s product with its transpose flags, plus a 1-D `bias` of the
+    result's last dim. A linear layer is `matmul_bias %x, %w, %b
+    {transpose_rhs}`.
+  }];
+  let results = (outs NN_FloatTensor:$result);
+}
+
+def NN_MatmulBiasGeluOp : NN_MatmulEpilogueOp<"matmul_bias_gelu",
+    "gelu(op(lhs) x op(rhs) + bias), fused, with the pre-activation"> {
+  let description = [{
+    As `nn.matmul_bias`, then GELU (tanh form). `pre_activation` is the
+    value before GELU, which its gradient reads (cuBLASLt's GELU_AUX).
+  }];
+  let results = (outs NN_FloatTensor:$result,
+                      NN_FloatTensor:$pre_activation);
+}
+
 def NN_AttentionOp : NN_InferredOp<"attention", [NN_Differentiable]> {
   let summary = "softmax(scale q k^T) v, fused, keeping each row's log-sum-exp";
   let description = [{

@@ -116,6 +116,35 @@ void MatmulOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   matmulSignatures(sig, 2, getTransposeLhs(), getTransposeRhs());
 }
 
+/// A matmul's row and column splits, the bias split with the columns; no
+/// contraction split, whose partial sums would add the bias once per rank
+/// (and GELU does not distribute over a sum).
+static void matmulEpilogueSignatures(Signatures &sig, bool transposeLhs,
+                                     bool transposeRhs) {
+  int64_t lhsRows = transposeLhs ? 1 : 0;
+  int64_t rhsCols = transposeRhs ? 0 : 1;
+  sig.add({sig.s(lhsRows), sig.b(), sig.b()}, {sig.s(0)});
+  sig.add({sig.b(), sig.s(rhsCols), sig.s(0)}, {sig.s(1)});
+  sig.add({sig.b(), sig.b(), sig.b()}, {sig.b()});
+}
+
+void MatmulBiasOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  matmulEpilogueSignatures(sig, getTransposeLhs(), getTransposeRhs());
+}
+
+void MatmulBiasGeluOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  // Each signature of matmul_bias, with the pre-activation laid out as the
+  // result.
+  SmallVector<SbpSignature> single;
+  Signatures sig(*this, single);
+  matmulEpilogueSignatures(sig, getTransposeLhs(), getTransposeRhs());
+  for (SbpSignature &signature : single) {
+    signature.results.push_back(signature.results.front());
+    out.push_back(std::move(signature));
+  }
+}
+
 void BatchMatmulOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   Signatures sig(*this, out);
   matmulSignatures(sig, rankOf(getLhs()), getTransposeLhs(), getTransposeRhs());

@@ -94,6 +94,10 @@ void runActivationGrad(std::string_view op, const Tensors &operands,
 }
 } // namespace
 
+void geluValues(const float *x, float *y, int64_t count) {
+  geluRow(x, y, count);
+}
+
 void reluKernel(const AttrMap &, const Tensors &operands,
                 const Tensors &results) {
   runUnary("nn.relu", operands, results, reluRow);

@@ -22,6 +22,8 @@ using KernelSignature = void(const AttrMap &attrs,
 // Matmul.cpp
 KernelSignature matmulKernel;
 KernelSignature batchMatmulKernel;
+KernelSignature matmulBiasKernel;
+KernelSignature matmulBiasGeluKernel;
 
 // Attention.cpp
 KernelSignature attentionKernel;
@@ -46,6 +48,9 @@ KernelSignature tanhKernel;
 KernelSignature reluGradKernel;
 KernelSignature geluGradKernel;
 KernelSignature tanhGradKernel;
+/// y[i] = gelu(x[i]) for f32 values by nn.gelu's own loop, so that
+/// nn.matmul_bias_gelu (Matmul.cpp) gives its bits; x and y do not overlap.
+void geluValues(const float *x, float *y, int64_t count);
 
 // Normalization.cpp
 KernelSignature layerNormKernel;

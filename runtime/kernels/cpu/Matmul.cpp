@@ -1,10 +1,18 @@
-//===- Matmul.cpp - matmul and batch_matmul through sgemm -----------------===//
+//===- Matmul.cpp - the matmul ops through sgemm --------------------------===//
+//
+// nn.matmul and nn.batch_matmul, and the fused epilogues nn.matmul_bias and
+// nn.matmul_bias_gelu: z = op(lhs) op(rhs) + bias by the same sgemm, then
+// the bias added in f32 and nn.gelu's loop on the f32 z, so that in f32 they
+// give the unfused kernels' bits; z and the result are rounded once each.
+//
 
 #include "runtime/kernels/MatmulChecks.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
 #include "runtime/kernels/cpu/Support.h"
 
 #include <cblas.h>
+
+#include <optional>
 
 namespace zerosbp::runtime::cpu {
 
@@ -42,6 +50,36 @@ void runMatmul(std::string_view op, const AttrMap &attrs,
             shape.n, shape.k, lhsValues.data(), rhsValues.data(), out.data());
   out.finish();
 }
+
+/// z (m x n) = op(lhs) op(rhs) + bias and, with `gelu`, y = gelu(z).
+void runMatmulEpilogue(std::string_view op, const AttrMap &attrs,
+                       const Tensors &operands, const Tensors &results,
+                       bool gelu) {
+  checks::MatmulShape shape =
+      checks::checkMatmulEpilogue(op, attrs, operands, results, gelu);
+  int64_t m = shape.m, n = shape.n;
+  FloatInput lhs(operands[0]), rhs(operands[1]), bias(operands[2]);
+  // No result overlaps an operand (checked): each is written in place when
+  // it is f32.
+  FloatOutput z(results[gelu ? 1 : 0], /*separate=*/false);
+  gemmBatch(1, shape.transposeLhs, shape.transposeRhs, m, n, shape.k,
+            lhs.data(), rhs.data(), z.data());
+  std::optional<FloatOutput> y;
+  if (gelu)
+    y.emplace(results[0], /*separate=*/false);
+  const float *b = bias.data();
+  for (int64_t i = 0; i < m; ++i) {
+    float *row = z.data() + i * n;
+    // nn.bias_add's sum, a + b in f32.
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = row[j] + b[j];
+    if (gelu)
+      geluValues(row, y->data() + i * n, n);
+  }
+  z.finish();
+  if (gelu)
+    y->finish();
+}
 } // namespace
 
 void matmulKernel(const AttrMap &attrs, const Tensors &operands,
@@ -52,6 +90,18 @@ void matmulKernel(const AttrMap &attrs, const Tensors &operands,
 void batchMatmulKernel(const AttrMap &attrs, const Tensors &operands,
                        const Tensors &results) {
   runMatmul("nn.batch_matmul", attrs, operands, results, /*batched=*/true);
+}
+
+void matmulBiasKernel(const AttrMap &attrs, const Tensors &operands,
+                      const Tensors &results) {
+  runMatmulEpilogue("nn.matmul_bias", attrs, operands, results,
+                    /*gelu=*/false);
+}
+
+void matmulBiasGeluKernel(const AttrMap &attrs, const Tensors &operands,
+                          const Tensors &results) {
+  runMatmulEpilogue("nn.matmul_bias_gelu", attrs, operands, results,
+                    /*gelu=*/true);
 }
 
 } // namespace zerosbp::runtime::cpu

@@ -41,6 +41,8 @@ constexpr Entry kKernels[] = {
     {"nn.layer_norm_grad", cpu::layerNormGradKernel},
     {"nn.loss_scale_update", cpu::lossScaleUpdateKernel},
     {"nn.matmul", cpu::matmulKernel},
+    {"nn.matmul_bias", cpu::matmulBiasKernel},
+    {"nn.matmul_bias_gelu", cpu::matmulBiasGeluKernel},
     {"nn.mul", cpu::mulKernel},
     {"nn.nonfinite_count", cpu::nonfiniteCountKernel},
     {"nn.pad", cpu::padKernel},

@@ -6,7 +6,8 @@
 //            [--report-file FILE] [--trace FILE] [--seed S]
 //            [--timeout SECONDS] [--threads T] [--quiet]
 //            [--resume DIR] [--checkpoint-dir DIR [--checkpoint-every K]
-//            [--keep K]] [--check-gradients]
+//            [--keep K]] [--check-gradients] [--cuda-graph on|off|auto]
+//            [--allow-tf32]
 //   zero-run eval.zplan --eval --ranks N --steps K [--init DIR | --resume
 //            DIR] [--data DIR] [--outputs DIR]
 //
@@ -34,7 +35,9 @@
 //
 // `--device` overrides the plan's placement device. On `cuda` each rank
 // runs on its own GPU (rank r of a process on device r mod the devices it
-// sees), with NCCL between the GPUs.
+// sees), with NCCL between the GPUs. `--cuda-graph` (default auto) replays
+// one captured CUDA graph per step from the second step on;
+// `--allow-tf32` runs f32 matrix products on TF32 tensor cores.
 //
 // `zero-run --help` lists every flag with its help and default.
 //
@@ -126,6 +129,14 @@ ABSL_FLAG(bool, quiet, false, "prints no progress lines");
 ABSL_FLAG(bool, check_gradients, false,
           "before every optimizer update, checks that the gradient it reads "
           "is finite");
+ABSL_FLAG(std::string, cuda_graph, "auto",
+          "on, off or auto: on cuda, captures the second step as one CUDA "
+          "graph and replays it every later step; auto where that is "
+          "verified, on also with NCCL between ranks; a plan that cannot be "
+          "captured (offload, --check-gradients) runs op by op, saying why");
+ABSL_FLAG(bool, allow_tf32, false,
+          "on cuda, f32 matrix products use TF32 tensor cores "
+          "(CUBLAS_COMPUTE_32F_FAST_TF32); bf16 and f16 ones are unchanged");
 ABSL_FLAG(bool, eval, false,
           "runs an inference plan (zero-compile --eval) on --steps batches "
           "instead of training");
@@ -144,7 +155,8 @@ const char *const kUsage =
     "[--report=json] "
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
-    "[--checkpoint-every K] [--keep K] [--check-gradients]\n"
+    "[--checkpoint-every K] [--keep K] [--check-gradients] "
+    "[--cuda-graph on|off|auto] [--allow-tf32]\n"
     "       zero-run eval.zplan --eval --ranks N --steps K [--init DIR | "
     "--resume DIR] [--data DIR] [--outputs DIR] [--backend ...] "
     "[--report=json] [--report-file FILE]";
@@ -165,6 +177,7 @@ const tools::CommandLineSpec &commandLineSpec() {
        {"threads", 1, 256}},
       {{"backend", {"inprocess", "mpi"}},
        {"device", {"cpu", "cuda"}},
+       {"cuda_graph", {"on", "off", "auto"}},
        {"report", {"json", "none"}}},
       {{"-n", "ranks"}}};
   return kSpec;
@@ -229,6 +242,11 @@ CommandLine parse(int argc, char **argv) {
   options.threads = absl::GetFlag(FLAGS_threads).value_or(0);
   options.progress = !absl::GetFlag(FLAGS_quiet);
   options.checkGradients = absl::GetFlag(FLAGS_check_gradients);
+  std::string graph = absl::GetFlag(FLAGS_cuda_graph);
+  options.deviceOptions.cudaGraph = graph == "on"    ? CudaGraphMode::On
+                                    : graph == "off" ? CudaGraphMode::Off
+                                                     : CudaGraphMode::Auto;
+  options.deviceOptions.allowTf32 = absl::GetFlag(FLAGS_allow_tf32);
   return line;
 }
 

@@ -133,10 +133,8 @@ Gradients referenceBackward(const Problem &p, const std::vector<double> &dout,
         }
         double ds = prob * (dp - delta);
         for (int64_t c = 0; c < d; ++c) {
-          g.q[(b * sq + i) * d + c] +=
-              p.scale() * ds * k[(b * sk + j) * d + c];
-          g.k[(b * sk + j) * d + c] +=
-              p.scale() * ds * q[(b * sq + i) * d + c];
+          g.q[(b * sq + i) * d + c] += p.scale() * ds * k[(b * sk + j) * d + c];
+          g.k[(b * sk + j) * d + c] += p.scale() * ds * q[(b * sq + i) * d + c];
         }
       }
     }
@@ -172,10 +170,10 @@ Outputs runFused(const Problem &p, const Inputs &in) {
               Buffer(type, in.v.ref.shape)};
   runKernel("nn.attention", p.attrs(), {in.q.ref, in.k.ref, in.v.ref},
             {out.result.ref, out.lse.ref});
-  runKernel("nn.attention_grad", p.attrs(),
-            {in.dout.ref, in.q.ref, in.k.ref, in.v.ref, out.result.ref,
-             out.lse.ref},
-            {out.dq.ref, out.dk.ref, out.dv.ref});
+  runKernel(
+      "nn.attention_grad", p.attrs(),
+      {in.dout.ref, in.q.ref, in.k.ref, in.v.ref, out.result.ref, out.lse.ref},
+      {out.dq.ref, out.dk.ref, out.dv.ref});
   return out;
 }
 
@@ -203,8 +201,7 @@ Outputs runUnfused(const Problem &p, const Inputs &in) {
   runKernel("nn.batch_matmul", {}, {probs.ref, in.v.ref}, {out.result.ref});
   runKernel("nn.batch_matmul", transposeRhs, {in.dout.ref, in.v.ref},
             {dprobs.ref});
-  runKernel("nn.softmax_grad", softmax, {dprobs.ref, probs.ref},
-            {dscaled.ref});
+  runKernel("nn.softmax_grad", softmax, {dprobs.ref, probs.ref}, {dscaled.ref});
   runKernel("nn.scale", scale, {dscaled.ref}, {dscores.ref});
   runKernel("nn.batch_matmul", {}, {dscores.ref, in.k.ref}, {out.dq.ref});
   runKernel("nn.batch_matmul", transposeLhs, {dscores.ref, in.q.ref},
@@ -243,16 +240,16 @@ void expectMatchesReference(const Problem &p, DType type, Tolerance forward,
 /// queries than keys and fewer, D != Dv, head dims that are not multiples
 /// of the vector width, one to three batch dims.
 const Problem kProblems[] = {
-    {{2}, 1, 1, 8, 8, true},
-    {{2}, 1, 1, 8, 8, false},
-    {{3}, 7, 7, 16, 16, true},
-    {{2, 3}, 65, 65, 32, 16, true},
-    {{1, 2}, 130, 130, 64, 64, true},
-    {{2}, 130, 130, 32, 32, false},
-    {{3}, 7, 130, 8, 24, false},
-    {{2}, 130, 65, 40, 33, false},
-    {{2, 1, 2}, 65, 7, 5, 70, false},
-    {{1}, 200, 200, 24, 8, true},
+    {{2}, 1, 1, 8, 8, true},          // one query, one key
+    {{2}, 1, 1, 8, 8, false},         //
+    {{3}, 7, 7, 16, 16, true},        // less than a tile
+    {{2, 3}, 65, 65, 32, 16, true},   // a tile and one row, Dv < D
+    {{1, 2}, 130, 130, 64, 64, true}, // two tiles and two rows
+    {{2}, 130, 130, 32, 32, false},   //
+    {{3}, 7, 130, 8, 24, false},      // few queries, many keys
+    {{2}, 130, 65, 40, 33, false},    // more queries than keys, odd dims
+    {{2, 1, 2}, 65, 7, 5, 70, false}, // three batch dims, D < Dv
+    {{1}, 200, 200, 24, 8, true},     // a partial fourth tile
 };
 
 TEST(CpuAttentionKernel, MatchesFloat64ReferenceF32) {
@@ -277,8 +274,8 @@ TEST(CpuAttentionKernel, ReferenceGradientsMatchFiniteDifferences) {
   for (const Problem &p :
        {Problem{{2}, 5, 5, 3, 4, true}, Problem{{1, 2}, 3, 6, 4, 2, false}}) {
     Inputs in = makeInputs(p, DType::F64, 5);
-    std::vector<double> q = in.q.values(), k = in.k.values(),
-                        v = in.v.values(), dout = in.dout.values();
+    std::vector<double> q = in.q.values(), k = in.k.values(), v = in.v.values(),
+                        dout = in.dout.values();
     Gradients g = referenceBackward(p, dout, q, k, v);
     auto loss = [&](const std::vector<double> &qx,
                     const std::vector<double> &kx,
@@ -289,21 +286,21 @@ TEST(CpuAttentionKernel, ReferenceGradientsMatchFiniteDifferences) {
         total += y[i] * dout[i];
       return total;
     };
-    expectClose(g.q,
-                numericGradient(
-                    [&](const std::vector<double> &x) { return loss(x, k, v); },
-                    q),
-                1e-7, 1e-6, p.name() + " q");
-    expectClose(g.k,
-                numericGradient(
-                    [&](const std::vector<double> &x) { return loss(q, x, v); },
-                    k),
-                1e-7, 1e-6, p.name() + " k");
-    expectClose(g.v,
-                numericGradient(
-                    [&](const std::vector<double> &x) { return loss(q, k, x); },
-                    v),
-                1e-7, 1e-6, p.name() + " v");
+    expectClose(
+        g.q,
+        numericGradient(
+            [&](const std::vector<double> &x) { return loss(x, k, v); }, q),
+        1e-7, 1e-6, p.name() + " q");
+    expectClose(
+        g.k,
+        numericGradient(
+            [&](const std::vector<double> &x) { return loss(q, x, v); }, k),
+        1e-7, 1e-6, p.name() + " k");
+    expectClose(
+        g.v,
+        numericGradient(
+            [&](const std::vector<double> &x) { return loss(q, k, x); }, v),
+        1e-7, 1e-6, p.name() + " v");
   }
 }
 
@@ -349,11 +346,11 @@ TEST(CpuAttentionKernel, LargeScoresDoNotOverflow) {
 
 void expectBitEqual(const Buffer &actual, const Buffer &expected,
                     int64_t offsetBytes, const std::string &what) {
-  EXPECT_EQ(std::memcmp(actual.ref.data,
-                        static_cast<const char *>(expected.ref.data) +
-                            offsetBytes,
-                        actual.ref.bytes()),
-            0)
+  EXPECT_EQ(
+      std::memcmp(actual.ref.data,
+                  static_cast<const char *>(expected.ref.data) + offsetBytes,
+                  actual.ref.bytes()),
+      0)
       << what;
 }
 
@@ -486,10 +483,12 @@ TEST(CpuAttentionKernel, ForwardErrors) {
          "attribute 'scale' is missing");
   expect(makeAttrs({{"scale", std::string("half")}}), {q.ref, k.ref, v.ref},
          {result.ref, lse.ref}, "attribute 'scale' is not a number");
-  expect(makeAttrs({{"scale", static_cast<double>(INFINITY)}}), {q.ref, k.ref, v.ref},
-         {result.ref, lse.ref}, "scale must be a finite f32, got inf");
-  expect(makeAttrs({{"scale", static_cast<double>(NAN)}}), {q.ref, k.ref, v.ref},
-         {result.ref, lse.ref}, "scale must be a finite f32, got nan");
+  expect(makeAttrs({{"scale", static_cast<double>(INFINITY)}}),
+         {q.ref, k.ref, v.ref}, {result.ref, lse.ref},
+         "scale must be a finite f32, got inf");
+  expect(makeAttrs({{"scale", static_cast<double>(NAN)}}),
+         {q.ref, k.ref, v.ref}, {result.ref, lse.ref},
+         "scale must be a finite f32, got nan");
   expect(makeAttrs({{"scale", 1e300}}), {q.ref, k.ref, v.ref},
          {result.ref, lse.ref}, "scale must be a finite f32, got 1e+300");
   // An integral scale may arrive as an integer (JSON writes 1.0 as 1).

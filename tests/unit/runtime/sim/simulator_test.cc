@@ -78,6 +78,29 @@ TEST(InstructionCost, MatmulCountsTwoMnk) {
   EXPECT_DOUBLE_EQ(kernelSeconds(work, slowDevice(), 1, false), 65.536e-6);
 }
 
+TEST(InstructionCost, MatmulEpiloguesCountAsTheirProduct) {
+  // x (64 x 32) by a Linear's weight (16 x 32) plus a bias of 16, and the
+  // same with GELU and its pre-activation.
+  Plan plan;
+  plan.values = {value({64, 32}), value({16, 32}), value({16}), value({64, 16}),
+                 value({64, 16})};
+  Instruction instruction;
+  instruction.op = "nn.matmul_bias";
+  instruction.attrs.set("transpose_rhs", true);
+  instruction.operands = {0, 1, 2};
+  instruction.results = {3};
+  KernelWork work = instructionWork(plan, instruction);
+  EXPECT_TRUE(work.matmul);
+  EXPECT_DOUBLE_EQ(work.flops, 2.0 * 64 * 16 * 32);
+  EXPECT_DOUBLE_EQ(work.bytes, (64 * 32 + 16 * 32 + 16 + 64 * 16) * 4.0);
+  instruction.op = "nn.matmul_bias_gelu";
+  instruction.results = {3, 4};
+  work = instructionWork(plan, instruction);
+  EXPECT_TRUE(work.matmul);
+  EXPECT_DOUBLE_EQ(work.flops, 2.0 * 64 * 16 * 32);
+  EXPECT_DOUBLE_EQ(work.bytes, (64 * 32 + 16 * 32 + 16 + 2 * 64 * 16) * 4.0);
+}
+
 TEST(InstructionCost, MismatchedMatmulIsRefused) {
   Plan plan = overlapPlan();
   plan.values[1] = value({31, 16});
