@@ -69,6 +69,33 @@ def ZeroFuseEpilogues : Pass<"zero-fuse-epilogues", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroRecomputeCheap : Pass<"zero-recompute-cheap", "::mlir::func::FuncOp"> {
+  let summary = "Recomputes cheap forward values in the backward instead of keeping them";
+  let description = [{
+    Runs after autodiff (and zero-remat). A forward result that a backward
+    op reads, of an op implementing `RecomputableOpInterface` (GELU, layer
+    norm, the GELU of `nn.matmul_bias_gelu` in f32), is computed again right
+    before its first backward reader when every value it is computed from
+    is read by the backward anyway; the backward reads the new value. So the
+    forward's copy dies at its last forward use, and what lives from the
+    forward to the backward is only what must (a min-cut of the cheap ops,
+    as torch.compile's partitioner makes). The recomputation gives the same
+    bits, so losses do not change. Turned off by the pipeline option
+    `recompute-cheap=false`.
+
+    A variable counts as kept when `variables-persist` is set (stages 0-2,
+    where each rank holds every parameter); at stage 3 reading a parameter
+    in the backward would gather it again, so only what the backward reads
+    already counts.
+  }];
+  let options = [
+    Option<"variablesPersist", "variables-persist", "bool",
+           /*default=*/"true",
+           "variables stay whole on every rank (stages 0-2)">,
+  ];
+  let dependentDialects = ["::mlir::nn::NNDialect"];
+}
+
 def ZeroInference : Pass<"zero-inference", "::mlir::func::FuncOp"> {
   let summary = "Makes a captured forward graph an inference graph";
   let description = [{

@@ -80,6 +80,10 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
   pm.addPass(createZeroAutodiff());
   if (checkpointed)
     pm.addPass(createZeroRemat());
+  // At stage 3 a parameter read in the backward is gathered again.
+  if (config.recomputeCheap)
+    pm.addPass(
+        createZeroRecomputeCheap({/*variablesPersist=*/config.stage < 3}));
   const OptimizerConfig &opt = config.optimizer;
   ZeroOptimizerOptions optimizer;
   optimizer.optimizer = opt.kind;

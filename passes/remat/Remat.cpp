@@ -64,8 +64,9 @@ SmallVector<Unit> unitsOf(ArrayRef<Operation *> forward) {
   return units;
 }
 
-/// 2 m n k for a matmul or batched matmul (k the contracted extent, m n
-/// the result's elements), else 0.
+/// 2 m n k for a matmul, batched or with an epilogue (k the contracted
+/// extent, m n the result's elements), the two products of an attention,
+/// else 0.
 double matmulFlops(Operation *op) {
   auto flops = [](Value lhs, bool transposeLhs, Value result) {
     auto lhsType = cast<ShapedType>(lhs.getType());
@@ -77,6 +78,19 @@ double matmulFlops(Operation *op) {
   };
   if (auto matmul = dyn_cast<nn::MatmulOp>(op))
     return flops(matmul.getLhs(), matmul.getTransposeLhs(), matmul.getResult());
+  if (auto matmul = dyn_cast<nn::MatmulBiasOp>(op))
+    return flops(matmul.getLhs(), matmul.getTransposeLhs(), matmul.getResult());
+  if (auto matmul = dyn_cast<nn::MatmulBiasGeluOp>(op))
+    return flops(matmul.getLhs(), matmul.getTransposeLhs(), matmul.getResult());
+  if (auto attention = dyn_cast<nn::AttentionOp>(op)) {
+    // Its two products, q k^T and p v, as the unfused chain counts them.
+    auto q = cast<ShapedType>(attention.getQ().getType());
+    auto k = cast<ShapedType>(attention.getK().getType());
+    auto v = cast<ShapedType>(attention.getV().getType());
+    double pairs = static_cast<double>(q.getNumElements()) /
+                   q.getShape().back() * k.getShape()[k.getRank() - 2];
+    return 2.0 * pairs * (q.getShape().back() + v.getShape().back());
+  }
   if (auto batched = dyn_cast<nn::BatchMatmulOp>(op))
     return flops(batched.getLhs(), batched.getTransposeLhs(),
                  batched.getResult());

@@ -5,6 +5,8 @@
 #include "runtime/core/Error.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/MultiTensor.h"
+#include "runtime/cuda/MultiTensorPlan.h"
 #include "runtime/cuda/NcclComm.h"
 #include "runtime/cuda/StreamMemory.h"
 #include "runtime/cuda/Support.h"
@@ -104,6 +106,7 @@ public:
   const StepTrace &lastStepTrace() const override { return trace; }
   void setDeviceOptions(const DeviceOptions &options) override;
   CudaGraphStatus cudaGraphStatus() const override;
+  MultiTensorStatus multiTensorStatus() const override { return multiStatus; }
 
 protected:
   const Plan &plan() const override { return thePlan; }
@@ -116,6 +119,19 @@ private:
   /// `capturing`.
   void enqueueStep(int64_t stepNumber);
   void enqueue(size_t index);
+  /// enqueue(index) between its trace events, errors naming the
+  /// instruction.
+  void enqueueTimed(size_t index);
+  /// A segment's launch of one or more instructions
+  /// (runtime/cuda/README.md#multi-tensor-launches).
+  struct SegmentLaunch;
+  void enqueueLaunch(SegmentLaunch &launch);
+  /// Finds the segments of the optimizer's updates and casts and their
+  /// launches (MultiTensorPlan.h), and copies the multi-tensor tables to
+  /// the device, unless done for the present options: before a step and
+  /// any capture.
+  void planMultiTensor();
+  void dropMultiTensor();
   /// Records a timing event on `stream`; while capturing, as an event node
   /// of the graph, so that every replay records it.
   void mark(Event &event, cudaStream_t stream);
@@ -227,6 +243,31 @@ private:
   /// Per bucket: the collective's end, for the compute stream to wait on
   /// (bucketDone is for timing).
   std::vector<Event> bucketJoin;
+  // Multi-tensor launches (runtime/cuda/README.md#multi-tensor-launches).
+  // A segment is a maximal run of consecutive instructions of the
+  // optimizer phase with nothing else of the executor's between them
+  // (events, host checks, host work): updates, casts, slices, copies.
+  // Its instructions run as launches in an order that keeps their
+  // dependencies, each group of one key as one multi-tensor kernel.
+  struct SegmentLaunch {
+    std::vector<size_t> members; // Instructions, in plan order.
+    /// Null: members[0] alone, by its own kernel.
+    std::unique_ptr<gpu::MultiTensorLaunch> merged;
+    size_t tableOffset = 0; // In multiTensorTables.
+    Event traceBegin, traceEnd;
+  };
+  std::vector<SegmentLaunch> segmentLaunches;
+  /// Per instruction: the launches of the segment it begins.
+  std::vector<std::vector<size_t>> launchesAt;
+  /// Per instruction: 1 when its segment's launches run it.
+  std::vector<char> inSegment;
+  unsigned char *multiTensorTables = nullptr; // Device memory.
+  size_t multiTensorTableBytes = 0;
+  bool multiTensorPlanned = false;
+  /// The options the launches were planned for.
+  bool plannedMultiTensor = false;
+  bool plannedGradientChecks = false;
+  MultiTensorStatus multiStatus;
 };
 
 CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
@@ -360,6 +401,7 @@ void CudaExecutor::release() {
   if (copyStream)
     (void)cudaStreamSynchronize(copyStream);
   dropGraph();
+  dropMultiTensor();
   ctx.reset();
   nccl.reset();
   bucketReady.clear();
@@ -398,9 +440,12 @@ TensorRef CudaExecutor::tensor(int id) const {
 
 void CudaExecutor::prepare() {
   // A graph holds the old addresses: the next step runs op by op, the one
-  // after is captured anew.
+  // after is captured anew. So do the multi-tensor tables: planned anew
+  // before the next step.
   dropGraph();
   stepsSincePrepare = 0;
+  dropMultiTensor();
+  multiTensorPlanned = false;
   if (addresses.empty())
     addresses = bufferAddresses(thePlan, bases);
   prepared = prepareInstructions(thePlan, addresses);
@@ -636,6 +681,114 @@ void CudaExecutor::enqueue(size_t index) {
   }
 }
 
+void CudaExecutor::enqueueTimed(size_t index) {
+  if (tracedThisStep)
+    checkCuda("trace",
+              cudaEventRecord(traceBegin[index].get(), computeStream));
+  try {
+    enqueue(index);
+  } catch (const RuntimeError &error) {
+    throw RuntimeError("instructions[" + std::to_string(index) + "] (" +
+                       thePlan.instructions[index].op + "): " + error.what());
+  }
+  if (tracedThisStep)
+    checkCuda("trace", cudaEventRecord(traceEnd[index].get(), computeStream));
+}
+
+void CudaExecutor::enqueueLaunch(SegmentLaunch &launch) {
+  if (!launch.merged) {
+    enqueueTimed(launch.members[0]);
+    return;
+  }
+  if (tracedThisStep)
+    checkCuda("trace",
+              cudaEventRecord(launch.traceBegin.get(), computeStream));
+  try {
+    launch.merged->enqueue(*ctx, multiTensorTables + launch.tableOffset);
+  } catch (const RuntimeError &error) {
+    throw RuntimeError("instructions[" + std::to_string(launch.members[0]) +
+                       "] (" + launch.merged->name() + "): " + error.what());
+  }
+  if (tracedThisStep)
+    checkCuda("trace", cudaEventRecord(launch.traceEnd.get(), computeStream));
+}
+
+void CudaExecutor::dropMultiTensor() {
+  segmentLaunches.clear();
+  launchesAt.assign(thePlan.instructions.size(), {});
+  inSegment.assign(thePlan.instructions.size(), 0);
+  if (multiTensorTables)
+    (void)cudaFree(multiTensorTables);
+  multiTensorTables = nullptr;
+  multiTensorTableBytes = 0;
+}
+
+void CudaExecutor::planMultiTensor() {
+  if (multiTensorPlanned && plannedMultiTensor == options.multiTensor &&
+      plannedGradientChecks == checkGradients)
+    return;
+  // A graph holds the launches planned before; the step after a new plan
+  // runs op by op, so that it counts its checks of device data anew.
+  dropGraph();
+  stepsSincePrepare = 0;
+  checkCuda("multi-tensor tables", cudaStreamSynchronize(computeStream));
+  dropMultiTensor();
+  multiTensorPlanned = true;
+  plannedMultiTensor = options.multiTensor;
+  plannedGradientChecks = checkGradients;
+  multiStatus = MultiTensorStatus();
+  multiStatus.applies = true;
+  if (!options.multiTensor) {
+    multiStatus.reason = "--multi-tensor=off";
+    return;
+  }
+  std::vector<unsigned char> tables;
+  for (const MultiTensorSegment &segment : planMultiTensorSegments(
+           thePlan, addresses, prepared, attrs, checkGradients)) {
+    for (const std::vector<size_t> &members : segment.launches) {
+      SegmentLaunch launch;
+      launch.members = members;
+      if (members.size() > 1) {
+        std::vector<gpu::KernelCall> calls;
+        for (size_t i : members)
+          calls.push_back(
+              {&attrs[i], &prepared[i].operands, &prepared[i].results});
+        const std::string &op = thePlan.instructions[members[0]].op;
+        launch.merged = std::make_unique<gpu::MultiTensorLaunch>(op, calls);
+        // Each table at a 256-byte boundary, as cudaMalloc aligns.
+        launch.tableOffset = (tables.size() + 255) / 256 * 256;
+        tables.resize(launch.tableOffset);
+        const std::vector<unsigned char> &table = launch.merged->table();
+        tables.insert(tables.end(), table.begin(), table.end());
+        multiStatus.instructions += static_cast<int64_t>(members.size());
+        ++multiStatus.launches;
+        multiStatus.runs.emplace_back(op,
+                                      static_cast<int64_t>(members.size()));
+      }
+      launchesAt[segment.begin].push_back(segmentLaunches.size());
+      segmentLaunches.push_back(std::move(launch));
+    }
+    for (size_t i = segment.begin; i < segment.end; ++i)
+      inSegment[i] = 1;
+  }
+  if (checkGradients)
+    multiStatus.reason = "--check-gradients checks each update's gradient on "
+                         "the host right before it: the updates launch one "
+                         "by one";
+  else if (multiStatus.launches == 0)
+    multiStatus.reason = "no two optimizer updates or casts of one kind "
+                         "follow each other";
+  if (tables.empty())
+    return;
+  checkCuda("multi-tensor tables",
+            cudaMalloc(reinterpret_cast<void **>(&multiTensorTables),
+                       tables.size()));
+  multiTensorTableBytes = tables.size();
+  checkCuda("multi-tensor tables",
+            cudaMemcpy(multiTensorTables, tables.data(), tables.size(),
+                       cudaMemcpyHostToDevice));
+}
+
 void CudaExecutor::awaitEvent(cudaEvent_t event, const char *what) {
   Clock::time_point deadline = Clock::now() + timeout;
   while (true) {
@@ -823,16 +976,12 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
     for (int buffer : entry.writtenBuffers)
       tracker.markLive(buffer);
     tracker.sample();
-    if (tracedThisStep)
-      checkCuda("trace", cudaEventRecord(traceBegin[i].get(), computeStream));
-    try {
-      enqueue(i);
-    } catch (const RuntimeError &error) {
-      throw RuntimeError("instructions[" + std::to_string(i) + "] (" +
-                         instruction.op + "): " + error.what());
-    }
-    if (tracedThisStep)
-      checkCuda("trace", cudaEventRecord(traceEnd[i].get(), computeStream));
+    // A segment's instructions run as its launches, at its first; the
+    // memory tracker still follows the plan's order.
+    for (size_t launch : launchesAt[i])
+      enqueueLaunch(segmentLaunches[launch]);
+    if (!inSegment[i])
+      enqueueTimed(i);
     for (int buffer : instruction.free)
       tracker.markDead(buffer);
   }
@@ -854,6 +1003,7 @@ double CudaExecutor::runStep(int64_t stepNumber) {
     // The previous step has finished, so the pinned step is free to reuse.
     *hostStep = stepNumber;
     ++stepsRun;
+    planMultiTensor();
     CommStats before = nccl->stats();
     std::string obstacle = graphObstacle();
     if (!obstacle.empty()) {
@@ -930,7 +1080,8 @@ double CudaExecutor::runStep(int64_t stepNumber) {
   (void)cudaGetLastError();
   peaks.deviceHeld = thePlan.arenaBytes + static_cast<int64_t>(poolHigh) +
                      static_cast<int64_t>(graphHigh) +
-                     static_cast<int64_t>(ctx->blasWorkspaceBytes());
+                     static_cast<int64_t>(ctx->blasWorkspaceBytes()) +
+                     static_cast<int64_t>(multiTensorTableBytes);
   if (thePlan.outputs.empty())
     return 0;
   std::vector<double> loss = loadValues(tensor(thePlan.outputs[0]));
@@ -965,7 +1116,23 @@ void CudaExecutor::collectTimes() {
   };
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
-    if (instruction.kind == InstructionKind::CollectiveStart)
+    // A segment's launches, in the order they ran: a merged one as
+    // "nn.adam x148", the others as their instruction.
+    for (size_t index : launchesAt[i]) {
+      SegmentLaunch &launch = segmentLaunches[index];
+      size_t first = launch.members[0];
+      if (launch.merged)
+        trace.push_back({TraceStream::Compute, launch.merged->name(),
+                         phaseName(prepared[first].phase), -1,
+                         micros(launch.traceBegin.get()),
+                         micros(launch.traceEnd.get())});
+      else
+        trace.push_back({TraceStream::Compute, thePlan.instructions[first].op,
+                         phaseName(prepared[first].phase), -1,
+                         micros(traceBegin[first].get()),
+                         micros(traceEnd[first].get())});
+    }
+    if (inSegment[i] || instruction.kind == InstructionKind::CollectiveStart)
       continue;
     bool wait = instruction.kind == InstructionKind::CollectiveWait;
     trace.push_back({TraceStream::Compute, instruction.op,

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/DeviceMath.cuh"
+#include "runtime/cuda/MultiTensor.h"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
 #include "runtime/kernels/ElementwiseChecks.h"
@@ -147,6 +148,47 @@ __global__ void mapVectorKernel(MapOp op, float factor, const void *a,
   }
 }
 
+/// Many casts in one kernel (MultiTensor.h): block b takes chunks b, b +
+/// grid, ..., each of one tensor, and maps its elements as mapVectorKernel
+/// and mapKernel map nn.cast's (MapOp::Copy): kVector at a time where both
+/// tensors take 16-byte words (chunks begin at multiples of kVector), one
+/// at a time otherwise and past the last whole vector.
+__global__ void castMultiKernel(const CastEntry *entries,
+                                const MultiTensorChunk *chunks,
+                                int64_t chunkCount) {
+  for (int64_t k = blockIdx.x; k < chunkCount; k += gridDim.x) {
+    MultiTensorChunk chunk = chunks[k];
+    CastEntry entry = entries[chunk.tensor];
+    const void *from = entry.from.data;
+    void *to = entry.to.data;
+    DType fromType = entry.from.type, toType = entry.to.type;
+    // vectorLoadable's test, on the device.
+    bool vector = fromType != DType::F64 && toType != DType::F64 &&
+                  (reinterpret_cast<uintptr_t>(from) |
+                   reinterpret_cast<uintptr_t>(to)) %
+                          16 ==
+                      0;
+    int64_t tail = chunk.begin;
+    if (vector) {
+      int64_t vectors = (chunk.end - chunk.begin) / kVector;
+      for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
+        int64_t i = chunk.begin + v * kVector;
+        float x[kVector], r[kVector];
+        loadVector(from, fromType, i, x);
+#pragma unroll
+        for (int e = 0; e < kVector; ++e)
+          r[e] = applyOp(MapOp::Copy, x[e], 0.0f, 0.0f);
+        storeVector(to, toType, i, r);
+      }
+      tail = chunk.begin + vectors * kVector;
+    }
+    for (int64_t i = tail + threadIdx.x; i < chunk.end; i += blockDim.x)
+      storeFloat(to, toType, i,
+                 applyOp(MapOp::Copy, loadFloat(from, fromType, i), 0.0f,
+                         0.0f));
+  }
+}
+
 /// Where `b` of a map repeats: 0 when it is contiguous like the result,
 /// the row length for a row broadcast along the leading dims, -1 otherwise.
 int64_t vectorPeriod(const MapOperand &a, const MapOperand &b,
@@ -264,6 +306,17 @@ void runActivationGrad(std::string_view op, MapOp mapOp,
 void launchConvert(std::string_view op, CudaContext &ctx, const TensorRef &from,
                    const TensorRef &to) {
   runUnary(op, ctx, MapOp::Copy, 0.0f, from, to);
+}
+
+void launchMultiCast(std::string_view op, CudaContext &ctx,
+                     const CastEntry *entries, const MultiTensorChunk *chunks,
+                     int64_t chunkCount) {
+  if (chunkCount == 0)
+    return;
+  constexpr int kThreads = 256;
+  castMultiKernel<<<gridFor(chunkCount, 1), kThreads, 0, ctx.stream()>>>(
+      entries, chunks, chunkCount);
+  checkLaunch(op);
 }
 
 void addKernel(const AttrMap &, const Tensors &operands, const Tensors &results,

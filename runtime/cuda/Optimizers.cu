@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/DeviceMath.cuh"
+#include "runtime/cuda/MultiTensor.h"
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/Support.h"
 #include "runtime/kernels/LossScalingChecks.h"
@@ -23,11 +24,17 @@
 namespace zerosbp::runtime::gpu {
 
 namespace {
+/// Element i of an SGD update; the single and the multi-tensor kernels both
+/// compute with it.
+__device__ __forceinline__ void sgdElement(float lr, float scale,
+                                           FloatRef param, FloatRef grad,
+                                           FloatRef newParam, int64_t i) {
+  store(newParam, i, load(param, i) - lr * (load(grad, i) / scale));
+}
+
 __global__ void sgdUpdate(float lr, float scale, FloatRef param, FloatRef grad,
                           FloatRef newParam, int64_t n) {
-  ZEROSBP_GRID_LOOP(i, n) {
-    store(newParam, i, load(param, i) - lr * (load(grad, i) / scale));
-  }
+  ZEROSBP_GRID_LOOP(i, n) { sgdElement(lr, scale, param, grad, newParam, i); }
 }
 
 using checks::AdamConstants;
@@ -48,21 +55,56 @@ __device__ __forceinline__ bool checkStep(int64_t step, DeviceCheckSlot *slot) {
   return false;
 }
 
+/// What a block of an Adam kernel computes once from the step, in its
+/// first thread, before any element.
+struct AdamStepScalars {
+  float stepSize;            // lr / (1 - beta1^t)
+  float biasCorrection2Sqrt; // sqrt(1 - beta2^t)
+  bool valid;                // t >= 1
+};
+
+__device__ __forceinline__ AdamStepScalars
+adamStepScalars(const AdamConstants &c, int64_t step) {
+  auto exponent = static_cast<double>(step);
+  double biasCorrection1 = 1.0 - pow(c.beta1Double, exponent);
+  double biasCorrection2 = 1.0 - pow(c.beta2Double, exponent);
+  return {static_cast<float>(c.lr / biasCorrection1),
+          static_cast<float>(sqrt(biasCorrection2)), step >= 1};
+}
+
+/// Element i of an Adam or AdamW update; the single and the multi-tensor
+/// kernels both compute with it. Every operand is read before any result is
+/// written, so a result may replace an operand.
+__device__ __forceinline__ void
+adamElement(const AdamConstants &c, const AdamTensors &t, int64_t i,
+            float stepSize, float biasCorrection2Sqrt) {
+  float p = load(t.param, i);
+  if (c.hasDecay)
+    p = p * c.decay;
+  float g = load(t.grad, i) / c.gradScale;
+  if (c.hasCoupledDecay)
+    g = g + c.coupledDecay * p;
+  float m = c.beta1 * load(t.expAvg, i) + c.oneMinusBeta1 * g;
+  float v = c.beta2 * load(t.expAvgSq, i) + c.oneMinusBeta2 * g * g;
+  float denom = sqrtf(v) / biasCorrection2Sqrt + c.epsilon;
+  store(t.newParam, i, p - stepSize * m / denom);
+  store(t.newExpAvg, i, m);
+  store(t.newExpAvgSq, i, v);
+}
+
 /// The whole update in one kernel. A step below 1 is recorded in `slot` and
 /// writes nothing, as the CPU kernel throws before it writes.
 __global__ void adamUpdate(AdamConstants c, AdamTensors t, int64_t n,
                            DeviceCheckSlot *slot) {
-  __shared__ float stepSize;            // lr / (1 - beta1^t)
-  __shared__ float biasCorrection2Sqrt; // sqrt(1 - beta2^t)
+  __shared__ float stepSize;
+  __shared__ float biasCorrection2Sqrt;
   __shared__ bool validStep;
   if (threadIdx.x == 0) {
     int64_t step = loadIndex(t.step, t.stepType, 0);
-    auto exponent = static_cast<double>(step);
-    double biasCorrection1 = 1.0 - pow(c.beta1Double, exponent);
-    double biasCorrection2 = 1.0 - pow(c.beta2Double, exponent);
-    stepSize = static_cast<float>(c.lr / biasCorrection1);
-    biasCorrection2Sqrt = static_cast<float>(sqrt(biasCorrection2));
-    validStep = step >= 1;
+    AdamStepScalars scalars = adamStepScalars(c, step);
+    stepSize = scalars.stepSize;
+    biasCorrection2Sqrt = scalars.biasCorrection2Sqrt;
+    validStep = scalars.valid;
     if (blockIdx.x == 0)
       checkStep(step, slot);
   }
@@ -70,18 +112,64 @@ __global__ void adamUpdate(AdamConstants c, AdamTensors t, int64_t n,
   if (!validStep)
     return;
   ZEROSBP_GRID_LOOP(i, n) {
-    float p = load(t.param, i);
-    if (c.hasDecay)
-      p = p * c.decay;
-    float g = load(t.grad, i) / c.gradScale;
-    if (c.hasCoupledDecay)
-      g = g + c.coupledDecay * p;
-    float m = c.beta1 * load(t.expAvg, i) + c.oneMinusBeta1 * g;
-    float v = c.beta2 * load(t.expAvgSq, i) + c.oneMinusBeta2 * g * g;
-    float denom = sqrtf(v) / biasCorrection2Sqrt + c.epsilon;
-    store(t.newParam, i, p - stepSize * m / denom);
-    store(t.newExpAvg, i, m);
-    store(t.newExpAvgSq, i, v);
+    adamElement(c, t, i, stepSize, biasCorrection2Sqrt);
+  }
+}
+
+__host__ __device__ __forceinline__ FloatRef
+floatRef(const MultiTensorRef &tensor) {
+  return {tensor.data, tensor.type};
+}
+
+/// Many updates in one kernel (MultiTensor.h): block b takes chunks b, b +
+/// grid, ..., each of one tensor, with that tensor's constants and the
+/// step scalars of `c` (lr and the betas every entry shares). A step below
+/// 1 is recorded in `slot` and writes nothing.
+__global__ void adamMultiUpdate(AdamConstants c, const void *stepData,
+                                DType stepType, const AdamEntry *entries,
+                                const MultiTensorChunk *chunks,
+                                int64_t chunkCount, DeviceCheckSlot *slot) {
+  __shared__ float stepSize;
+  __shared__ float biasCorrection2Sqrt;
+  __shared__ bool validStep;
+  if (threadIdx.x == 0) {
+    int64_t step = loadIndex(stepData, stepType, 0);
+    AdamStepScalars scalars = adamStepScalars(c, step);
+    stepSize = scalars.stepSize;
+    biasCorrection2Sqrt = scalars.biasCorrection2Sqrt;
+    validStep = scalars.valid;
+    if (blockIdx.x == 0)
+      checkStep(step, slot);
+  }
+  __syncthreads();
+  if (!validStep)
+    return;
+  for (int64_t k = blockIdx.x; k < chunkCount; k += gridDim.x) {
+    MultiTensorChunk chunk = chunks[k];
+    // A copy: the stores below cannot change what the loop reads.
+    AdamEntry entry = entries[chunk.tensor];
+    AdamTensors t{floatRef(entry.param),       floatRef(entry.grad),
+                  floatRef(entry.expAvg),      floatRef(entry.expAvgSq),
+                  floatRef(entry.newParam),    floatRef(entry.newExpAvg),
+                  floatRef(entry.newExpAvgSq), stepData,
+                  stepType};
+    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end;
+         i += blockDim.x)
+      adamElement(entry.c, t, i, stepSize, biasCorrection2Sqrt);
+  }
+}
+
+/// Many SGD updates in one kernel, chunked as adamMultiUpdate.
+__global__ void sgdMultiUpdate(const SgdEntry *entries,
+                               const MultiTensorChunk *chunks,
+                               int64_t chunkCount) {
+  for (int64_t k = blockIdx.x; k < chunkCount; k += gridDim.x) {
+    MultiTensorChunk chunk = chunks[k];
+    SgdEntry entry = entries[chunk.tensor];
+    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end;
+         i += blockDim.x)
+      sgdElement(entry.lr, entry.gradScale, floatRef(entry.param),
+                 floatRef(entry.grad), floatRef(entry.newParam), i);
   }
 }
 
@@ -219,6 +307,33 @@ void sgdKernel(const AttrMap &attrs, const Tensors &operands,
       lr, scale, ref(operands[0]), ref(operands[1]), ref(out.tensor()), n);
   checkLaunch(op);
   out.finish();
+}
+
+void launchMultiSgd(std::string_view op, CudaContext &ctx,
+                    const SgdEntry *entries, const MultiTensorChunk *chunks,
+                    int64_t chunkCount) {
+  if (chunkCount == 0)
+    return;
+  constexpr int kThreads = 256;
+  sgdMultiUpdate<<<gridFor(chunkCount, 1), kThreads, 0, ctx.stream()>>>(
+      entries, chunks, chunkCount);
+  checkLaunch(op);
+}
+
+void launchMultiAdam(std::string_view op, CudaContext &ctx,
+                     const AdamEntry *entries, const MultiTensorChunk *chunks,
+                     int64_t chunkCount, const AdamConstants &stepConstants,
+                     const TensorRef &step) {
+  // One check for the launch, with the single kernel's message: every
+  // update reads the same step.
+  checks::ValueMessage message = checks::adamStepMessage();
+  DeviceCheckSlot *slot = ctx.beginCheck(
+      op, std::string(op) + ": " + message.prefix, message.suffix);
+  constexpr int kThreads = 256;
+  adamMultiUpdate<<<gridFor(chunkCount, 1), kThreads, 0, ctx.stream()>>>(
+      stepConstants, step.data, step.dtype, entries, chunks, chunkCount, slot);
+  checkLaunch(op);
+  ctx.endCheck();
 }
 
 void adamKernel(const AttrMap &attrs, const Tensors &operands,

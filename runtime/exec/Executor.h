@@ -19,9 +19,11 @@
 #include "runtime/exec/StepTrace.h"
 #include "runtime/plan/Plan.h"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zerosbp::runtime {
@@ -50,6 +52,23 @@ struct DeviceOptions {
   CudaGraphMode cudaGraph = CudaGraphMode::Auto;
   /// f32 matrix products on TF32 tensor cores (zero-run --allow-tf32).
   bool allowTf32 = false;
+  /// Consecutive optimizer updates (and casts) as one multi-tensor launch
+  /// each (zero-run --multi-tensor, runtime/cuda/README.md).
+  bool multiTensor = true;
+};
+
+/// How many instructions the executor merged into multi-tensor launches.
+struct MultiTensorStatus {
+  /// The executor merges launches (CUDA); false on the CPU.
+  bool applies = false;
+  /// Instructions merged, and the launches that run them.
+  int64_t instructions = 0;
+  int64_t launches = 0;
+  /// Each launch's op and the instructions it merged, in plan order.
+  std::vector<std::pair<std::string, int64_t>> runs;
+  /// Why some instructions that could be merged are not (the options, or
+  /// the CPU executor); empty when nothing stood in the way.
+  std::string reason;
 };
 
 /// Whether the steps ran as one CUDA graph, and why not.
@@ -134,6 +153,15 @@ public:
   virtual CudaGraphStatus cudaGraphStatus() const {
     return {false, 0, 0,
             std::string("the ") + device() + " executor has no CUDA graphs"};
+  }
+
+  /// What the steps so far merged into multi-tensor launches.
+  virtual MultiTensorStatus multiTensorStatus() const {
+    MultiTensorStatus status;
+    status.reason = std::string("the ") + device() +
+                    " executor calls each kernel on the host: there are no "
+                    "launches to merge";
+    return status;
   }
 
 protected:

@@ -121,6 +121,18 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
       {"graph_steps", graph.graphSteps},
       {"reason", graph.reason.empty() ? Json(nullptr) : Json(graph.reason)}};
   report["allow_tf32"] = options.deviceOptions.allowTf32;
+  // Updates and casts merged into multi-tensor launches on the GPU.
+  const MultiTensorStatus &multi = result.multiTensor;
+  Json runs = Json::array();
+  for (const auto &[op, instructions] : multi.runs)
+    runs.push_back({{"op", op}, {"instructions", instructions}});
+  report["multi_tensor"] = {
+      {"mode", options.deviceOptions.multiTensor ? "on" : "off"},
+      {"applies", multi.applies},
+      {"instructions", multi.instructions},
+      {"launches", multi.launches},
+      {"runs", runs},
+      {"reason", multi.reason.empty() ? Json(nullptr) : Json(multi.reason)}};
   report["steps"] = options.steps;
   report["start_step"] = result.firstStep;
   report["losses"] = result.losses;

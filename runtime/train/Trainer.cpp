@@ -276,6 +276,7 @@ void evaluateBatches(TrainingSession &session, const TrainOptions &options,
     result.losses.push_back(scalar ? values[*scalar][0] : 0.0);
     result.ranks = session.records();
     result.cudaGraph = session.cudaGraphStatus();
+    result.multiTensor = session.multiTensorStatus();
     if (options.outputsDir)
       for (size_t k = 0; k < values.size(); ++k)
         for (double value : values[k]) {
@@ -373,6 +374,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
     if (reporter && options.progress)
       progress << progressLine(result, step, options.steps) << std::endl;
     result.cudaGraph = session.cudaGraphStatus();
+    result.multiTensor = session.multiTensorStatus();
     bool last = step + 1 == options.steps;
     if (options.checkpointDir &&
         (last || (options.checkpointEvery > 0 &&

@@ -86,6 +86,8 @@ struct TrainResult {
   int64_t residentBytes = 0;
   /// How rank 0 launched its steps: one CUDA graph or op by op.
   CudaGraphStatus cudaGraph;
+  /// What rank 0 merged into multi-tensor launches.
+  MultiTensorStatus multiTensor;
 };
 
 /// One thread per rank in this process, over the in-process communicator.

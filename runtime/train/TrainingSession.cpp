@@ -337,6 +337,10 @@ CudaGraphStatus TrainingSession::cudaGraphStatus() const {
   return executors[0]->cudaGraphStatus();
 }
 
+MultiTensorStatus TrainingSession::multiTensorStatus() const {
+  return executors[0]->multiTensorStatus();
+}
+
 std::vector<std::pair<int, StepTrace>> TrainingSession::lastStepTraces() const {
   std::vector<std::pair<int, StepTrace>> traces;
   for (const auto &executor : executors)

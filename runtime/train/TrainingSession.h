@@ -128,6 +128,8 @@ public:
   void setDeviceOptions(const DeviceOptions &options);
   /// How this process's first rank launched its steps (CUDA graph or not).
   CudaGraphStatus cudaGraphStatus() const;
+  /// What this process's first rank merged into multi-tensor launches.
+  MultiTensorStatus multiTensorStatus() const;
   /// The last traced step's timeline of each rank this process runs.
   std::vector<std::pair<int, StepTrace>> lastStepTraces() const;
 

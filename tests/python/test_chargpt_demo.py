@@ -123,7 +123,7 @@ def test_artifacts(demo):
     out, stdout, _ = demo
     ir = sorted(os.listdir(out / "ir"))
     assert ir[0] == "00-capture.mlir" and "02-zero-fuse-attention.mlir" in ir
-    assert "03-zero-fuse-epilogues.mlir" in ir and "07-zero-stage.mlir" in ir
+    assert "03-zero-fuse-epilogues.mlir" in ir and "08-zero-stage.mlir" in ir
     for name in ("memory_by_role.svg", "timeline.svg"):
         ET.parse(out / name)
     trace = json.loads((out / "timeline.json").read_text())

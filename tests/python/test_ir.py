@@ -25,10 +25,11 @@ def count(pattern, text):
 
 def test_passes_in_order():
     graph = compiled_mlp(2)
-    assert graph.passes[:8] == ["capture", "zero-fold-transposes",
+    assert graph.passes[:9] == ["capture", "zero-fold-transposes",
                                 "zero-fuse-attention", "zero-fuse-epilogues",
-                                "zero-autodiff", "zero-optimizer",
-                                "zero-sbp-propagation", "zero-stage"]
+                                "zero-autodiff", "zero-recompute-cheap",
+                                "zero-optimizer", "zero-sbp-propagation",
+                                "zero-stage"]
     assert "zero-partition" in graph.passes
     assert graph.passes[-1] == "zero-export-plan"
     capture = graph.ir(after="capture")

@@ -47,8 +47,9 @@ def test_checkpointing_is_exact_and_saves_activations(stage):
     before = plain.memory_report()["planned"]["peak_bytes_by_role"]
     after = graph.memory_report()["planned"]["peak_bytes_by_role"]
     # Four blocks: the activations kept between forward and backward drop
-    # to the blocks' inputs, about a third here.
-    assert after["activation"] < 0.5 * before["activation"]
+    # to the blocks' inputs. Fused attention and the cheap recomputation
+    # already keep little else, so the drop is to about half here.
+    assert after["activation"] < 0.6 * before["activation"]
     # Model states do not change.
     for role in ("param", "grad", "master", "opt_state"):
         assert after[role] == before[role], role
@@ -60,9 +61,10 @@ def test_recomputation_is_in_the_ir():
     assert "zero.checkpoint = 3" in captured  # One segment per block.
     remat = graph.ir(after="zero-remat")
     assert "zero.checkpoint" not in remat
-    # Each block's attention softmax runs again in the backward.
+    # Each block's attention runs again in the backward.
     autodiff = graph.ir(after="zero-autodiff")
-    assert remat.count("nn.softmax") == autodiff.count("nn.softmax") + LAYERS
+    assert remat.count("nn.attention ") == \
+        autodiff.count("nn.attention ") + LAYERS
 
 
 def test_checkpoint_of_a_function_and_errors():
@@ -120,7 +122,8 @@ def test_zero_compile_checkpoint_activations(tmp_path):
     def report(*flags):
         out = subprocess.run(
             [os.environ["ZEROSBP_COMPILE"], "--preset=tiny", "--world=2",
-             "--stage=2", "--num-layers=4", "--report=json", *flags],
+             "--stage=2", "--num-layers=4", "--batch-size=8",
+             "--report=json", *flags],
             check=True, capture_output=True, text=True).stdout
         return json.loads(out)
     plain = report()
@@ -132,13 +135,14 @@ def test_zero_compile_checkpoint_activations(tmp_path):
     assert peak(every)["activation"] <= peak(pairs)["activation"] < \
         peak(plain)["activation"]
     assert peak(every)["param"] == peak(plain)["param"]
-    # The recomputed matmuls, per rank (B = 1 sequence, zero-compile's
-    # default batch of one per rank, of T = 32 tokens; E = 64):
+    # The recomputed matmuls, per rank (B = 4 sequences, half the batch of
+    # 8, of T = 32 tokens; E = 64), counted as the unfused ops' products
+    # (the fused ones compute the same products):
     # a block recomputes QKV (6 B T E^2), attention (4 B T^2 E), the
     # projection (2 B T E^2) and fc (8 B T E^2), not fc2, whose input the
     # backward reads and whose output feeds the block's output. A segment
     # of two blocks also recomputes the first block's fc2.
-    b, t, e = 1, 32, 64
+    b, t, e = 4, 32, 64
     block = 16 * b * t * e * e + 4 * b * t * t * e
     fc2 = 8 * b * t * e * e
     assert "remat" not in plain
@@ -146,8 +150,9 @@ def test_zero_compile_checkpoint_activations(tmp_path):
     assert every["remat"]["recompute_flops"] == 2 * 4 * block
     assert pairs["remat"]["recompute_flops_per_rank"] == \
         2 * (2 * block + fc2)
-    assert [p["pass"] for p in every["pass_ms"]][2:4] == \
-        ["zero-autodiff", "zero-remat"]
+    passes = [p["pass"] for p in every["pass_ms"]]
+    autodiff = passes.index("zero-autodiff")
+    assert passes[autodiff + 1] == "zero-remat"
 
 
 def test_activation_memory_budget(tmp_path):
@@ -157,7 +162,8 @@ def test_activation_memory_budget(tmp_path):
     def report(*flags, check=True):
         done = subprocess.run(
             [os.environ["ZEROSBP_COMPILE"], "--preset=tiny", "--world=2",
-             "--stage=2", "--num-layers=8", "--report=json", *flags],
+             "--stage=2", "--num-layers=8", "--batch-size=8",
+             "--report=json", *flags],
             capture_output=True, text=True)
         if check:
             assert done.returncode == 0, done.stderr

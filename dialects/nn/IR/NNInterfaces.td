@@ -27,6 +27,34 @@ def NN_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def NN_RecomputableOpInterface : OpInterface<"RecomputableOpInterface"> {
+  let cppNamespace = "::mlir::nn";
+  let description = [{
+    An op some of whose results are cheaper to compute again than to keep:
+    one pass over values of the same size (an activation, a normalization).
+    `zero-recompute-cheap` recomputes such a result in the backward instead
+    of keeping it from the forward, when every value it is computed from is
+    kept for the backward anyway. The recomputation gives the forward's
+    result bit for bit.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The values `result` is computed from, or none when it is not cheap
+        to recompute.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "getRecomputeInputs",
+      (ins "::mlir::OpResult":$result)>,
+    InterfaceMethod<[{
+        Computes `result` again at the builder's insertion point from
+        `inputs`, which equal the values getRecomputeInputs names (in that
+        order) or are their own recomputations.
+      }],
+      "::mlir::Value", "buildRecompute",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::OpResult":$result,
+           "::mlir::ValueRange":$inputs)>,
+  ];
+}
+
 def NN_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
   let cppNamespace = "::mlir::nn";
   let description = [{

@@ -58,6 +58,10 @@ defvar NN_OptimizerUpdate =
 // local view (NNLocalView.cpp, docs/ir.md#the-local-view).
 defvar NN_LocalView = ["localizeAttrs"];
 
+// An op with results cheap to recompute in the backward (NNRecompute.cpp).
+defvar NN_Recomputable =
+    DeclareOpInterfaceMethods<NN_RecomputableOpInterface>;
+
 class NN_UnaryOp<string mnemonic, string desc>
     : NN_InferredOp<mnemonic, [NN_Differentiable]> {
   let summary = desc;
@@ -208,8 +212,9 @@ def NN_BatchMatmulOp : NN_InferredOp<"batch_matmul", [NN_Differentiable]> {
 // A 2-D matmul with its epilogue: the bias along the last axis, and GELU
 // (tanh form) after it. zero-fuse-epilogues makes them from matmul, bias_add
 // and gelu (docs/design.md#fusion).
-class NN_MatmulEpilogueOp<string mnemonic, string desc>
-    : NN_InferredOp<mnemonic, [NN_Differentiable]> {
+class NN_MatmulEpilogueOp<string mnemonic, string desc,
+                          list<Trait> traits = []>
+    : NN_InferredOp<mnemonic, !listconcat([NN_Differentiable], traits)> {
   let summary = desc;
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
                        NN_FloatTensor:$bias, UnitAttr:$transpose_lhs,
@@ -227,7 +232,8 @@ def NN_MatmulBiasOp : NN_MatmulEpilogueOp<"matmul_bias",
 }
 
 def NN_MatmulBiasGeluOp : NN_MatmulEpilogueOp<"matmul_bias_gelu",
-    "gelu(op(lhs) x op(rhs) + bias), fused, with the pre-activation"> {
+    "gelu(op(lhs) x op(rhs) + bias), fused, with the pre-activation",
+    [NN_Recomputable]> {
   let description = [{
     As `nn.matmul_bias`, then GELU (tanh form). `pre_activation` is the
     value before GELU, which its gradient reads (cuBLASLt's GELU_AUX).
@@ -282,8 +288,12 @@ def NN_BiasAddOp : NN_InferredOp<"bias_add", [NN_Differentiable]> {
 }
 
 def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
-def NN_GeluOp : NN_UnaryOp<"gelu",
-    "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's tanh form">;
+def NN_GeluOp : NN_InferredOp<"gelu", [NN_Differentiable, NN_Recomputable]> {
+  let summary =
+      "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's tanh form";
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+}
 def NN_TanhOp : NN_UnaryOp<"tanh", "hyperbolic tangent">;
 
 def NN_ScaleOp : NN_InferredOp<"scale", [NN_Differentiable]> {
@@ -329,7 +339,8 @@ def NN_CastOp : NN_Op<"cast", [Pure, NN_Differentiable]> {
 // Normalization, softmax, embedding, loss
 //===----------------------------------------------------------------------===//
 
-def NN_LayerNormOp : NN_InferredOp<"layer_norm", [NN_Differentiable]> {
+def NN_LayerNormOp : NN_InferredOp<"layer_norm",
+                                   [NN_Differentiable, NN_Recomputable]> {
   let summary = "layer norm over the last axis, biased variance";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last axis;
@@ -386,7 +397,8 @@ def NN_CrossEntropyOp : NN_InferredOp<"cross_entropy", [NN_Differentiable],
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def NN_ReshapeOp : NN_Op<"reshape", [Pure, NN_Differentiable]> {
+def NN_ReshapeOp : NN_Op<"reshape",
+                         [Pure, NN_Differentiable, NN_Recomputable]> {
   let summary = "same elements in row-major order, another shape";
   let arguments = (ins AnyStaticShapeTensor:$input);
   let results = (outs AnyStaticShapeTensor:$result);
@@ -401,7 +413,8 @@ def NN_PadOp : NN_InferredOp<"pad", [NN_Differentiable]> {
   let results = (outs AnyStaticShapeTensor:$result);
 }
 
-def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
+def NN_TransposeOp : NN_InferredOp<"transpose",
+                                   [NN_Differentiable, NN_Recomputable]> {
   let summary = "permutes axes: result dim i is input dim permutation[i]";
   let arguments = (ins AnyStaticShapeTensor:$input,
                        DenseI64ArrayAttr:$permutation);

@@ -7,7 +7,7 @@
 //            [--timeout SECONDS] [--threads T] [--quiet]
 //            [--resume DIR] [--checkpoint-dir DIR [--checkpoint-every K]
 //            [--keep K]] [--check-gradients] [--cuda-graph on|off|auto]
-//            [--allow-tf32]
+//            [--allow-tf32] [--multi-tensor on|off]
 //   zero-run eval.zplan --eval --ranks N --steps K [--init DIR | --resume
 //            DIR] [--data DIR] [--outputs DIR]
 //
@@ -37,7 +37,9 @@
 // runs on its own GPU (rank r of a process on device r mod the devices it
 // sees), with NCCL between the GPUs. `--cuda-graph` (default auto) replays
 // one captured CUDA graph per step from the second step on;
-// `--allow-tf32` runs f32 matrix products on TF32 tensor cores.
+// `--allow-tf32` runs f32 matrix products on TF32 tensor cores;
+// `--multi-tensor` (default on) launches the optimizer's updates and casts
+// as multi-tensor kernels.
 //
 // `zero-run --help` lists every flag with its help and default.
 //
@@ -137,6 +139,10 @@ ABSL_FLAG(std::string, cuda_graph, "auto",
 ABSL_FLAG(bool, allow_tf32, false,
           "on cuda, f32 matrix products use TF32 tensor cores "
           "(CUBLAS_COMPUTE_32F_FAST_TF32); bf16 and f16 ones are unchanged");
+ABSL_FLAG(std::string, multi_tensor, "on",
+          "on or off: on cuda, launches each run of optimizer updates (and "
+          "of casts to the parameters' precision) as one multi-tensor kernel, "
+          "bit for bit the per-instruction kernels' results");
 ABSL_FLAG(bool, eval, false,
           "runs an inference plan (zero-compile --eval) on --steps batches "
           "instead of training");
@@ -156,7 +162,7 @@ const char *const kUsage =
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
     "[--checkpoint-every K] [--keep K] [--check-gradients] "
-    "[--cuda-graph on|off|auto] [--allow-tf32]\n"
+    "[--cuda-graph on|off|auto] [--allow-tf32] [--multi-tensor on|off]\n"
     "       zero-run eval.zplan --eval --ranks N --steps K [--init DIR | "
     "--resume DIR] [--data DIR] [--outputs DIR] [--backend ...] "
     "[--report=json] [--report-file FILE]";
@@ -178,6 +184,7 @@ const tools::CommandLineSpec &commandLineSpec() {
       {{"backend", {"inprocess", "mpi"}},
        {"device", {"cpu", "cuda"}},
        {"cuda_graph", {"on", "off", "auto"}},
+       {"multi_tensor", {"on", "off"}},
        {"report", {"json", "none"}}},
       {{"-n", "ranks"}}};
   return kSpec;
@@ -247,6 +254,8 @@ CommandLine parse(int argc, char **argv) {
                                     : graph == "off" ? CudaGraphMode::Off
                                                      : CudaGraphMode::Auto;
   options.deviceOptions.allowTf32 = absl::GetFlag(FLAGS_allow_tf32);
+  options.deviceOptions.multiTensor =
+      absl::GetFlag(FLAGS_multi_tensor) == "on";
   return line;
 }
 
