@@ -7,7 +7,8 @@
 #
 # Usage: bench/gpu/bundle.sh [--batch N[,N...]] [--no-build] [OUTDIR]
 #   OUTDIR     default .gpu-bundle at the repository root (git-ignored)
-#   --batch    global batches (sequences) of the GPT-2 plans; default 8,16
+#   --batch    global batches (sequences) of the GPT-2 plans; default 8,16;
+#              batch 8 also gets them unfused (gpu_bench.py's unfused row)
 #   --no-build take the binaries Bazel already built (-c opt) as they are
 #
 # The parameters (500 MB for GPT-2 small) are not bundled: gpu_bench.py
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --batch) BATCHES=$2; shift 2 ;;
     --batch=*) BATCHES=${1#--batch=}; shift ;;
     --no-build) BUILD=0; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bundle.sh: unknown option $1" >&2; exit 2 ;;
     *) OUT=$1; shift ;;
   esac
@@ -123,9 +124,19 @@ ds_config() {  # ds_config FILE BATCH BF16(true|false)
 }
 EOF
 }
+# The same settings as a --pipeline string (zero-compile refuses --config with
+# --pipeline, and a DeepSpeed config has no key for the fusions).
+ds_pipeline() {  # ds_pipeline BATCH PRECISION
+  echo "stage=0 optimizer=adam lr=$LR beta1=0.9 beta2=0.999 eps=1e-8" \
+    "weight-decay=0 precision=$2 train-batch-size=$1"
+}
+# The compiler before fusion: gpu_bench.py's "ZeroSBP unfused" row and the op
+# breakdown (docs/design.md#fusion).
+UNFUSED="fuse-attention=false fuse-epilogues=false recompute-cheap=false"
 # preset layers hidden heads seq vocab
 MODELS=("small 12 768 12 1024 50257" "tiny 2 64 4 32 512")
 BENCH_PLANS=()
+PIPELINES=()
 for batch in ${BATCHES//,/ }; do
   for model in "${MODELS[@]}"; do
     read -r preset layers hidden heads seq vocab <<< "$model"
@@ -133,12 +144,29 @@ for batch in ${BATCHES//,/ }; do
       bf16=false; [ "$precision" = bf16 ] && bf16=true
       name=gpt2_${preset}_${precision}_b${batch}
       ds_config "$OUT/plans/$name.json" "$batch" "$bf16"
-      compile "$name" --num-layers="$layers" --hidden-size="$hidden" \
-        --num-attention-heads="$heads" --seq-length="$seq" \
-        --vocab-size="$vocab" --batch-size="$batch" --world=1 \
-        --config="$OUT/plans/$name.json"
-      dims="$layers $hidden $heads $seq $vocab"
-      BENCH_PLANS+=("$name $preset $precision $batch $dims")
+      dims=(--num-layers="$layers" --hidden-size="$hidden"
+            --num-attention-heads="$heads" --seq-length="$seq"
+            --vocab-size="$vocab" --batch-size="$batch" --world=1)
+      compile "$name" "${dims[@]}" --config="$OUT/plans/$name.json"
+      shape="$layers $hidden $heads $seq $vocab"
+      BENCH_PLANS+=("$name $preset $precision $batch $shape on")
+      # Batch 8 only, to keep on_gpu.sh's time: the same plan unfused.
+      if [ "$batch" = 8 ]; then
+        pipeline=$(ds_pipeline "$batch" "$precision")
+        # The pipeline string must be the DeepSpeed config: its plan with
+        # the fusions on is the config's, byte for byte.
+        "$ZERO_COMPILE" "${dims[@]}" --pipeline="$pipeline" \
+          -o "$STAGE/$name.pipeline.zplan" > /dev/null
+        if ! cmp -s "$STAGE/$name.pipeline.zplan" "$OUT/plans/$name.zplan"; then
+          echo "bundle.sh: --pipeline='$pipeline' compiles another plan" \
+            "than plans/$name.json; fix ds_pipeline" >&2
+          exit 1
+        fi
+        compile "${name}_unfused" "${dims[@]}" \
+          --pipeline="$pipeline $UNFUSED"
+        BENCH_PLANS+=("${name}_unfused $preset $precision $batch $shape off")
+        PIPELINES+=("${name}_unfused $pipeline $UNFUSED")
+      fi
     done
   done
 done
@@ -233,6 +261,7 @@ EOF
 # --- manifest ---------------------------------------------------------------
 printf '%s\n' "${BENCH_PLANS[@]}" > "$STAGE/bench.txt"
 printf '%s\n' "${CHECK_PLANS[@]}" > "$STAGE/check.txt"
+printf '%s\n' ${PIPELINES[@]+"${PIPELINES[@]}"} > "$STAGE/pipelines.txt"
 COMMIT=$(git describe --always --dirty)
 python3 - "$OUT" "$STAGE" "$LR" "$MLP_NOTE" "$COMMIT" <<'PY'
 import json, os, sys
@@ -248,19 +277,30 @@ def entry(name):
             "params": r["params"],
             "planned_peak_bytes":
                 r["plan"]["memory_plan"]["peak_bytes_per_rank"]}
+pipelines = {}
+for line in open(os.path.join(stage, "pipelines.txt")).read().split("\n"):
+    if line:
+        name, pipeline = line.split(" ", 1)
+        pipelines[name] = pipeline
 bench = {}
 for line in open(os.path.join(stage, "bench.txt")).read().split("\n"):
     if not line:
         continue
-    name, preset, precision, *dims = line.split()
+    name, preset, precision, *dims, fusion = line.split()
     batch, layers, hidden, heads, seq, vocab = map(int, dims)
     e = entry(name)
+    # fusion "off": fuse-attention, fuse-epilogues and recompute-cheap false,
+    # compiled from "pipeline" (the DeepSpeed config's settings and those).
     e.update(preset=preset, precision=precision, batch=batch, layers=layers,
              hidden=hidden, heads=heads, seq=seq, vocab=vocab,
              optimizer={"type": "Adam", "lr": float(lr),
                         "betas": [0.9, 0.999], "eps": 1e-8,
                         "weight_decay": 0.0},
-             config="plans/%s.json" % name)
+             fusion=fusion)
+    if fusion == "on":
+        e["config"] = "plans/%s.json" % name
+    else:
+        e["pipeline"] = pipelines[name]
     bench[name] = e
 check = {}
 for line in open(os.path.join(stage, "check.txt")).read().split("\n"):

@@ -5,9 +5,13 @@ global batches, from the same parameters and batches.
 
 For each batch and precision the plan that bench/gpu/bundle.sh compiled
 (world 1, stage 0, Adam lr 1e-4, a global batch of that many sequences) is
-trained for --steps steps by up to four systems (--systems), one row each:
+trained for --steps steps by up to five systems (--systems), one row each:
 
 * zerosbp, "ZeroSBP": `zero-run PLAN --device cuda --init DIR --data DIR`;
+* zerosbp-unfused, "ZeroSBP unfused": the same with the plan compiled with
+  fuse-attention, fuse-epilogues and recompute-cheap false (the compiler
+  before fusion; bundle.sh compiles it at batch 8 only), its losses
+  compared with the ZeroSBP row's;
 * eager, "PyTorch eager": torch_gpt2.py's model with its attention as
   ZeroSBP computes it (scores, causal mask, softmax), torch.optim.Adam;
 * sdpa, "PyTorch eager (SDPA)": the same with
@@ -41,8 +45,17 @@ vocab x hidden matmul) and the GPU's dense peak for the precision (H100 SXM
 and H200: 989 TFLOP/s bf16 tensor, 67 TFLOP/s fp32 without tensor cores);
 the same count for every row, the full seq x seq attention included.
 
-Rows run in this order: for each batch and precision ZeroSBP, eager and
-SDPA; then the torch.compile rows, the slowest to start. A row that fails
+The op breakdown (--ops, bf16 by default) runs `zero-run PLAN --steps 3
+--trace FILE` on the fused and the unfused plan of one batch (8), sums the
+traced step's compute-stream time per op name, prints the table and writes
+it to --ops-dir/gpu_ops.csv (op, calls and ms, fused and unfused), with the
+two traces. The traced step, the last, runs op by op with an event pair
+around every op, whatever --cuda-graph: its time is not the rows' ms/step,
+which from the second step on are CUDA graph launches.
+
+Rows run in this order: for each batch and precision ZeroSBP, ZeroSBP
+unfused, eager and SDPA; then the op breakdown; then the torch.compile
+rows, the slowest to start. A row that fails
 (zero-run's exit, a timeout, an OOM, torch.compile without triton, ...) is
 printed and recorded, and the other rows still run; without PyTorch the
 PyTorch rows are skipped, each with a line that says so. On SIGTERM or
@@ -52,14 +65,16 @@ every row.
 
 Exit status 1 when a ZeroSBP or PyTorch eager row failed, when the eager
 losses differ from ZeroSBP's by more than --fp32-rtol / --bf16-rtol
-(relative, step by step), or when stopped. The SDPA and torch.compile rows
-record their loss difference and whether it is within the same tolerance,
-but never change the exit status: their fused kernels round differently.
+(relative, step by step), or when stopped. The ZeroSBP unfused, SDPA and
+torch.compile rows record their loss difference and whether it is within
+the same tolerance, but never change the exit status (their kernels round
+differently), nor does the op breakdown.
 
 Usage (on the GPU machine, after `source BUNDLE/env.sh`):
     gpu_bench.py --bundle BUNDLE [--steps 10] [--warmup 3] [--batch 8,16]
-        [--precisions fp32,bf16] [--systems zerosbp,eager,sdpa,compile:bf16]
-        [--json FILE]
+        [--precisions fp32,bf16]
+        [--systems zerosbp,zerosbp-unfused,eager,sdpa,compile:bf16]
+        [--ops bf16] [--ops-dir DIR] [--json FILE]
 Smoke run without a GPU:
     gpu_bench.py --bundle BUNDLE --device cpu --preset tiny --steps 4
         --warmup 1
@@ -105,6 +120,7 @@ RTOL = {"fp32": 1e-4, "bf16": 2e-2}
 # (--systems key, the row's name), in the table's order.
 SYSTEMS = [
     ("zerosbp", "ZeroSBP"),
+    ("zerosbp-unfused", "ZeroSBP unfused"),
     ("eager", "PyTorch eager"),
     ("sdpa", "PyTorch eager (SDPA)"),
     ("compile", "torch.compile (SDPA, fused Adam)"),
@@ -112,10 +128,17 @@ SYSTEMS = [
 SYSTEM_NAMES = dict(SYSTEMS)
 SYSTEM_ORDER = {key: i for i, (key, _) in enumerate(SYSTEMS)}
 # torch.compile only in bf16: with it in fp32 too, two batches do not fit
-# on_gpu.sh's 240 s (each compilation of GPT-2 small takes about a minute).
-DEFAULT_SYSTEMS = "zerosbp,eager,sdpa,compile:bf16"
+# on_gpu.sh's 215 s (each compilation of GPT-2 small takes about a minute).
+# zerosbp-unfused runs where the bundle has an unfused plan (batch 8).
+DEFAULT_SYSTEMS = "zerosbp,zerosbp-unfused,eager,sdpa,compile:bf16"
 # The rows whose failure, or (eager) loss disagreement, sets exit status 1.
 GATING = ("zerosbp", "eager")
+# The ZeroSBP rows: which plan each runs (the manifest's "fusion").
+ZEROSBP_FUSION = {"zerosbp": "on", "zerosbp-unfused": "off"}
+# zero-run --steps of the op breakdown's runs: the first step runs op by op,
+# the second is captured as a CUDA graph (--cuda-graph auto), the third,
+# traced, runs op by op with an event pair around every op.
+OPS_STEPS = 3
 
 
 class Stopped(BaseException):
@@ -153,18 +176,24 @@ def load_manifest(bundle):
         return json.load(f)
 
 
-def find_plan(manifest, preset, precision, batch):
+def find_plan(manifest, preset, precision, batch, fusion="on"):
+    """The manifest's entry of the plan, or None. fusion "on": the compiler's
+    defaults; "off": fuse-attention, fuse-epilogues and recompute-cheap
+    false (bundle.sh, batch 8). Entries of bundles made before the unfused
+    plans have no "fusion" and are fused."""
     for entry in manifest["bench"].values():
-        if (entry["preset"], entry["precision"], entry["batch"]) == \
-                (preset, precision, batch):
+        if (entry["preset"], entry["precision"], entry["batch"],
+                entry.get("fusion", "on")) == (preset, precision, batch,
+                                               fusion):
             return entry
     return None
 
 
 def bundled_batches(manifest, preset, precisions):
-    """The batches with a plan for every precision, smallest first."""
+    """The batches with a (fused) plan for every precision, smallest
+    first."""
     batches = {e["batch"] for e in manifest["bench"].values()
-               if e["preset"] == preset}
+               if e["preset"] == preset and e.get("fusion", "on") == "on"}
     return sorted(b for b in batches if all(
         find_plan(manifest, preset, p, b) for p in precisions))
 
@@ -213,11 +242,15 @@ def error_text(error):
     return "%s: %s" % (type(error).__name__, text)
 
 
-def run_zerosbp(args, zero_run, plan, init, data, report):
-    """zero-run's report, or {"error": ...} when it failed."""
+def run_zerosbp(args, zero_run, plan, init, data, report, steps=None,
+                trace=None):
+    """zero-run's report, or {"error": ...} when it failed. steps: default
+    --steps; trace: a file for --trace (the last step's timeline)."""
     command = [zero_run, plan, "--device", args.device, "--steps",
-               str(args.steps), "--init", init, "--data", data,
-               "--report-file", report, "--quiet"]
+               str(args.steps if steps is None else steps), "--init", init,
+               "--data", data, "--report-file", report, "--quiet"]
+    if trace:
+        command += ["--trace", trace]
     print("$ " + " ".join(command), flush=True)
     try:
         done = subprocess.run(command, capture_output=True, text=True,
@@ -389,16 +422,160 @@ def summarize(system, precision, batch, result, args, model, peaks):
     return row
 
 
-def zerosbp_result(report, device):
+def zerosbp_result(report, device, fusion="on"):
     """Losses, step times and peak memory out of zero-run's report."""
     if "error" in report:
-        return report
+        return dict(report, info={"fusion": fusion})
     peak = report["peak_bytes"][0]
     return {"losses": report["losses"], "step_ms": report["step_ms"],
             # On the GPU: the arena plus the stream-ordered pool's reserve.
             "peak_bytes": peak["device_held"] if device == "cuda"
             else peak["total"],
-            "planned_peak_bytes": report["planned_bytes"]["arena"]}
+            "planned_peak_bytes": report["planned_bytes"]["arena"],
+            "info": {"fusion": fusion,
+                     "cuda_graph": report.get("cuda_graph")}}
+
+
+def split_op_name(name):
+    """(op, instructions) of a compute-stream event's name: a multi-tensor
+    launch is named "nn.adam x148" (148 instructions in one launch), any
+    other event by its one instruction's op."""
+    op, sep, count = name.rpartition(" x")
+    if sep and op and count.isdigit():
+        return op, int(count)
+    return name, 1
+
+
+def op_times(trace_path):
+    """Sums zero-run --trace's compute stream (rank 0, thread 0) per op:
+    ({op: {"calls", "launches", "ms"}}, the ops' total ms, the span from
+    the first op's start to the last op's end in ms). The trace is Chrome
+    trace-event JSON of the last step: "X" events with ts and dur in
+    microseconds from the step's start (runtime/exec/StepTrace.cpp)."""
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    compute = [e for e in events if e.get("ph") == "X" and
+               e.get("tid") == 0]
+    if not compute:
+        raise ValueError("%s has no compute-stream events" % trace_path)
+    rank = min(e.get("pid", 0) for e in compute)
+    compute = [e for e in compute if e.get("pid", 0) == rank]
+    ops = {}
+    for e in compute:
+        op, calls = split_op_name(e["name"])
+        entry = ops.setdefault(op, {"calls": 0, "launches": 0, "ms": 0.0})
+        entry["calls"] += calls
+        entry["launches"] += 1
+        entry["ms"] += e["dur"] / 1e3
+    total = sum(entry["ms"] for entry in ops.values())
+    span = (max(e["ts"] + e["dur"] for e in compute) -
+            min(e["ts"] for e in compute)) / 1e3
+    return ops, total, span
+
+
+def run_op_breakdown(args, plans, init, data, work, out_dir):
+    """zero-run --steps 3 --trace on the fused and the unfused plan of one
+    batch and precision; plans: {"fused": entry, "unfused": entry}. Returns
+    {"fused": {...}, "unfused": {...}} with each one's ops, totals, traced
+    step and CUDA graph status, or with "error" for the one that failed."""
+    steps = min(OPS_STEPS, args.steps)  # data/ holds --steps batches
+    result = {}
+    for variant in ("fused", "unfused"):
+        entry = plans[variant]
+        stem = "gpu_trace_%s_b%d_%s" % (entry["precision"], entry["batch"],
+                                        variant)
+        trace = os.path.join(out_dir, stem + ".json")
+        report_path = os.path.join(work, stem + "_report.json")
+        report = run_zerosbp(args, args.zero_run,
+                             os.path.join(args.bundle, entry["file"]), init,
+                             data, report_path, steps=steps, trace=trace)
+        one = {"plan": entry["file"], "trace": trace, "steps": steps}
+        if "error" in report:
+            one["error"] = report["error"]
+        else:
+            try:
+                ops, total, span = op_times(trace)
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                one["error"] = "cannot read the trace: %s" % error_text(error)
+            else:
+                one.update(ops=ops, total_ms=total, span_ms=span,
+                           traced_step_ms=report["step_ms"][-1],
+                           step_ms=report["step_ms"],
+                           cuda_graph=report.get("cuda_graph"))
+        result[variant] = one
+    return result
+
+
+def op_rows(breakdown):
+    """The table's rows: (op, calls fused, calls unfused, ms fused,
+    ms unfused), an op missing from one plan with 0 calls and 0 ms, sorted
+    by the larger of its two times, longest first."""
+    fused = breakdown["fused"].get("ops", {})
+    unfused = breakdown["unfused"].get("ops", {})
+    rows = []
+    for op in set(fused) | set(unfused):
+        f = fused.get(op, {"calls": 0, "ms": 0.0})
+        u = unfused.get(op, {"calls": 0, "ms": 0.0})
+        rows.append((op, f["calls"], u["calls"], f["ms"], u["ms"]))
+    rows.sort(key=lambda r: (-max(r[3], r[4]), r[0]))
+    return rows
+
+
+def write_ops_csv(path, breakdowns):
+    """gpu_ops.csv: one line per batch, precision and op."""
+    import csv
+    partial = path + ".partial"
+    with open(partial, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["batch", "precision", "op", "calls_fused",
+                      "calls_unfused", "ms_fused", "ms_unfused"])
+        for b in breakdowns:
+            if b.get("error"):
+                continue
+            for op, cf, cu, mf, mu in op_rows(b):
+                out.writerow([b["batch"], b["precision"], op, cf, cu,
+                              "%.3f" % mf, "%.3f" % mu])
+    os.replace(partial, path)
+
+
+def print_ops(b, row_ms):
+    """The op breakdown of one batch and precision as a markdown table;
+    row_ms: {"fused": ms/step, "unfused": ms/step} of the rows, if they
+    ran."""
+    print("\nOp breakdown, %s batch %d: the compute stream of the traced "
+          "step (the last of zero-run --steps %d --trace, run op by op), "
+          "summed per op" % (b["precision"], b["batch"], b["steps"]))
+    print("\n| op | calls fused | calls unfused | ms fused | ms unfused |")
+    print("|---|---|---|---|---|")
+    for op, cf, cu, mf, mu in op_rows(b):
+        print("| %s | %d | %d | %.3f | %.3f |" % (op, cf, cu, mf, mu))
+    fused, unfused = b["fused"], b["unfused"]
+    print("| every op | %d | %d | %.3f | %.3f |" % (
+        sum(o["calls"] for o in fused["ops"].values()),
+        sum(o["calls"] for o in unfused["ops"].values()),
+        fused["total_ms"], unfused["total_ms"]))
+    print("\nTraced step (op by op): fused %.1f ms, unfused %.1f ms "
+          "(first op's start to last op's end: %.1f and %.1f ms). "
+          "The rows' ms/step, CUDA graph launches from the second step "
+          "where used: fused %s, unfused %s. CUDA graph in the traced "
+          "runs: fused %s; unfused %s." % (
+              fused["traced_step_ms"], unfused["traced_step_ms"],
+              fused["span_ms"], unfused["span_ms"],
+              fmt(row_ms.get("fused"), "%.1f"),
+              fmt(row_ms.get("unfused"), "%.1f"),
+              graph_note(fused.get("cuda_graph")),
+              graph_note(unfused.get("cuda_graph"))))
+
+
+def graph_note(status):
+    """zero-run's report["cuda_graph"] in a few words."""
+    if not status:
+        return "not reported"
+    if status.get("used"):
+        return "step %s captured, %s step(s) launched as a graph%s" % (
+            status.get("captured_step"), status.get("graph_steps"),
+            " (%s)" % status["reason"] if status.get("reason") else "")
+    return "not used (%s)" % (status.get("reason") or "no reason given")
 
 
 def compare_losses(row, zero_row, rtol):
@@ -558,9 +735,10 @@ def parse_args():
                         default="small")
     parser.add_argument("--precisions", default="fp32,bf16")
     parser.add_argument("--systems", default=DEFAULT_SYSTEMS,
-                        help="rows to run: zerosbp, eager, sdpa, compile, "
-                        "each optionally :fp32, :bf16 or :fp32+bf16 "
-                        "(default %(default)s)")
+                        help="rows to run: zerosbp, zerosbp-unfused (where "
+                        "the bundle has an unfused plan: batch 8), eager, "
+                        "sdpa, compile, each optionally :fp32, :bf16 or "
+                        ":fp32+bf16 (default %(default)s)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3,
                         help="first steps left out of the step time")
@@ -578,6 +756,14 @@ def parse_args():
                         "(default, reduce-overhead, max-autotune, ...)")
     parser.add_argument("--zero-run-timeout", type=int, default=200,
                         help="seconds one zero-run may take")
+    parser.add_argument("--ops", default="bf16",
+                        help="precisions of the op breakdown, comma-"
+                        "separated, or none: zero-run --steps 3 --trace on "
+                        "the fused and the unfused plan of the smallest "
+                        "batch that has both (default %(default)s)")
+    parser.add_argument("--ops-dir", help="writes gpu_ops.csv and the two "
+                        "traces there (default: printed and in --json "
+                        "only)")
     parser.add_argument("--workdir", help="where the parameters and data go "
                         "(default: a temporary directory, removed after)")
     parser.add_argument("--json", help="write the results here")
@@ -593,6 +779,15 @@ def parse_args():
         parser.error("--warmup must be at least 0 and below --steps")
     if not any(args.systems.values()):
         parser.error("--systems and --precisions leave no row to run")
+    if args.ops.strip().lower() in ("", "none", "off"):
+        args.ops = []
+    else:
+        args.ops = [p for p in args.ops.split(",") if p]
+        if set(args.ops) - {"fp32", "bf16"}:
+            parser.error("--ops takes fp32 and/or bf16, comma-separated, "
+                         "or none")
+        # Only the precisions that run.
+        args.ops = [p for p in args.precisions if p in args.ops]
     if args.systems.get("compile") and args.warmup < 1:
         parser.error("--warmup must be at least 1 with the compile rows "
                      "(their first step compiles)")
@@ -618,6 +813,8 @@ def parse_args():
             inside, "plans", "plans.json")) else os.path.join(
                 HERE, "..", "..", ".gpu-bundle")
     args.bundle = os.path.abspath(args.bundle)
+    if args.ops_dir:
+        args.ops_dir = os.path.abspath(args.ops_dir)
     args.zero_run = args.zero_run or os.path.join(args.bundle, "bin",
                                                   "zero-run")
     return args
@@ -654,6 +851,14 @@ def main():
                          (args.preset, precision, batch,
                           ",".join(map(str, batches))))
             plans[(batch, precision)] = entry
+    # The unfused plans bundle.sh compiles (batch 8): the zerosbp-unfused
+    # rows and the op breakdown run where there is one.
+    unfused = {}
+    for batch in batches:
+        for precision in args.precisions:
+            entry = find_plan(manifest, args.preset, precision, batch, "off")
+            if entry is not None:
+                unfused[(batch, precision)] = entry
     # Every plan is the same model and optimizer.
     model = plans[(batches[0], args.precisions[0])]
     torch, torch_error = import_torch()
@@ -676,13 +881,38 @@ def main():
               % torch_error, flush=True)
 
     cases = [(b, p) for b in batches for p in args.precisions]
-    # ZeroSBP, eager and SDPA for every case first, then the compile rows:
-    # they take the longest, and a time limit cuts them, not the others.
-    todo = [(b, p, key) for b, p in cases for key in ("zerosbp", "eager",
-                                                      "sdpa")
-            if p in args.systems.get(key, ())]
+    no_unfused = [(b, p) for b, p in cases
+                  if p in args.systems.get("zerosbp-unfused", ()) and
+                  (b, p) not in unfused]
+    if no_unfused:
+        print("ZeroSBP unfused: no row for %s, which the bundle has no "
+              "unfused %s plan for (bundle.sh compiles them at batch 8 "
+              "only)" % (", ".join("%s b%d" % (p, b) for b, p in no_unfused),
+                         args.preset), flush=True)
+    # The op breakdown: for each --ops precision, the smallest batch with a
+    # fused and an unfused plan.
+    ops_cases = []
+    for precision in args.ops:
+        both = [b for b in batches if (b, precision) in unfused]
+        if both:
+            ops_cases.append((min(both), precision))
+        else:
+            print("op breakdown %s: no batch of %s has an unfused plan in "
+                  "the bundle: not run" % (
+                      precision, ", ".join(map(str, batches))), flush=True)
+    # ZeroSBP (fused and unfused), eager and SDPA for every case first, then
+    # the op breakdown, then the compile rows: they take the longest, and a
+    # time limit cuts them, not the others.
+    todo = [(b, p, key) for b, p in cases
+            for key in ("zerosbp", "zerosbp-unfused", "eager", "sdpa")
+            if p in args.systems.get(key, ()) and
+            (key != "zerosbp-unfused" or (b, p) in unfused)]
+    todo += [(b, p, "ops") for b, p in ops_cases]
     todo += [(b, p, "compile") for b, p in cases
              if p in args.systems.get("compile", ())]
+
+    def task_name(key):
+        return "the op breakdown" if key == "ops" else SYSTEM_NAMES[key]
 
     def payload(rows):
         return {"date": date, "device": args.device, "gpu": info,
@@ -701,12 +931,17 @@ def main():
                 "bundle_commit": manifest.get("commit"),
                 "plans": {"%s_b%d" % (p, b): e["file"]
                           for (b, p), e in plans.items()},
-                "stopped": stopped, "rows": rows}
+                "plans_unfused": {"%s_b%d" % (p, b): e["file"]
+                                  for (b, p), e in unfused.items()},
+                "stopped": stopped, "rows": rows, "ops": breakdowns}
 
     signal.signal(signal.SIGTERM, on_sigterm)
     work = args.workdir or tempfile.mkdtemp(prefix="gpu_bench_")
     os.makedirs(work, exist_ok=True)
+    if args.ops_dir:
+        os.makedirs(args.ops_dir, exist_ok=True)
     rows, zero_rows, stopped = [], {}, None
+    breakdowns = []
     current = None
     try:
         start = time.perf_counter()
@@ -717,15 +952,52 @@ def main():
               (work, time.perf_counter() - start), flush=True)
         for batch, precision, key in todo:
             current = (batch, precision, key)
-            entry = plans[(batch, precision)]
             began = time.perf_counter()
-            if key == "zerosbp":
-                report = os.path.join(work, "zerosbp_%s_b%d.json" %
-                                      (precision, batch))
+            if key == "ops":
+                try:
+                    breakdown = run_op_breakdown(
+                        args, {"fused": plans[(batch, precision)],
+                               "unfused": unfused[(batch, precision)]},
+                        init, data[batch], work, args.ops_dir or work)
+                    ops_failed = ["%s: %s" % (v, breakdown[v]["error"])
+                                  for v in ("fused", "unfused")
+                                  if breakdown[v].get("error")]
+                except Exception as error:  # a report or trace not as read
+                    breakdown = {}
+                    ops_failed = [error_text(error)]
+                    print(last_lines(traceback.format_exc(), 20), flush=True)
+                breakdown.update(batch=batch, precision=precision,
+                                 steps=min(OPS_STEPS, args.steps),
+                                 ops_s=time.perf_counter() - began,
+                                 error="; ".join(ops_failed) or None)
+                breakdowns.append(breakdown)
+                current = None
+                if breakdown["error"]:
+                    print("op breakdown %s b%d failed: %s" % (
+                        precision, batch, breakdown["error"]), flush=True)
+                else:
+                    print("op breakdown %s b%d: traced step's ops %.1f ms "
+                          "fused, %.1f ms unfused, %.0f s" % (
+                              precision, batch,
+                              breakdown["fused"]["total_ms"],
+                              breakdown["unfused"]["total_ms"],
+                              breakdown["ops_s"]), flush=True)
+                    if args.ops_dir:
+                        write_ops_csv(os.path.join(args.ops_dir,
+                                                   "gpu_ops.csv"),
+                                      breakdowns)
+                if args.json:
+                    write_json(args.json, payload(rows))
+                continue
+            entry = (unfused if key == "zerosbp-unfused" else plans)[
+                (batch, precision)]
+            if key in ZEROSBP_FUSION:
+                report = os.path.join(work, "%s_%s_b%d.json" % (
+                    key.replace("-", "_"), precision, batch))
                 result = zerosbp_result(run_zerosbp(
                     args, args.zero_run,
                     os.path.join(args.bundle, entry["file"]), init,
-                    data[batch], report), args.device)
+                    data[batch], report), args.device, ZEROSBP_FUSION[key])
             elif torch is None:
                 result = {"error": "skipped: PyTorch is not available (%s)"
                           % torch_error, "skipped": True}
@@ -768,11 +1040,18 @@ def main():
         stopped = "SIGTERM" if isinstance(stop, Stopped) else "SIGINT"
         print("\ngpu_bench: stopped by %s%s; the rows not run are recorded "
               "as such" % (stopped, " during %s %s b%d" % (
-                  SYSTEM_NAMES[current[2]], current[1], current[0])
+                  task_name(current[2]), current[1], current[0])
                   if current else ""), flush=True)
         done = {(r["batch"], r["precision"], r["key"]) for r in rows}
+        done |= {(b["batch"], b["precision"], "ops") for b in breakdowns}
         for batch, precision, key in todo:
-            if (batch, precision, key) not in done:
+            if key == "ops" and (batch, precision, key) not in done:
+                breakdowns.append({
+                    "batch": batch, "precision": precision, "stopped": True,
+                    "error": "%s by %s" % (
+                        "cut short" if (batch, precision, key) == current
+                        else "not run: stopped", stopped)})
+            elif (batch, precision, key) not in done:
                 row = summarize(key, precision, batch, {
                     "error": "%s by %s" % (
                         "cut short" if (batch, precision, key) == current
@@ -807,6 +1086,23 @@ def main():
             print("%s: %s%s" % (row_label(r), "" if r.get("skipped") or
                                 r.get("stopped") else "failed: ",
                                 r["error"]))
+    for b in breakdowns:
+        if b["error"]:
+            print("\nop breakdown %s b%d: %s%s" % (
+                b["precision"], b["batch"],
+                "" if b.get("stopped") else "failed: ", b["error"]))
+            continue
+        row_ms = {}
+        for r in rows:
+            if (r["batch"], r["precision"]) == (b["batch"], b["precision"]) \
+                    and r["key"] in ZEROSBP_FUSION and not r["error"]:
+                row_ms["fused" if r["key"] == "zerosbp" else "unfused"] = \
+                    r["ms_per_step"]
+        print_ops(b, row_ms)
+    if args.ops_dir and any(not b["error"] for b in breakdowns):
+        write_ops_csv(os.path.join(args.ops_dir, "gpu_ops.csv"), breakdowns)
+        print("\nop breakdown written to %s" % os.path.join(
+            args.ops_dir, "gpu_ops.csv"))
     if args.json:
         write_json(args.json, payload(rows))
     # The last line, which on_gpu.sh adds to its summary.
@@ -818,8 +1114,12 @@ def main():
         n = sum(1 for r in rows if r["error"] and test(r))
         if n:
             counts.append((what, n))
-    print("gpu_bench: %d rows: %s" % (len(rows), ", ".join(
-        "%d %s" % (n, what) for what, n in counts)))
+    ops_notes = ["op breakdown %s b%d %s" % (
+        b["precision"], b["batch"], "stopped" if b.get("stopped") else
+        "failed" if b["error"] else "ok") for b in breakdowns]
+    print("gpu_bench: %d rows: %s%s" % (len(rows), ", ".join(
+        "%d %s" % (n, what) for what, n in counts), "".join(
+            "; " + note for note in ops_notes)))
     failed = [r for r in rows if r["error"] and not r.get("skipped") and
               r["key"] in GATING]
     disagree = [r for r in rows if r.get("loss_checked") and

@@ -9,13 +9,15 @@
 #
 # Usage: on_gpu.sh BUNDLE_DIR OUT_DIR [gpu_bench.py options]
 #
-# OUT_DIR receives nine files: on_gpu.txt (everything printed, with
+# OUT_DIR receives twelve files: on_gpu.txt (everything printed, with
 # nvidia-smi and the summary), kernels.txt (cuda_kernels_test, then
 # cuda_attention_test, cuda_matmul_epilogue_test, then nccl_comm_test), training_check.txt and .json,
 # graph_check.txt and .json (CUDA graph and TF32), sanitizer.txt (zero-run
 # under memcheck, then cuda_attention_test's small shapes under memcheck
-# and racecheck), gpu_bench.txt and .json. The scripts run are the
-# bundle's copies.
+# and racecheck), gpu_bench.txt and .json, and the benchmark's op breakdown
+# of the bf16 batch-8 step, fused and unfused: gpu_ops.csv and the two
+# zero-run traces gpu_trace_bf16_b8_{fused,unfused}.json. The scripts run
+# are the bundle's copies.
 set -uo pipefail
 
 if [ $# -lt 2 ]; then
@@ -170,9 +172,12 @@ if [ -n "$BENCH_BATCHES" ]; then
   BENCH_ARGS=(--batch "$BENCH_BATCHES")
 fi
 : > "$OUT/gpu_bench.txt"
+# With the rows, the "ZeroSBP unfused" rows (batch 8) and the op breakdown,
+# fused against unfused (bf16 batch 8: gpu_ops.csv and the two traces), both
+# from bundle.sh's unfused plans; about 20 s of the step's time in all.
 step gpu_bench "$T_BENCH" "$OUT/gpu_bench.txt" \
   python3 "$BUNDLE/scripts/gpu_bench.py" --bundle "$BUNDLE" \
-  --zero-run-timeout 100 --json "$OUT/gpu_bench.json" \
+  --zero-run-timeout 100 --json "$OUT/gpu_bench.json" --ops-dir "$OUT" \
   ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} "$@"
 # gpu_bench.py's last line counts its rows: ran, failed, skipped, stopped.
 BENCH_ROWS=$(sed -n 's/^gpu_bench: \([0-9]* rows: .*\)$/\1/p' \

@@ -5,9 +5,12 @@ The character-level GPT-2 (4 layers, hidden 128, 4 heads, vocabulary 64) is
 trained with fp32 Adam (lr 1e-3) from the same initial parameters on the
 same batches, in two cases: sequence 64 with 16 sequences a step (the demo's
 case) and sequence 512 with 8 sequences a step. Each case is trained by
-`zero-compile` + `zero-run --ranks 1 --threads T` twice, with attention
-fused into one flash-attention op (`nn.attention`, the default) and unfused
-(`fuse-attention=false`: scores, scale, causal softmax, values), and by
+`zero-compile` + `zero-run --ranks 1 --threads T` twice, fused (the
+default: attention as one flash-attention op `nn.attention`, bias and GELU
+in their matmul's epilogue, cheap values recomputed in the backward) and
+unfused (`fuse-attention=false fuse-epilogues=false recompute-cheap=false`:
+scores, scale, causal softmax and values as separate ops, as before fusion),
+and by
 PyTorch eager (torch_gpt2.py, its "math" attention; `torch.set_num_threads(T)`).
 The text is --text (default: the GPL-3 from Debian's base-files), one id per
 character.
@@ -72,7 +75,9 @@ CASES = {64: 16, 512: 8}
 LONG = 512
 PIPELINE = ("optimizer=adam lr=%r beta1=0.9 beta2=0.999 eps=1e-08 "
             "weight-decay=0.0" % LR)
-UNFUSED_PIPELINE = PIPELINE + " fuse-attention=false"
+# The compiler before fusion: every fusion pass off.
+UNFUSED_PIPELINE = PIPELINE + (" fuse-attention=false fuse-epilogues=false"
+                               " recompute-cheap=false")
 DEFAULT_TEXT = "/usr/share/common-licenses/GPL-3"
 MIB = 1024.0 * 1024.0
 
