@@ -38,7 +38,8 @@ case "$OUT" in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 
 TARGETS=(//runtime/tools/zero-run //compiler/tools/zero-compile
          //tests/gpu:cuda_kernels_test //tests/gpu:cuda_attention_test
-         //tests/gpu:cuda_matmul_epilogue_test //tests/gpu:nccl_comm_test)
+         //tests/gpu:cuda_matmul_epilogue_test //tests/gpu:nccl_comm_test
+         //tests/gpu:cuda_multi_tensor_test)
 if [ "$BUILD" = 1 ]; then
   bazel build -c opt "${TARGETS[@]}"
 fi
@@ -48,7 +49,8 @@ ZERO_COMPILE=$BAZEL_BIN/compiler/tools/zero-compile/zero-compile
 TESTS=("$BAZEL_BIN/tests/gpu/cuda_kernels_test"
        "$BAZEL_BIN/tests/gpu/cuda_attention_test"
        "$BAZEL_BIN/tests/gpu/cuda_matmul_epilogue_test"
-       "$BAZEL_BIN/tests/gpu/nccl_comm_test")
+       "$BAZEL_BIN/tests/gpu/nccl_comm_test"
+       "$BAZEL_BIN/tests/gpu/cuda_multi_tensor_test")
 for f in "$ZERO_RUN" "$ZERO_COMPILE" "${TESTS[@]}"; do
   if [ ! -x "$f" ]; then
     echo "bundle.sh: $f is missing (build it with -c opt)" >&2
@@ -189,6 +191,20 @@ CHECK_PLANS+=("tiny_f32_stage2_cpu_offload 1e-4")
 compile tiny_bf16_stage3_nvme_offload --preset=tiny --world=1 \
   --pipeline="stage=3 precision=bf16 offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
 CHECK_PLANS+=("tiny_bf16_stage3_nvme_offload 2e-2")
+# tests/gpu/cuda_multi_tensor_check.py reads tiny_f32_stage0, tiny_f32_stage2
+# and tiny_bf16_stage2 above, and these: bf16 at stage 0, AdamW, SGD, fp16.
+echo '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 0}}' \
+  > "$OUT/plans/tiny_bf16_stage0.json"
+compile tiny_bf16_stage0 --preset=tiny --world=1 \
+  --config="$OUT/plans/tiny_bf16_stage0.json"
+compile tiny_adamw_stage0 --preset=tiny --world=1 \
+  --pipeline="stage=0 optimizer=adamw weight-decay=0.1"
+compile tiny_sgd_stage0 --preset=tiny --world=1 \
+  --pipeline="stage=0 optimizer=sgd"
+echo '{"fp16": {"enabled": true}, "zero_optimization": {"stage": 0}}' \
+  > "$OUT/plans/tiny_fp16_stage0.json"
+compile tiny_fp16_stage0 --preset=tiny --world=1 \
+  --config="$OUT/plans/tiny_fp16_stage0.json"
 # tests/gpu/cuda_graph_check.py reads tiny_f32_stage2, tiny_bf16_stage2 and
 # tiny_f32_stage2_cpu_offload above, and this MLP with dropout.
 compile dropout_mlp_stage2 "$ROOT/tests/gpu/dropout_mlp.mlir" --world=1 \
@@ -210,7 +226,8 @@ fi
 # --- scripts ----------------------------------------------------------------
 cp bench/gpu/gpu_bench.py bench/gpu/on_gpu.sh bench/pytorch/torch_gpt2.py \
   bench/pytorch/char_case.py "$OUT/scripts/"
-for check in cuda_training_check.py cuda_graph_check.py; do
+for check in cuda_training_check.py cuda_graph_check.py \
+    cuda_multi_tensor_check.py; do
   if [ -f tests/gpu/$check ]; then
     cp tests/gpu/$check "$OUT/scripts/"
   fi

@@ -9,10 +9,12 @@
 #
 # Usage: on_gpu.sh BUNDLE_DIR OUT_DIR [gpu_bench.py options]
 #
-# OUT_DIR receives twelve files: on_gpu.txt (everything printed, with
+# OUT_DIR receives fifteen files: on_gpu.txt (everything printed, with
 # nvidia-smi and the summary), kernels.txt (cuda_kernels_test, then
 # cuda_attention_test, cuda_matmul_epilogue_test, then nccl_comm_test), training_check.txt and .json,
-# graph_check.txt and .json (CUDA graph and TF32), sanitizer.txt (zero-run
+# graph_check.txt and .json (CUDA graph and TF32), multi_tensor.txt and
+# .json (cuda_multi_tensor_test, then the multi-tensor launches' training
+# check), sanitizer.txt (zero-run
 # under memcheck, then cuda_attention_test's small shapes under memcheck
 # and racecheck), gpu_bench.txt and .json, and the benchmark's op breakdown
 # of the bf16 batch-8 step, fused and unfused: gpu_ops.csv and the two
@@ -34,7 +36,10 @@ T_EPILOGUE=${T_EPILOGUE:-25}
 T_NCCL=${T_NCCL:-45}
 T_CHECK=${T_CHECK:-90}
 T_GRAPH=${T_GRAPH:-45}
-T_SANITIZER=${T_SANITIZER:-75}
+T_MULTI_TENSOR=${T_MULTI_TENSOR:-30}
+# zero-run under memcheck took 1 s of its 75 on an H200: 30 went to
+# T_MULTI_TENSOR.
+T_SANITIZER=${T_SANITIZER:-45}
 T_SANITIZER_ATTENTION=${T_SANITIZER_ATTENTION:-45}
 T_BENCH=${T_BENCH:-215}
 export PYTHONUNBUFFERED=1
@@ -135,6 +140,23 @@ if [ -f "$GRAPH_CHECK" ]; then
     --plans "$BUNDLE/plans" --out "$OUT/graph_check.json"
 else
   SUMMARY+=("graph_check not bundled")
+fi
+
+# The optimizer's updates and casts as multi-tensor launches
+# (runtime/cuda/MultiTensor.h): the kernels against the single ones, then
+# training with --multi-tensor=on against off, bit for bit.
+MULTI_CHECK=$BUNDLE/scripts/cuda_multi_tensor_check.py
+if [ -f "$MULTI_CHECK" ] && [ -x "$BUNDLE/bin/cuda_multi_tensor_test" ]; then
+  : > "$OUT/multi_tensor.txt"
+  step multi_tensor "$T_MULTI_TENSOR" "$OUT/multi_tensor.txt" \
+    bash -c '"$1" --gtest_color=no
+             kernels=$?
+             python3 "$2" --zero-run "$3" --plans "$4" --out "$5"
+             exit $((kernels || $?))' _ \
+    "$BUNDLE/bin/cuda_multi_tensor_test" "$MULTI_CHECK" \
+    "$BUNDLE/bin/zero-run" "$BUNDLE/plans" "$OUT/multi_tensor.json"
+else
+  SUMMARY+=("multi_tensor not bundled")
 fi
 
 SANITIZER=$(command -v compute-sanitizer ||

@@ -683,8 +683,7 @@ void CudaExecutor::enqueue(size_t index) {
 
 void CudaExecutor::enqueueTimed(size_t index) {
   if (tracedThisStep)
-    checkCuda("trace",
-              cudaEventRecord(traceBegin[index].get(), computeStream));
+    checkCuda("trace", cudaEventRecord(traceBegin[index].get(), computeStream));
   try {
     enqueue(index);
   } catch (const RuntimeError &error) {
@@ -701,8 +700,7 @@ void CudaExecutor::enqueueLaunch(SegmentLaunch &launch) {
     return;
   }
   if (tracedThisStep)
-    checkCuda("trace",
-              cudaEventRecord(launch.traceBegin.get(), computeStream));
+    checkCuda("trace", cudaEventRecord(launch.traceBegin.get(), computeStream));
   try {
     launch.merged->enqueue(*ctx, multiTensorTables + launch.tableOffset);
   } catch (const RuntimeError &error) {
@@ -762,8 +760,7 @@ void CudaExecutor::planMultiTensor() {
         tables.insert(tables.end(), table.begin(), table.end());
         multiStatus.instructions += static_cast<int64_t>(members.size());
         ++multiStatus.launches;
-        multiStatus.runs.emplace_back(op,
-                                      static_cast<int64_t>(members.size()));
+        multiStatus.runs.emplace_back(op, static_cast<int64_t>(members.size()));
       }
       launchesAt[segment.begin].push_back(segmentLaunches.size());
       segmentLaunches.push_back(std::move(launch));
@@ -780,9 +777,9 @@ void CudaExecutor::planMultiTensor() {
                          "follow each other";
   if (tables.empty())
     return;
-  checkCuda("multi-tensor tables",
-            cudaMalloc(reinterpret_cast<void **>(&multiTensorTables),
-                       tables.size()));
+  checkCuda(
+      "multi-tensor tables",
+      cudaMalloc(reinterpret_cast<void **>(&multiTensorTables), tables.size()));
   multiTensorTableBytes = tables.size();
   checkCuda("multi-tensor tables",
             cudaMemcpy(multiTensorTables, tables.data(), tables.size(),

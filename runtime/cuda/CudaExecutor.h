@@ -11,7 +11,11 @@
 //   communication stream waits for, and a collective_wait makes the compute
 //   stream wait for the bucket's completion event. The host never blocks
 //   inside a step, so communication overlaps the kernels between a start
-//   and its wait as the schedule says.
+//   and its wait as the schedule says;
+// - the optimizer's updates and casts as multi-tensor launches, planned once
+//   (MultiTensorPlan.h, zero-run --multi-tensor): within the optimizer's
+//   segments the kernels run in an order that keeps every dependency
+//   through memory, not the plan's.
 //
 // Times come from CUDA events: compute phases from events at the phase
 // boundaries, `commBusy` from events around every collective, `commWait`

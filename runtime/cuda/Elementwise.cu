@@ -162,12 +162,11 @@ __global__ void castMultiKernel(const CastEntry *entries,
     const void *from = entry.from.data;
     void *to = entry.to.data;
     DType fromType = entry.from.type, toType = entry.to.type;
-    // vectorLoadable's test, on the device.
-    bool vector = fromType != DType::F64 && toType != DType::F64 &&
-                  (reinterpret_cast<uintptr_t>(from) |
-                   reinterpret_cast<uintptr_t>(to)) %
-                          16 ==
-                      0;
+    // vectorLoadable's test of both, on the device.
+    uintptr_t addresses =
+        reinterpret_cast<uintptr_t>(from) | reinterpret_cast<uintptr_t>(to);
+    bool vector =
+        fromType != DType::F64 && toType != DType::F64 && addresses % 16 == 0;
     int64_t tail = chunk.begin;
     if (vector) {
       int64_t vectors = (chunk.end - chunk.begin) / kVector;
@@ -183,9 +182,9 @@ __global__ void castMultiKernel(const CastEntry *entries,
       tail = chunk.begin + vectors * kVector;
     }
     for (int64_t i = tail + threadIdx.x; i < chunk.end; i += blockDim.x)
-      storeFloat(to, toType, i,
-                 applyOp(MapOp::Copy, loadFloat(from, fromType, i), 0.0f,
-                         0.0f));
+      storeFloat(
+          to, toType, i,
+          applyOp(MapOp::Copy, loadFloat(from, fromType, i), 0.0f, 0.0f));
   }
 }
 

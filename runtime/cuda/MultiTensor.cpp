@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <set>
 
 namespace zerosbp::runtime::gpu {
 
@@ -159,28 +160,45 @@ scheduleSegment(const std::vector<SegmentNode> &nodes) {
       open.push_back(&span);
   }
 
-  std::vector<char> launched(n, 0);
+  // Kahn's algorithm over the dependencies, in plan order among the ready.
+  std::vector<std::vector<size_t>> later(n);
+  std::vector<size_t> waitingFor(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    std::sort(earlier[k].begin(), earlier[k].end());
+    earlier[k].erase(std::unique(earlier[k].begin(), earlier[k].end()),
+                     earlier[k].end());
+    waitingFor[k] = earlier[k].size();
+    for (size_t dependency : earlier[k])
+      later[dependency].push_back(k);
+  }
+  std::set<size_t> ready;
+  for (size_t k = 0; k < n; ++k)
+    if (waitingFor[k] == 0)
+      ready.insert(k);
   std::vector<std::vector<size_t>> launches;
-  size_t next = 0; // Every node before it is launched.
-  while (next < n) {
-    auto ready = [&](size_t k) {
-      for (size_t dependency : earlier[k])
-        if (!launched[dependency])
-          return false;
-      return true;
-    };
-    // The first node not launched depends only on launched ones.
-    std::vector<size_t> launch = {next};
-    const std::string &key = nodes[next].key;
-    if (!key.empty())
-      for (size_t k = next + 1; k < n; ++k)
-        if (!launched[k] && nodes[k].key == key && ready(k))
+  while (!ready.empty()) {
+    // An instruction without a key goes first, alone: what it leads to
+    // may join a group. With none ready, the first ready one's key takes
+    // every ready one of that key.
+    std::vector<size_t> launch;
+    for (size_t k : ready)
+      if (nodes[k].key.empty()) {
+        launch.push_back(k);
+        break;
+      }
+    if (launch.empty()) {
+      const std::string &key = nodes[*ready.begin()].key;
+      for (size_t k : ready)
+        if (nodes[k].key == key)
           launch.push_back(k);
+    }
     for (size_t k : launch)
-      launched[k] = 1;
+      ready.erase(k);
+    for (size_t k : launch)
+      for (size_t next : later[k])
+        if (--waitingFor[next] == 0)
+          ready.insert(next);
     launches.push_back(std::move(launch));
-    while (next < n && launched[next])
-      ++next;
   }
   return launches;
 }
@@ -189,8 +207,9 @@ MultiTensorLaunch::MultiTensorLaunch(std::string op,
                                      const std::vector<KernelCall> &calls)
     : op_(std::move(op)), size_(calls.size()) {
   if (calls.size() < 2)
-    throw RuntimeError(op_ + ": a multi-tensor launch needs two or more "
-                             "instructions, got " +
+    throw RuntimeError(op_ +
+                       ": a multi-tensor launch needs two or more "
+                       "instructions, got " +
                        std::to_string(calls.size()));
   std::string key;
   for (const KernelCall &call : calls) {
@@ -201,8 +220,9 @@ MultiTensorLaunch::MultiTensorLaunch(std::string op,
                          "', '" + own + "') in one multi-tensor launch");
     key = own;
   }
-  kind_ = op_ == "nn.sgd" ? Kind::Sgd : op_ == "nn.cast" ? Kind::Cast
-                                                         : Kind::Adam;
+  kind_ = op_ == "nn.sgd"    ? Kind::Sgd
+          : op_ == "nn.cast" ? Kind::Cast
+                             : Kind::Adam;
   std::vector<MultiTensorChunk> chunks;
   for (size_t k = 0; k < calls.size(); ++k) {
     const AttrMap &attrs = *calls[k].attrs;
@@ -210,11 +230,11 @@ MultiTensorLaunch::MultiTensorLaunch(std::string op,
     const Tensors &results = *calls[k].results;
     switch (kind_) {
     case Kind::Sgd:
-      append(table_, SgdEntry{static_cast<float>(attrs.getFloat("lr")),
-                              static_cast<float>(
-                                  attrs.getFloat("grad_scale", 1.0)),
-                              tableRef(operands[0]), tableRef(operands[1]),
-                              tableRef(results[0])});
+      append(table_,
+             SgdEntry{static_cast<float>(attrs.getFloat("lr")),
+                      static_cast<float>(attrs.getFloat("grad_scale", 1.0)),
+                      tableRef(operands[0]), tableRef(operands[1]),
+                      tableRef(results[0])});
       break;
     case Kind::Adam: {
       AdamEntry entry{checks::adamConstants(attrs, op_ == "nn.adamw"),

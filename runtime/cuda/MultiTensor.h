@@ -1,4 +1,5 @@
-//===- MultiTensor.h - one launch for many updates or casts ------*- C++ -*-===//
+//===- MultiTensor.h - one launch for many updates or casts ------*- C++
+//-*-===//
 //
 // A training step ends with one optimizer update per parameter (nn.adam,
 // nn.adamw, nn.sgd) and, with mixed precision, one nn.cast per parameter
@@ -147,14 +148,17 @@ struct SegmentNode {
 /// lists of indices into `nodes`, in the order they are to run.
 ///
 /// Instruction j depends on an earlier i when j reads or writes bytes that
-/// i writes, or writes bytes that i reads. Repeatedly, among the
-/// instructions not yet launched whose dependencies all are, the first in
-/// plan order is launched with every other such one of its key (alone if
-/// its key is empty). So the order is the plan's but for the members of a
-/// group, which join its first; no launch holds two instructions of which
-/// one depends on the other, and every dependency is launched before. For
-/// each parameter's update followed by its cast, all updates are one launch
-/// and all casts the next.
+/// i writes, or writes bytes that i reads. Among the instructions not yet
+/// launched whose dependencies all are (the ready ones), repeatedly: the
+/// first without a key, in plan order, is launched alone, so that what it
+/// leads to may join a group; with none, the first ready one is launched
+/// with every other ready one of its key. No launch holds two instructions
+/// of which one depends on the other, and every dependency is launched
+/// before; without keys the order is the plan's. For each parameter's update
+/// followed by its cast, all updates are one launch and all casts the next;
+/// with fp16 loss scaling (select, cast and unscale before each update),
+/// the unscaled gradients' casts, the updates and the casts to f16 are one
+/// launch each.
 std::vector<std::vector<size_t>>
 scheduleSegment(const std::vector<SegmentNode> &nodes);
 

@@ -32,12 +32,10 @@ bool movableInSegment(const Plan &plan,
   }
 }
 
-std::vector<MultiTensorSegment>
-planMultiTensorSegments(const Plan &plan,
-                        const std::vector<unsigned char *> &addresses,
-                        const std::vector<PreparedInstruction> &prepared,
-                        const std::vector<AttrMap> &attrs,
-                        bool checkGradients) {
+std::vector<MultiTensorSegment> planMultiTensorSegments(
+    const Plan &plan, const std::vector<unsigned char *> &addresses,
+    const std::vector<PreparedInstruction> &prepared,
+    const std::vector<AttrMap> &attrs, bool checkGradients) {
   std::vector<MultiTensorSegment> segments;
   size_t count = plan.instructions.size();
   for (size_t begin = 0; begin < count;) {
@@ -56,13 +54,12 @@ planMultiTensorSegments(const Plan &plan,
       node.reads = gpu::byteRanges(entry.operands);
       if (instruction.kind == InstructionKind::Copy)
         node.writes = gpu::byteRanges({arenaTensor(
-            plan, addresses,
-            plan.variables[instruction.variableIndex].value)});
+            plan, addresses, plan.variables[instruction.variableIndex].value)});
       else
         node.writes = gpu::byteRanges(entry.results);
       if (instruction.kind == InstructionKind::Kernel)
-        node.key = gpu::multiTensorKey(instruction.op, attrs[i],
-                                       entry.operands, entry.results);
+        node.key = gpu::multiTensorKey(instruction.op, attrs[i], entry.operands,
+                                       entry.results);
       nodes.push_back(std::move(node));
     }
     MultiTensorSegment segment{begin, end, gpu::scheduleSegment(nodes)};

@@ -1,4 +1,5 @@
-//===- MultiTensorPlan.h - the CUDA executor's multi-tensor launches -*- C++ -*-//
+//===- MultiTensorPlan.h - the CUDA executor's multi-tensor launches -*- C++
+//-*-//
 //
 // Where in a plan the CUDA executor launches several instructions as one
 // multi-tensor kernel (MultiTensor.h), and in which order it then runs a
@@ -48,8 +49,7 @@ std::vector<MultiTensorSegment>
 planMultiTensorSegments(const Plan &plan,
                         const std::vector<unsigned char *> &addresses,
                         const std::vector<PreparedInstruction> &prepared,
-                        const std::vector<AttrMap> &attrs,
-                        bool checkGradients);
+                        const std::vector<AttrMap> &attrs, bool checkGradients);
 
 } // namespace zerosbp::runtime
 

@@ -75,9 +75,10 @@ adamStepScalars(const AdamConstants &c, int64_t step) {
 /// Element i of an Adam or AdamW update; the single and the multi-tensor
 /// kernels both compute with it. Every operand is read before any result is
 /// written, so a result may replace an operand.
-__device__ __forceinline__ void
-adamElement(const AdamConstants &c, const AdamTensors &t, int64_t i,
-            float stepSize, float biasCorrection2Sqrt) {
+__device__ __forceinline__ void adamElement(const AdamConstants &c,
+                                            const AdamTensors &t, int64_t i,
+                                            float stepSize,
+                                            float biasCorrection2Sqrt) {
   float p = load(t.param, i);
   if (c.hasDecay)
     p = p * c.decay;
@@ -148,13 +149,16 @@ __global__ void adamMultiUpdate(AdamConstants c, const void *stepData,
     MultiTensorChunk chunk = chunks[k];
     // A copy: the stores below cannot change what the loop reads.
     AdamEntry entry = entries[chunk.tensor];
-    AdamTensors t{floatRef(entry.param),       floatRef(entry.grad),
-                  floatRef(entry.expAvg),      floatRef(entry.expAvgSq),
-                  floatRef(entry.newParam),    floatRef(entry.newExpAvg),
-                  floatRef(entry.newExpAvgSq), stepData,
+    AdamTensors t{floatRef(entry.param),
+                  floatRef(entry.grad),
+                  floatRef(entry.expAvg),
+                  floatRef(entry.expAvgSq),
+                  floatRef(entry.newParam),
+                  floatRef(entry.newExpAvg),
+                  floatRef(entry.newExpAvgSq),
+                  stepData,
                   stepType};
-    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end;
-         i += blockDim.x)
+    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
       adamElement(entry.c, t, i, stepSize, biasCorrection2Sqrt);
   }
 }
@@ -166,8 +170,7 @@ __global__ void sgdMultiUpdate(const SgdEntry *entries,
   for (int64_t k = blockIdx.x; k < chunkCount; k += gridDim.x) {
     MultiTensorChunk chunk = chunks[k];
     SgdEntry entry = entries[chunk.tensor];
-    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end;
-         i += blockDim.x)
+    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x)
       sgdElement(entry.lr, entry.gradScale, floatRef(entry.param),
                  floatRef(entry.grad), floatRef(entry.newParam), i);
   }

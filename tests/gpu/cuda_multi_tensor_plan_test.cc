@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <string>
 #include <utility>
@@ -37,12 +38,13 @@ std::string planPath(const std::string &name) {
 /// A plan with its buffers at made-up addresses, as rank `rank` sees it.
 struct Prepared {
   Prepared(const std::string &name, int rank = 0)
-      : plan(readPlan(planPath(name))) {
+      : name(name + " rank " + std::to_string(rank)),
+        plan(readPlan(planPath(name))) {
     std::vector<unsigned char *> bases(plan.arenas.size(), nullptr);
     for (size_t a = 0; a < plan.arenas.size(); ++a)
       if (plan.arenas[a].memory != MemoryKind::Nvme)
-        bases[a] = reinterpret_cast<unsigned char *>((uintptr_t{1} << 40) *
-                                                     (a + 1));
+        bases[a] =
+            reinterpret_cast<unsigned char *>((uintptr_t{1} << 40) * (a + 1));
     addresses = bufferAddresses(plan, bases);
     prepared = prepareInstructions(plan, addresses);
     attrs = rankAttrs(plan, rank);
@@ -62,6 +64,7 @@ struct Prepared {
     return {gpu::byteRanges(prepared[i].operands), gpu::byteRanges(written)};
   }
 
+  std::string name;
   Plan plan;
   std::vector<unsigned char *> addresses;
   std::vector<PreparedInstruction> prepared;
@@ -80,7 +83,8 @@ bool meet(const std::vector<gpu::ByteRange> &a,
 /// The merged launches' ops and sizes, in order, having checked every
 /// segment: each instruction in one launch, the members of a launch of one
 /// op and key and independent, and every dependency run first.
-Runs checkedRuns(const Prepared &p, const std::vector<MultiTensorSegment> &all) {
+Runs checkedRuns(const Prepared &p,
+                 const std::vector<MultiTensorSegment> &all) {
   Runs runs;
   for (const MultiTensorSegment &segment : all) {
     std::map<size_t, size_t> launchOf;
@@ -96,9 +100,9 @@ Runs checkedRuns(const Prepared &p, const std::vector<MultiTensorSegment> &all) 
         continue;
       const std::string &op = p.plan.instructions[launch[0]].op;
       runs.emplace_back(op, launch.size());
-      std::string key =
-          gpu::multiTensorKey(op, p.attrs[launch[0]], p.prepared[launch[0]].operands,
-                              p.prepared[launch[0]].results);
+      std::string key = gpu::multiTensorKey(op, p.attrs[launch[0]],
+                                            p.prepared[launch[0]].operands,
+                                            p.prepared[launch[0]].results);
       EXPECT_FALSE(key.empty()) << op;
       for (size_t i : launch) {
         EXPECT_EQ(p.plan.instructions[i].op, op);
@@ -107,6 +111,14 @@ Runs checkedRuns(const Prepared &p, const std::vector<MultiTensorSegment> &all) 
                   key);
       }
     }
+    std::cout << "segment [" << segment.begin << ", " << segment.end << ") of "
+              << p.name << ": " << segment.launches.size() << " launches for "
+              << segment.end - segment.begin << " instructions:";
+    for (const std::vector<size_t> &launch : segment.launches)
+      std::cout << " " << p.plan.instructions[launch[0]].op
+                << (launch.size() > 1 ? " x" + std::to_string(launch.size())
+                                      : "");
+    std::cout << std::endl;
     EXPECT_EQ(launchOf.size(), segment.end - segment.begin);
     for (size_t i = segment.begin; i < segment.end; ++i)
       for (size_t j = i + 1; j < segment.end; ++j) {
@@ -126,25 +138,30 @@ Runs checkedRuns(const Prepared &p, const std::vector<MultiTensorSegment> &all) 
 size_t countOps(const Plan &plan, const std::string &op) {
   size_t count = 0;
   for (const Instruction &instruction : plan.instructions)
-    count += instruction.kind == InstructionKind::Kernel && instruction.op == op;
+    count +=
+        instruction.kind == InstructionKind::Kernel && instruction.op == op;
   return count;
 }
 
 TEST(MultiTensorPlan, Bf16UpdatesThenCastsAsTwoLaunches) {
   // Each parameter's nn.adam is followed by its nn.cast: all updates are
   // one launch, all casts the next.
-  Prepared p("bf16_stage0");
-  size_t adams = countOps(p.plan, "nn.adam");
-  ASSERT_GT(adams, 10u);
-  Runs runs = checkedRuns(p, p.segments());
-  ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0], std::make_pair(std::string("nn.adam"), adams));
-  EXPECT_EQ(runs[1].first, "nn.cast");
-  EXPECT_EQ(runs[1].second, adams);
-  // With --check-gradients the updates stay where they are.
-  runs = checkedRuns(p, p.segments(true));
-  for (const auto &run : runs)
-    EXPECT_NE(run.first, "nn.adam");
+  for (const char *name :
+       {"bf16_stage0", "bf16_config_stage0", "bf16_config_stage2"}) {
+    SCOPED_TRACE(name);
+    Prepared p(name);
+    size_t adams = countOps(p.plan, "nn.adam");
+    ASSERT_GT(adams, 10u);
+    Runs runs = checkedRuns(p, p.segments());
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[0], std::make_pair(std::string("nn.adam"), adams));
+    EXPECT_EQ(runs[1].first, "nn.cast");
+    EXPECT_EQ(runs[1].second, adams);
+    // With --check-gradients the updates stay where they are.
+    runs = checkedRuns(p, p.segments(true));
+    for (const auto &run : runs)
+      EXPECT_NE(run.first, "nn.adam");
+  }
 }
 
 TEST(MultiTensorPlan, F32StagesAndOptimizers) {
@@ -154,7 +171,7 @@ TEST(MultiTensorPlan, F32StagesAndOptimizers) {
     Prepared p(name);
     std::string op = std::string(name).rfind("adamw", 0) == 0 ? "nn.adamw"
                      : std::string(name).rfind("sgd", 0) == 0 ? "nn.sgd"
-                                                               : "nn.adam";
+                                                              : "nn.adam";
     size_t updates = countOps(p.plan, op);
     ASSERT_GT(updates, 10u);
     EXPECT_EQ(checkedRuns(p, p.segments()), (Runs{{op, updates}}));
@@ -163,7 +180,9 @@ TEST(MultiTensorPlan, F32StagesAndOptimizers) {
 
 TEST(MultiTensorPlan, TwoRanksSliceBeforeTheirUpdates) {
   // Stage 2 on two ranks: each update reads its shard of the parameter,
-  // sliced right before it; the slices run first, then one launch.
+  // sliced right before it. The memory plan gives a later slice bytes an
+  // earlier update reads (a gradient freed after it), so not every update
+  // can join one launch: some do, and every dependency holds.
   for (int rank : {0, 1}) {
     Prepared p("f32_stage2_world2", rank);
     EXPECT_GT(countOps(p.plan, "nn.adam"), 10u);
@@ -178,8 +197,10 @@ TEST(MultiTensorPlan, TwoRanksSliceBeforeTheirUpdates) {
 }
 
 TEST(MultiTensorPlan, Fp16LossScalingKeepsItsOrder) {
-  // Dynamic loss scaling: each update reads its unscaled gradient and a
-  // select of the overflow flag. Whatever merges, every dependency holds.
+  // Dynamic loss scaling: each update reads its gradient, cast to f32 and
+  // unscaled, and is followed by selects (the overflow skips it) and the
+  // cast to f16. As on two ranks, freed bytes reused bind some of these to
+  // their order; whatever merges, every dependency holds.
   Prepared p("fp16_stage0");
   Runs runs = checkedRuns(p, p.segments());
   size_t adams = 0;

@@ -77,7 +77,7 @@ TEST(MultiTensorSchedule, DependenciesSplitAGroup) {
   EXPECT_EQ(gpu::scheduleSegment(touching), (Launches{{0, 1}, {2}}));
 }
 
-TEST(MultiTensorSchedule, ReadsShareAndOthersKeepTheirPlace) {
+TEST(MultiTensorSchedule, ReadsShareAndOthersGoFirst) {
   ByteRange shared = bytes(0, 8);
   std::vector<SegmentNode> nodes = {
       node({shared, bytes(100, 8)}, {bytes(100, 8)}, "adam"),
@@ -87,10 +87,10 @@ TEST(MultiTensorSchedule, ReadsShareAndOthersKeepTheirPlace) {
       node({bytes(500, 8)}, {bytes(600, 8)}, ""),
       node({bytes(600, 8)}, {bytes(700, 8)}, "other"),
   };
-  // The third reads what the slice writes: after it; the fourth joins the
-  // first. Without keys the order is the plan's.
-  EXPECT_EQ(gpu::scheduleSegment(nodes),
-            (Launches{{0, 3}, {1}, {2}, {4}, {5}}));
+  // The instructions without a key run as soon as they are ready, so that
+  // the third update, which reads what the slice writes, joins the others.
+  // Without keys the order is the plan's.
+  EXPECT_EQ(gpu::scheduleSegment(nodes), (Launches{{1}, {4}, {0, 2, 3}, {5}}));
   for (SegmentNode &each : nodes)
     each.key.clear();
   EXPECT_EQ(gpu::scheduleSegment(nodes),
@@ -124,11 +124,10 @@ FakeAdam fakeAdam(uintptr_t base, int64_t n, DType grad = DType::F32) {
 TEST(MultiTensorKey, WhatGroups) {
   AttrMap lr = makeAttrs({{"lr", 1e-3}, {"weight_decay", 0.0}});
   FakeAdam one = fakeAdam(0x1000000, 100), two = fakeAdam(0x2000000, 7);
-  std::string key = gpu::multiTensorKey("nn.adam", lr, one.operands,
-                                        one.results);
+  std::string key =
+      gpu::multiTensorKey("nn.adam", lr, one.operands, one.results);
   EXPECT_FALSE(key.empty());
-  EXPECT_EQ(gpu::multiTensorKey("nn.adam", lr, two.operands, two.results),
-            key);
+  EXPECT_EQ(gpu::multiTensorKey("nn.adam", lr, two.operands, two.results), key);
   // Weight decay is per tensor; lr and the betas are the launch's.
   EXPECT_EQ(gpu::multiTensorKey(
                 "nn.adam", makeAttrs({{"lr", 1e-3}, {"weight_decay", 0.1}}),
@@ -146,9 +145,9 @@ TEST(MultiTensorKey, WhatGroups) {
   // Another step operand.
   FakeAdam otherStep = two;
   otherStep.operands[4].data = reinterpret_cast<void *>(0x200);
-  EXPECT_NE(gpu::multiTensorKey("nn.adam", lr, otherStep.operands,
-                                otherStep.results),
-            key);
+  EXPECT_NE(
+      gpu::multiTensorKey("nn.adam", lr, otherStep.operands, otherStep.results),
+      key);
   // A bf16 gradient is still an update of the group.
   FakeAdam bf16 = fakeAdam(0x3000000, 9, DType::BF16);
   EXPECT_EQ(gpu::multiTensorKey("nn.adam", lr, bf16.operands, bf16.results),
@@ -166,11 +165,10 @@ TEST(MultiTensorKey, WhatGroups) {
   host.operands[3].data = nullptr;
   host.results[2].data = nullptr;
   for (const FakeAdam *alone : {&overlap, &empty, &bad, &host})
-    EXPECT_EQ(gpu::multiTensorKey("nn.adam", lr, alone->operands,
-                                  alone->results),
-              "");
-  EXPECT_EQ(gpu::multiTensorKey("nn.adam", {}, two.operands, two.results),
-            "");
+    EXPECT_EQ(
+        gpu::multiTensorKey("nn.adam", lr, alone->operands, alone->results),
+        "");
+  EXPECT_EQ(gpu::multiTensorKey("nn.adam", {}, two.operands, two.results), "");
 
   // Casts group by their two types; the same type is a copy of bytes.
   TensorRef master = fake(0x5000000, DType::F32, {3, 5});
@@ -207,9 +205,9 @@ TEST(MultiTensorLaunchTable, EntriesAndChunks) {
   AttrMap decay = makeAttrs({{"lr", 1e-3}, {"weight_decay", 0.5}});
   int64_t big = gpu::kMultiTensorChunk * 2 + 5;
   FakeAdam one = fakeAdam(0x1000000, big), two = fakeAdam(0x2000000, 3);
-  MultiTensorLaunch launch(
-      "nn.adamw", {KernelCall{&lr, &one.operands, &one.results},
-                   KernelCall{&decay, &two.operands, &two.results}});
+  MultiTensorLaunch launch("nn.adamw",
+                           {KernelCall{&lr, &one.operands, &one.results},
+                            KernelCall{&decay, &two.operands, &two.results}});
   EXPECT_EQ(launch.name(), "nn.adamw x2");
   EXPECT_EQ(launch.size(), 2u);
   EXPECT_EQ(launch.elements(), big + 3);
@@ -238,8 +236,8 @@ TEST(MultiTensorLaunchTable, EntriesAndChunks) {
   EXPECT_EQ(chunks[3].end, 3);
 
   // Fewer than two, or of two keys: refused.
-  EXPECT_THROW(MultiTensorLaunch("nn.adam", {KernelCall{&lr, &one.operands,
-                                                        &one.results}}),
+  EXPECT_THROW(MultiTensorLaunch(
+                   "nn.adam", {KernelCall{&lr, &one.operands, &one.results}}),
                RuntimeError);
   AttrMap other = makeAttrs({{"lr", 2e-3}});
   EXPECT_THROW(
@@ -273,9 +271,9 @@ public:
   explicit DeviceTable(const MultiTensorLaunch &launch) {
     const std::vector<unsigned char> &table = launch.table();
     checkCudaCall(cudaMalloc(&data, table.size()), "cudaMalloc");
-    checkCudaCall(cudaMemcpy(data, table.data(), table.size(),
-                             cudaMemcpyHostToDevice),
-                  "cudaMemcpy");
+    checkCudaCall(
+        cudaMemcpy(data, table.data(), table.size(), cudaMemcpyHostToDevice),
+        "cudaMemcpy");
   }
   ~DeviceTable() { (void)cudaFree(data); }
   DeviceTable(const DeviceTable &) = delete;
@@ -297,8 +295,7 @@ struct Instructions {
 /// expects the same bytes in every result. `stepOperand` is the index of
 /// the step among the operands (-1: none).
 void expectSameAsSingle(const std::string &op, const Instructions &given,
-                        int stepOperand, int steps,
-                        const std::string &what) {
+                        int stepOperand, int steps, const std::string &what) {
   SCOPED_TRACE(op + " " + what);
   HostTensor step = makeTensor(DType::I64, {}, {1});
   DeviceTensor singleStep(step), multiStep(step);
@@ -359,12 +356,12 @@ void expectSameAsSingle(const std::string &op, const Instructions &given,
     for (size_t r = 0; r < singleResults[k].size(); ++r) {
       const TensorRef &a = singleResults[k][r], &b = multiResults[k][r];
       HostTensor x(a.dtype, a.shape), y(b.dtype, b.shape);
-      checkCudaCall(cudaMemcpy(x.ref.data, a.data, a.bytes(),
-                               cudaMemcpyDeviceToHost),
-                    "copy");
-      checkCudaCall(cudaMemcpy(y.ref.data, b.data, b.bytes(),
-                               cudaMemcpyDeviceToHost),
-                    "copy");
+      checkCudaCall(
+          cudaMemcpy(x.ref.data, a.data, a.bytes(), cudaMemcpyDeviceToHost),
+          "copy");
+      checkCudaCall(
+          cudaMemcpy(y.ref.data, b.data, b.bytes(), cudaMemcpyDeviceToHost),
+          "copy");
       expectAgree(y, x, exactBits(),
                   "instruction " + std::to_string(k) + " result " +
                       std::to_string(r));
@@ -396,9 +393,8 @@ TEST_F(CudaMultiTensor, AdamAndAdamWAsTheSingleKernels) {
         operands.push_back(randomTensor(DType::F32, {n}, seed++, 0.0, 1.0));
         operands.push_back(makeTensor(DType::I64, {}, {1}));
         given.operands.push_back(std::move(operands));
-        given.results.push_back({{DType::F32, {n}, 0},
-                                 {DType::F32, {n}, 2},
-                                 {DType::F32, {n}, 3}});
+        given.results.push_back(
+            {{DType::F32, {n}, 0}, {DType::F32, {n}, 2}, {DType::F32, {n}, 3}});
       }
       expectSameAsSingle(op, given, 4, 2,
                          std::string("grads ") + dtypeName(gradType));
@@ -480,8 +476,8 @@ TEST_F(CudaMultiTensor, ABadStepWritesNothingAndSaysSo) {
   HostTensor grad = randomTensor(DType::F32, {5000}, 2);
   HostTensor state = randomTensor(DType::F32, {5000}, 3, 0.0, 1.0);
   HostTensor step = makeTensor(DType::I64, {}, {0});
-  Copies one({&param, &grad, &state, &state}), two({&param, &grad, &state,
-                                                   &state});
+  Copies one({&param, &grad, &state, &state}),
+      two({&param, &grad, &state, &state});
   DeviceTensor stepCopy(step);
   std::vector<TensorRef> oneOperands = one.refs, twoOperands = two.refs;
   oneOperands.push_back(stepCopy.ref);
@@ -507,8 +503,7 @@ TEST_F(CudaMultiTensor, ABadStepWritesNothingAndSaysSo) {
   for (Copies *copies : {&one, &two}) {
     expectAgree(copies->tensors[0]->toHost(), param, exactBits(), "param");
     expectAgree(copies->tensors[2]->toHost(), state, exactBits(), "exp_avg");
-    expectAgree(copies->tensors[3]->toHost(), state, exactBits(),
-                "exp_avg_sq");
+    expectAgree(copies->tensors[3]->toHost(), state, exactBits(), "exp_avg_sq");
   }
 }
 
@@ -520,8 +515,8 @@ TEST_F(CudaMultiTensor, ALaunchInACudaGraph) {
   std::vector<TensorRef> a = {copies.refs[0]}, b = {copies.refs[1]},
                          ra = {copies.refs[2]}, rb = {copies.refs[3]};
   AttrMap none;
-  MultiTensorLaunch launch("nn.cast", {KernelCall{&none, &a, &ra},
-                                       KernelCall{&none, &b, &rb}});
+  MultiTensorLaunch launch(
+      "nn.cast", {KernelCall{&none, &a, &ra}, KernelCall{&none, &b, &rb}});
   DeviceTable table(launch);
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
@@ -540,8 +535,7 @@ TEST_F(CudaMultiTensor, ALaunchInACudaGraph) {
   findCpuKernel("nn.cast")({}, {master.ref}, {expected.ref});
   findCpuKernel("nn.cast")({}, {other.ref}, {expectedSmall.ref});
   expectAgree(copies.tensors[2]->toHost(), expected, exactBits(), "big");
-  expectAgree(copies.tensors[3]->toHost(), expectedSmall, exactBits(),
-              "small");
+  expectAgree(copies.tensors[3]->toHost(), expectedSmall, exactBits(), "small");
   (void)cudaGraphExecDestroy(exec);
   (void)cudaGraphDestroy(graph);
   (void)cudaStreamDestroy(stream);

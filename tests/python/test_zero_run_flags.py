@@ -40,7 +40,7 @@ def test_help_lists_every_flag(option):
     assert usage[0].startswith("usage: zero-run model.zplan ")
     assert usage[1].startswith("       zero-run eval.zplan --eval ")
     named = set(re.findall(r"--[a-z][a-z0-9-]*", " ".join(usage)))
-    assert len(flags) == len(named) == 24
+    assert len(flags) == len(named) == 25
     assert set(flags) == named
     for name, text in flags.items():
         assert len(text) > 10, name
@@ -53,6 +53,8 @@ def test_help_lists_every_flag(option):
     assert flags["--cuda-graph"].startswith("on, off or auto")
     assert flags["--cuda-graph"].endswith("(default: auto)")
     assert flags["--allow-tf32"].endswith("(default: false)")
+    assert flags["--multi-tensor"].startswith("on or off")
+    assert flags["--multi-tensor"].endswith("(default: on)")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -77,6 +79,12 @@ def test_help_lists_every_flag(option):
     (["m.zplan", "--steps=1", "--cuda-graph"], "--cuda-graph needs a value"),
     (["m.zplan", "--steps=1", "--allow-tf32=maybe"],
      "--allow-tf32: expected true or false, got 'maybe'"),
+    (["m.zplan", "--steps=1", "--multi-tensor=auto"],
+     "--multi-tensor: expected on or off, got 'auto'"),
+    (["m.zplan", "--steps=1", "--multi-tensor", "true"],
+     "--multi-tensor: expected on or off, got 'true'"),
+    (["m.zplan", "--steps=1", "--multi-tensor"],
+     "--multi-tensor needs a value"),
     (["m.zplan", "--steps=1", "--x"], "unknown option '--x'"),
     (["m.zplan", "--steps=1", "--x=1"], "unknown option '--x'"),
     (["m.zplan", "--steps=1", "--checkpoint_dir=ck"],
@@ -122,9 +130,10 @@ def test_flags_reach_the_run(tmp_path):
 
 
 def test_device_options_reach_the_report(tmp_path):
-    """--cuda-graph and --allow-tf32 are recorded in the report; the CPU
-    executor has no CUDA graph and says so (tests/gpu/cuda_graph_check.py
-    checks them on a GPU)."""
+    """--cuda-graph, --allow-tf32 and --multi-tensor are recorded in the
+    report; the CPU executor has no CUDA graph nor launches to merge, and
+    says so (tests/gpu/cuda_graph_check.py and cuda_multi_tensor_check.py
+    check them on a GPU)."""
     plan = tmp_path / "m.zplan"
     subprocess.run([os.environ["ZEROSBP_COMPILE"], "--preset=tiny",
                     "--world=1", "--report=none", "-o", str(plan)],
@@ -136,10 +145,18 @@ def test_device_options_reach_the_report(tmp_path):
         "mode": "auto", "used": False, "captured_step": 0, "graph_steps": 0,
         "reason": "the cpu executor has no CUDA graphs"}
     assert report["allow_tf32"] is False
+    assert report["multi_tensor"] == {
+        "mode": "on", "applies": False, "instructions": 0, "launches": 0,
+        "runs": [],
+        "reason": "the cpu executor calls each kernel on the host: there are "
+                  "no launches to merge"}
     code, out, err = run(plan, "--steps=2", "--quiet", "--report=json",
-                         "--cuda-graph", "off", "--allow-tf32")
+                         "--cuda-graph", "off", "--allow-tf32",
+                         "--multi-tensor", "off")
     assert code == 0 and err == "", err
     changed = json.loads(out)
     assert changed["cuda_graph"]["mode"] == "off"
     assert changed["allow_tf32"] is True
+    assert changed["multi_tensor"]["mode"] == "off"
+    assert changed["multi_tensor"]["applies"] is False
     assert changed["losses"] == report["losses"]

@@ -254,8 +254,7 @@ CommandLine parse(int argc, char **argv) {
                                     : graph == "off" ? CudaGraphMode::Off
                                                      : CudaGraphMode::Auto;
   options.deviceOptions.allowTf32 = absl::GetFlag(FLAGS_allow_tf32);
-  options.deviceOptions.multiTensor =
-      absl::GetFlag(FLAGS_multi_tensor) == "on";
+  options.deviceOptions.multiTensor = absl::GetFlag(FLAGS_multi_tensor) == "on";
   return line;
 }
 
