@@ -5,13 +5,17 @@ global batches, from the same parameters and batches.
 
 For each batch and precision the plan that bench/gpu/bundle.sh compiled
 (world 1, stage 0, Adam lr 1e-4, a global batch of that many sequences) is
-trained for --steps steps by up to five systems (--systems), one row each:
+trained for --steps steps by up to six systems (--systems), one row each:
 
 * zerosbp, "ZeroSBP": `zero-run PLAN --device cuda --init DIR --data DIR`;
 * zerosbp-unfused, "ZeroSBP unfused": the same with the plan compiled with
   fuse-attention, fuse-epilogues and recompute-cheap false (the compiler
   before fusion; bundle.sh compiles it at batch 8 only), its losses
   compared with the ZeroSBP row's;
+* zerosbp-tf32, "ZeroSBP (TF32)": the fp32 plan run with `zero-run
+  --allow-tf32` (cuBLAS's f32 products on TF32 tensor cores), fp32 only
+  and by default at batch 8 only (--tf32-batch), its losses compared with
+  the fp32 ZeroSBP row's, recorded only;
 * eager, "PyTorch eager": torch_gpt2.py's model with its attention as
   ZeroSBP computes it (scores, causal mask, softmax), torch.optim.Adam;
 * sdpa, "PyTorch eager (SDPA)": the same with
@@ -24,7 +28,8 @@ trained for --steps steps by up to five systems (--systems), one row each:
 The PyTorch precisions:
 
 * fp32: TF32 off for matmuls and cuDNN, since ZeroSBP's matmuls are plain
-  fp32 (cuBLAS with f32 compute);
+  fp32 (cuBLAS with f32 compute); it stays off when the ZeroSBP (TF32) row
+  runs, which has no PyTorch counterpart;
 * bf16: torch.autocast(device_type, dtype=torch.bfloat16) around the
   forward, fp32 parameters, the loss in fp32; ZeroSBP keeps bf16
   parameters with fp32 master weights (DeepSpeed's bf16).
@@ -43,7 +48,9 @@ with N_matmul = 12 * layers * hidden^2 + vocab * hidden (the weights of the
 four Linear layers of every block and the tied LM head, counted once as a
 vocab x hidden matmul) and the GPU's dense peak for the precision (H100 SXM
 and H200: 989 TFLOP/s bf16 tensor, 67 TFLOP/s fp32 without tensor cores);
-the same count for every row, the full seq x seq attention included.
+the same count for every row, the full seq x seq attention included. The
+ZeroSBP (TF32) row's MFU is against the fp32 peak too, as the other fp32
+rows', so it can read above 100%.
 
 The op breakdown (--ops, bf16 by default) runs `zero-run PLAN --steps 3
 --trace FILE` on the fused and the unfused plan of one batch (8), sums the
@@ -54,7 +61,7 @@ around every op, whatever --cuda-graph: its time is not the rows' ms/step,
 which from the second step on are CUDA graph launches.
 
 Rows run in this order: for each batch and precision ZeroSBP, ZeroSBP
-unfused, eager and SDPA; then the op breakdown; then the torch.compile
+unfused, ZeroSBP (TF32), eager and SDPA; then the op breakdown; then the torch.compile
 rows, the slowest to start. A row that fails
 (zero-run's exit, a timeout, an OOM, torch.compile without triton, ...) is
 printed and recorded, and the other rows still run; without PyTorch the
@@ -67,13 +74,15 @@ Exit status 1 when a ZeroSBP or PyTorch eager row failed, when the eager
 losses differ from ZeroSBP's by more than --fp32-rtol / --bf16-rtol
 (relative, step by step), or when stopped. The ZeroSBP unfused, SDPA and
 torch.compile rows record their loss difference and whether it is within
-the same tolerance, but never change the exit status (their kernels round
+the same tolerance, the ZeroSBP (TF32) row within --tf32-rtol, but none of
+them, failed or not, changes the exit status (their kernels round
 differently), nor does the op breakdown.
 
 Usage (on the GPU machine, after `source BUNDLE/env.sh`):
     gpu_bench.py --bundle BUNDLE [--steps 10] [--warmup 3] [--batch 8,16]
         [--precisions fp32,bf16]
-        [--systems zerosbp,zerosbp-unfused,eager,sdpa,compile:bf16]
+        [--systems zerosbp,zerosbp-unfused,zerosbp-tf32:fp32,eager,sdpa,
+                   compile:bf16] [--tf32-batch 8]
         [--ops bf16] [--ops-dir DIR] [--json FILE]
 Smoke run without a GPU:
     gpu_bench.py --bundle BUNDLE --device cpu --preset tiny --steps 4
@@ -116,11 +125,16 @@ PEAK_TFLOPS = [
     ("H200", {"bf16": 989.0, "fp32": 67.0}),
 ]
 RTOL = {"fp32": 1e-4, "bf16": 2e-2}
+# The ZeroSBP (TF32) row against the fp32 ZeroSBP row, recorded only: TF32
+# rounds the products' inputs to 10 mantissa bits. 5e-3 is the bound that
+# tests/gpu/cuda_graph_check.py puts on --allow-tf32 (tiny GPT-2).
+TF32_RTOL = 5e-3
 
 # (--systems key, the row's name), in the table's order.
 SYSTEMS = [
     ("zerosbp", "ZeroSBP"),
     ("zerosbp-unfused", "ZeroSBP unfused"),
+    ("zerosbp-tf32", "ZeroSBP (TF32)"),
     ("eager", "PyTorch eager"),
     ("sdpa", "PyTorch eager (SDPA)"),
     ("compile", "torch.compile (SDPA, fused Adam)"),
@@ -129,12 +143,22 @@ SYSTEM_NAMES = dict(SYSTEMS)
 SYSTEM_ORDER = {key: i for i, (key, _) in enumerate(SYSTEMS)}
 # torch.compile only in bf16: with it in fp32 too, two batches do not fit
 # on_gpu.sh's 215 s (each compilation of GPT-2 small takes about a minute).
-# zerosbp-unfused runs where the bundle has an unfused plan (batch 8).
-DEFAULT_SYSTEMS = "zerosbp,zerosbp-unfused,eager,sdpa,compile:bf16"
+# zerosbp-unfused runs where the bundle has an unfused plan (batch 8);
+# zerosbp-tf32 at --tf32-batch (8): one more zero-run of GPT-2 small fp32.
+DEFAULT_SYSTEMS = ("zerosbp,zerosbp-unfused,zerosbp-tf32:fp32,eager,sdpa,"
+                   "compile:bf16")
+# The precisions a system can run in (the others: fp32 and bf16).
+# --allow-tf32 changes f32 products only: a bf16 plan would run unchanged.
+SYSTEM_PRECISIONS = {"zerosbp-tf32": ("fp32",)}
+# The batches of the zerosbp-tf32 rows unless --tf32-batch says otherwise.
+DEFAULT_TF32_BATCH = "8"
 # The rows whose failure, or (eager) loss disagreement, sets exit status 1.
 GATING = ("zerosbp", "eager")
-# The ZeroSBP rows: which plan each runs (the manifest's "fusion").
-ZEROSBP_FUSION = {"zerosbp": "on", "zerosbp-unfused": "off"}
+# The ZeroSBP rows: which plan each runs (the manifest's "fusion"), and
+# zero-run's extra flags.
+ZEROSBP_FUSION = {"zerosbp": "on", "zerosbp-unfused": "off",
+                  "zerosbp-tf32": "on"}
+ZEROSBP_FLAGS = {"zerosbp-tf32": ["--allow-tf32"]}
 # zero-run --steps of the op breakdown's runs: the first step runs op by op,
 # the second is captured as a CUDA graph (--cuda-graph auto), the third,
 # traced, runs op by op with an event pair around every op.
@@ -243,14 +267,16 @@ def error_text(error):
 
 
 def run_zerosbp(args, zero_run, plan, init, data, report, steps=None,
-                trace=None):
+                trace=None, flags=()):
     """zero-run's report, or {"error": ...} when it failed. steps: default
-    --steps; trace: a file for --trace (the last step's timeline)."""
+    --steps; trace: a file for --trace (the last step's timeline); flags:
+    more of zero-run's flags (--allow-tf32)."""
     command = [zero_run, plan, "--device", args.device, "--steps",
                str(args.steps if steps is None else steps), "--init", init,
                "--data", data, "--report-file", report, "--quiet"]
     if trace:
         command += ["--trace", trace]
+    command += list(flags)
     print("$ " + " ".join(command), flush=True)
     try:
         done = subprocess.run(command, capture_output=True, text=True,
@@ -433,7 +459,8 @@ def zerosbp_result(report, device, fusion="on"):
             else peak["total"],
             "planned_peak_bytes": report["planned_bytes"]["arena"],
             "info": {"fusion": fusion,
-                     "cuda_graph": report.get("cuda_graph")}}
+                     "cuda_graph": report.get("cuda_graph"),
+                     "allow_tf32": report.get("allow_tf32")}}
 
 
 def split_op_name(name):
@@ -579,8 +606,8 @@ def graph_note(status):
 
 
 def compare_losses(row, zero_row, rtol):
-    """Records the max relative difference of a PyTorch row's losses from
-    ZeroSBP's of the same batch and precision; None when either failed."""
+    """Records the max relative difference of a row's losses from ZeroSBP's
+    of the same batch and precision; None when either failed."""
     if not zero_row or zero_row["error"] or row["error"]:
         return None
     diffs = [abs(t - z) / max(abs(z), 1e-30)
@@ -704,7 +731,8 @@ def loss_notes(rows, cases):
 
 def parse_systems(text, precisions):
     """--systems: SYSTEM or SYSTEM:PRECISION[+PRECISION], comma-separated;
-    returns {system: [precisions]} in SYSTEMS' order."""
+    returns {system: [precisions]} in SYSTEMS' order. A system without a
+    suffix runs in those of --precisions it can (zerosbp-tf32: fp32)."""
     chosen = {}
     for item in text.split(","):
         item = item.strip()
@@ -714,9 +742,14 @@ def parse_systems(text, precisions):
         if key not in SYSTEM_NAMES:
             raise ValueError("unknown system %r (one of %s)" % (
                 key, ", ".join(k for k, _ in SYSTEMS)))
-        wanted = wanted.split("+") if wanted else list(precisions)
+        allowed = SYSTEM_PRECISIONS.get(key, ("fp32", "bf16"))
+        wanted = wanted.split("+") if wanted else \
+            [p for p in precisions if p in allowed]
         if set(wanted) - {"fp32", "bf16"}:
             raise ValueError("%r: the precisions are fp32 and bf16" % item)
+        if set(wanted) - set(allowed):
+            raise ValueError("%r: %s runs in %s only" % (
+                item, key, " and ".join(allowed)))
         chosen.setdefault(key, set()).update(wanted)
     if not chosen:
         raise ValueError("no system chosen")
@@ -736,9 +769,14 @@ def parse_args():
     parser.add_argument("--precisions", default="fp32,bf16")
     parser.add_argument("--systems", default=DEFAULT_SYSTEMS,
                         help="rows to run: zerosbp, zerosbp-unfused (where "
-                        "the bundle has an unfused plan: batch 8), eager, "
-                        "sdpa, compile, each optionally :fp32, :bf16 or "
-                        ":fp32+bf16 (default %(default)s)")
+                        "the bundle has an unfused plan: batch 8), "
+                        "zerosbp-tf32 (fp32 only, zero-run --allow-tf32, at "
+                        "--tf32-batch), eager, sdpa, compile, each "
+                        "optionally :fp32, :bf16 or :fp32+bf16 (default "
+                        "%(default)s)")
+    parser.add_argument("--tf32-batch", default=DEFAULT_TF32_BATCH,
+                        help="the batches of the zerosbp-tf32 rows, comma-"
+                        "separated, or all (default %(default)s)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3,
                         help="first steps left out of the step time")
@@ -748,6 +786,10 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fp32-rtol", type=float, default=RTOL["fp32"])
     parser.add_argument("--bf16-rtol", type=float, default=RTOL["bf16"])
+    parser.add_argument("--tf32-rtol", type=float, default=TF32_RTOL,
+                        help="the ZeroSBP (TF32) row's loss difference from "
+                        "the fp32 ZeroSBP row is compared with it, recorded "
+                        "only (default %(default)g)")
     parser.add_argument("--peak-tflops",
                         help="dense peaks for MFU, e.g. fp32=67,bf16=989 "
                         "(default: from the GPU's name)")
@@ -799,6 +841,17 @@ def parse_args():
         if not args.batch or min(args.batch) < 1:
             parser.error("--batch takes positive integers, comma-separated")
         args.batch = list(dict.fromkeys(args.batch))
+    if args.tf32_batch.strip().lower() == "all":
+        args.tf32_batch = None  # every batch that runs
+    else:
+        try:
+            args.tf32_batch = [int(b) for b in args.tf32_batch.split(",")
+                               if b.strip()]
+        except ValueError:
+            args.tf32_batch = []
+        if not args.tf32_batch or min(args.tf32_batch) < 1:
+            parser.error("--tf32-batch takes positive integers, comma-"
+                         "separated, or all")
     if args.peak_tflops:
         try:
             args.peak_tflops = {k: float(v) for k, v in (
@@ -889,6 +942,14 @@ def main():
               "unfused %s plan for (bundle.sh compiles them at batch 8 "
               "only)" % (", ".join("%s b%d" % (p, b) for b, p in no_unfused),
                          args.preset), flush=True)
+    # The ZeroSBP (TF32) rows: fp32, at --tf32-batch (8) where it runs.
+    tf32_cases = [(b, p) for b, p in cases
+                  if p in args.systems.get("zerosbp-tf32", ()) and
+                  (args.tf32_batch is None or b in args.tf32_batch)]
+    if args.systems.get("zerosbp-tf32") and not tf32_cases:
+        print("ZeroSBP (TF32): no row, since no batch of %s is among "
+              "--tf32-batch %s" % (", ".join(map(str, batches)), ",".join(
+                  map(str, args.tf32_batch))), flush=True)
     # The op breakdown: for each --ops precision, the smallest batch with a
     # fused and an unfused plan.
     ops_cases = []
@@ -900,13 +961,15 @@ def main():
             print("op breakdown %s: no batch of %s has an unfused plan in "
                   "the bundle: not run" % (
                       precision, ", ".join(map(str, batches))), flush=True)
-    # ZeroSBP (fused and unfused), eager and SDPA for every case first, then
-    # the op breakdown, then the compile rows: they take the longest, and a
-    # time limit cuts them, not the others.
+    # ZeroSBP (fused, unfused and TF32), eager and SDPA for every case
+    # first, then the op breakdown, then the compile rows: they take the
+    # longest, and a time limit cuts them, not the others.
     todo = [(b, p, key) for b, p in cases
-            for key in ("zerosbp", "zerosbp-unfused", "eager", "sdpa")
+            for key in ("zerosbp", "zerosbp-unfused", "zerosbp-tf32",
+                        "eager", "sdpa")
             if p in args.systems.get(key, ()) and
-            (key != "zerosbp-unfused" or (b, p) in unfused)]
+            (key != "zerosbp-unfused" or (b, p) in unfused) and
+            (key != "zerosbp-tf32" or (b, p) in tf32_cases)]
     todo += [(b, p, "ops") for b, p in ops_cases]
     todo += [(b, p, "compile") for b, p in cases
              if p in args.systems.get("compile", ())]
@@ -924,8 +987,11 @@ def main():
                 "batch": batches[0] if len(batches) == 1 else batches,
                 "batches": batches,
                 "systems": {k: v for k, v in args.systems.items()},
+                "tf32_batches": sorted({b for b, _ in tf32_cases}),
                 "steps": args.steps, "warmup": args.warmup,
                 "seed": args.seed, "compile_mode": args.compile_mode,
+                "rtol": {"fp32": args.fp32_rtol, "bf16": args.bf16_rtol,
+                         "tf32": args.tf32_rtol},
                 "flops_per_token": flops_per_token(model),
                 "peak_flops": peaks, "peak_note": peak_note,
                 "bundle_commit": manifest.get("commit"),
@@ -997,7 +1063,8 @@ def main():
                 result = zerosbp_result(run_zerosbp(
                     args, args.zero_run,
                     os.path.join(args.bundle, entry["file"]), init,
-                    data[batch], report), args.device, ZEROSBP_FUSION[key])
+                    data[batch], report, flags=ZEROSBP_FLAGS.get(key, ())),
+                    args.device, ZEROSBP_FUSION[key])
             elif torch is None:
                 result = {"error": "skipped: PyTorch is not available (%s)"
                           % torch_error, "skipped": True}
@@ -1017,8 +1084,8 @@ def main():
             if key == "zerosbp":
                 zero_rows[(batch, precision)] = row
             else:
-                rtol = args.fp32_rtol if precision == "fp32" \
-                    else args.bf16_rtol
+                rtol = args.tf32_rtol if key == "zerosbp-tf32" else \
+                    args.fp32_rtol if precision == "fp32" else args.bf16_rtol
                 compare_losses(row, zero_rows.get((batch, precision)), rtol)
             rows.append(row)
             current = None
@@ -1081,6 +1148,19 @@ def main():
           "step(s), left out of ms/step (torch.compile compiles in the "
           "first)." % (
               peak_note, memory, args.warmup))
+    if any(r["key"] == "zerosbp-tf32" for r in rows):
+        has_torch = any(r["key"] in ("eager", "sdpa", "compile") and
+                        r["precision"] == "fp32" for r in rows)
+        print("ZeroSBP (TF32): the fp32 plan run with zero-run --allow-tf32 "
+              "(cuBLAS's f32 products on TF32 tensor cores); its MFU is "
+              "against the fp32 peak, as the other fp32 rows', so it can "
+              "read above 100%%; its loss difference is from the fp32 "
+              "ZeroSBP row, against --tf32-rtol %g, recorded only.%s" % (
+                  args.tf32_rtol,
+                  " The fp32 PyTorch rows keep TF32 off "
+                  "(torch.backends.cuda.matmul.allow_tf32 and "
+                  "torch.backends.cudnn.allow_tf32 False): none of them is "
+                  "its counterpart." if has_torch else ""))
     for r in rows:
         if r["error"]:
             print("%s: %s%s" % (row_label(r), "" if r.get("skipped") or
@@ -1093,11 +1173,11 @@ def main():
                 "" if b.get("stopped") else "failed: ", b["error"]))
             continue
         row_ms = {}
+        variants = {"zerosbp": "fused", "zerosbp-unfused": "unfused"}
         for r in rows:
             if (r["batch"], r["precision"]) == (b["batch"], b["precision"]) \
-                    and r["key"] in ZEROSBP_FUSION and not r["error"]:
-                row_ms["fused" if r["key"] == "zerosbp" else "unfused"] = \
-                    r["ms_per_step"]
+                    and r["key"] in variants and not r["error"]:
+                row_ms[variants[r["key"]]] = r["ms_per_step"]
         print_ops(b, row_ms)
     if args.ops_dir and any(not b["error"] for b in breakdowns):
         write_ops_csv(os.path.join(args.ops_dir, "gpu_ops.csv"), breakdowns)
