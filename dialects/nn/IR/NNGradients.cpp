@@ -110,15 +110,9 @@ private:
 /// Each is one matmul with transpose flags: a linear layer `y = x W^T` gets
 /// `dx = dy W` and `dW = dy^T x`.
 template <typename MatmulOpTy>
-static LogicalResult
-buildMatmulGradients(MatmulOpTy op, OpBuilder &builder, ValueRange resultGrads,
-                     SmallVectorImpl<Value> &operandGrads) {
-  Value dy = resultGrads[0];
-  if (!dy)
-    return noGradients(op, operandGrads);
-  GradientBuilder grads(builder, op);
-  Value a = op.getLhs(), b = op.getRhs();
-  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+static std::pair<Value, Value> productGradients(GradientBuilder &grads,
+                                                Value dy, Value a, Value b,
+                                                bool ta, bool tb) {
   Value da = ta ? grads.create<MatmulOpTy>(b, dy, /*transpose_lhs=*/tb,
                                            /*transpose_rhs=*/true)
                 : grads.create<MatmulOpTy>(dy, b, /*transpose_lhs=*/false,
@@ -127,6 +121,20 @@ buildMatmulGradients(MatmulOpTy op, OpBuilder &builder, ValueRange resultGrads,
                                            /*transpose_rhs=*/ta)
                 : grads.create<MatmulOpTy>(a, dy, /*transpose_lhs=*/!ta,
                                            /*transpose_rhs=*/false);
+  return {da, db};
+}
+
+template <typename MatmulOpTy>
+static LogicalResult
+buildMatmulGradients(MatmulOpTy op, OpBuilder &builder, ValueRange resultGrads,
+                     SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return noGradients(op, operandGrads);
+  GradientBuilder grads(builder, op);
+  auto [da, db] =
+      productGradients<MatmulOpTy>(grads, dy, op.getLhs(), op.getRhs(),
+                                   op.getTransposeLhs(), op.getTransposeRhs());
   operandGrads.append({da, db});
   return success();
 }
@@ -155,14 +163,7 @@ buildMatmulEpilogueGradients(Operation *op, OpBuilder &builder, Value dz,
   // In the unfused chain's order (bias first), so that gradients reach
   // their buckets as they did.
   Value dbias = grads.sumToShapeOf(dz, bias);
-  Value da = ta ? grads.create<MatmulOp>(b, dz, /*transpose_lhs=*/tb,
-                                         /*transpose_rhs=*/true)
-                : grads.create<MatmulOp>(dz, b, /*transpose_lhs=*/false,
-                                         /*transpose_rhs=*/!tb);
-  Value db = tb ? grads.create<MatmulOp>(dz, a, /*transpose_lhs=*/true,
-                                         /*transpose_rhs=*/ta)
-                : grads.create<MatmulOp>(a, dz, /*transpose_lhs=*/!ta,
-                                         /*transpose_rhs=*/false);
+  auto [da, db] = productGradients<MatmulOp>(grads, dz, a, b, ta, tb);
   operandGrads.append({da, db, dbias});
   return success();
 }

@@ -309,42 +309,18 @@ LogicalResult InputOp::verify() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  Inference infer(loc, "matmul");
-  RankedTensorType a = tensorOf(adaptor.getLhs());
-  RankedTensorType b = tensorOf(adaptor.getRhs());
-  if (a.getRank() != 2 || b.getRank() != 2)
-    return infer.error("operands must be 2-D, got ranks " + Twine(a.getRank()) +
-                       " and " + Twine(b.getRank()));
-  if (failed(infer.sameElementType(a, b, "lhs", "rhs")))
-    return failure();
-  bool ta = adaptor.getTransposeLhs(), tb = adaptor.getTransposeRhs();
-  int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
-  int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
-  if (ka != kb)
-    return infer.error("contracting dims differ: lhs has " + Twine(ka) +
-                       ", rhs has " + Twine(kb));
-  types.push_back(plain({m, n}, a.getElementType()));
-  return success();
-}
-
-/// Shared by the matmul epilogue ops: a 2-D product whose result's last dim
-/// is the bias's length, all of one element type.
-static FailureOr<RankedTensorType> inferMatmulEpilogue(const Inference &infer,
-                                                       RankedTensorType a,
-                                                       RankedTensorType b,
-                                                       RankedTensorType bias,
-                                                       bool ta, bool tb) {
+/// Shared by matmul and the matmul epilogue ops: op(a) op(b) of two 2-D
+/// operands of one element type.
+static FailureOr<RankedTensorType> inferMatmul2D(const Inference &infer,
+                                                 RankedTensorType a,
+                                                 RankedTensorType b, bool ta,
+                                                 bool tb) {
   if (a.getRank() != 2 || b.getRank() != 2) {
     (void)infer.error("operands must be 2-D, got ranks " + Twine(a.getRank()) +
                       " and " + Twine(b.getRank()));
     return failure();
   }
-  if (failed(infer.sameElementType(a, b, "lhs", "rhs")) ||
-      failed(infer.sameElementType(a, bias, "lhs", "bias")))
+  if (failed(infer.sameElementType(a, b, "lhs", "rhs")))
     return failure();
   int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
   int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
@@ -353,12 +329,40 @@ static FailureOr<RankedTensorType> inferMatmulEpilogue(const Inference &infer,
                       ", rhs has " + Twine(kb));
     return failure();
   }
+  return plain({m, n}, a.getElementType());
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> type =
+      inferMatmul2D(Inference(loc, "matmul"), tensorOf(adaptor.getLhs()),
+                    tensorOf(adaptor.getRhs()), adaptor.getTransposeLhs(),
+                    adaptor.getTransposeRhs());
+  if (failed(type))
+    return failure();
+  types.push_back(*type);
+  return success();
+}
+
+/// Shared by the matmul epilogue ops: the product, and a bias of its element
+/// type along the result's last dim.
+static FailureOr<RankedTensorType> inferMatmulEpilogue(const Inference &infer,
+                                                       RankedTensorType a,
+                                                       RankedTensorType b,
+                                                       RankedTensorType bias,
+                                                       bool ta, bool tb) {
+  FailureOr<RankedTensorType> product = inferMatmul2D(infer, a, b, ta, tb);
+  if (failed(product) || failed(infer.sameElementType(a, bias, "lhs", "bias")))
+    return failure();
+  int64_t n = product->getDimSize(1);
   if (bias.getRank() != 1 || bias.getDimSize(0) != n) {
     (void)infer.error("bias must be 1-D of the result's last dim " + Twine(n) +
                       ", got " + Inference::shapeStr(bias.getShape()));
     return failure();
   }
-  return plain({m, n}, a.getElementType());
+  return product;
 }
 
 LogicalResult MatmulBiasOp::inferReturnTypes(MLIRContext *,
