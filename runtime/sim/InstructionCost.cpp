@@ -64,17 +64,21 @@ KernelWork instructionWork(const Plan &plan, const Instruction &instruction) {
     touch(id);
   if (instruction.kind != InstructionKind::Kernel)
     return work; // A copy or all_slice moves bytes and computes nothing.
+  // The shapes and types the kernels' checks read, for the products.
+  checks::Tensors operands, results;
+  auto shapesOnly = [&] {
+    for (int id : instruction.operands)
+      operands.push_back(shapeOnly(plan.values[id]));
+    for (int id : instruction.results)
+      results.push_back(shapeOnly(plan.values[id]));
+  };
   bool batched = instruction.op == "nn.batch_matmul";
   // The fused epilogues count as their product (the bias and GELU ride on
   // its output).
   bool gelu = instruction.op == "nn.matmul_bias_gelu";
   bool epilogue = gelu || instruction.op == "nn.matmul_bias";
   if (batched || epilogue || instruction.op == "nn.matmul") {
-    checks::Tensors operands, results;
-    for (int id : instruction.operands)
-      operands.push_back(shapeOnly(plan.values[id]));
-    for (int id : instruction.results)
-      results.push_back(shapeOnly(plan.values[id]));
+    shapesOnly();
     checks::MatmulShape shape =
         epilogue
             ? checks::checkMatmulEpilogue(instruction.op, instruction.attrs,
@@ -90,11 +94,7 @@ KernelWork instructionWork(const Plan &plan, const Instruction &instruction) {
   }
   bool backward = instruction.op == "nn.attention_grad";
   if (backward || instruction.op == "nn.attention") {
-    checks::Tensors operands, results;
-    for (int id : instruction.operands)
-      operands.push_back(shapeOnly(plan.values[id]));
-    for (int id : instruction.results)
-      results.push_back(shapeOnly(plan.values[id]));
+    shapesOnly();
     checks::AttentionLayout shape =
         backward ? checks::checkAttentionGrad(instruction.op, instruction.attrs,
                                               operands, results)
