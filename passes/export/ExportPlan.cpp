@@ -529,6 +529,16 @@ struct ZeroExportPlanPass
       return signalPassFailure();
     }
     out->os() << text;
+    // A full disk shows only at the flush; reported here, it names the
+    // file instead of ending the process in raw_fd_ostream's destructor.
+    out->os().flush();
+    if (out->os().has_error()) {
+      std::string reason = out->os().error().message();
+      out->os().clear_error();
+      module.emitError("zero-export-plan: cannot write '")
+          << file << "': " << reason;
+      return signalPassFailure();
+    }
     out->keep();
     markAllAnalysesPreserved();
   }

@@ -19,6 +19,7 @@ namespace zerosbp::runtime {
 /// The most bytes each kind of text input may have. A plan of a thousand
 /// layers is far below its bound; the others are small by nature.
 constexpr int64_t kMaxPlanFileBytes = int64_t(1) << 30;
+constexpr int64_t kMaxGraphFileBytes = int64_t(1) << 30;
 constexpr int64_t kMaxConfigFileBytes = int64_t(16) << 20;
 constexpr int64_t kMaxHostfileBytes = int64_t(1) << 20;
 constexpr int64_t kMaxDeviceFileBytes = int64_t(1) << 20;

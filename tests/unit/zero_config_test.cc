@@ -405,8 +405,21 @@ TEST(DeepSpeedConfigErrors, OutOfRange) {
             "zero_optimization.stage: expected an integer in [0, 3], got -1");
   EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {
       "reduce_bucket_size": -1}})"),
-            "zero_optimization.reduce_bucket_size: expected an integer >= 0, "
+            "zero_optimization.reduce_bucket_size: expected an integer >= 1, "
             "got -1");
+  // A bucket of no elements is refused where the config is read.
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {
+      "reduce_bucket_size": 0}})"),
+            "zero_optimization.reduce_bucket_size: expected an integer >= 1, "
+            "got 0");
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {
+      "allgather_bucket_size": 0}})"),
+            "zero_optimization.allgather_bucket_size: expected an integer >= "
+            "1, got 0");
+  EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {
+      "stage3_prefetch_bucket_size": 0}})"),
+            "zero_optimization.stage3_prefetch_bucket_size: expected an "
+            "integer >= 1, got 0");
   EXPECT_EQ(deepSpeedError(R"({"zero_optimization": {
       "stage3_param_persistence_threshold": -5}})"),
             "zero_optimization.stage3_param_persistence_threshold: expected "

@@ -15,10 +15,12 @@
 #include "compiler/driver/CompileDriver.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/InitAllDialects.h"
+#include "compiler/tools/common/ToolFiles.h"
 #include "compiler/tools/zero-compile/GlobalBatch.h"
 #include "passes/Passes.h"
 #include "passes/memory/PlanAttrs.h"
 #include "runtime/core/Limits.h"
+#include "runtime/io/InputFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -39,6 +41,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <unistd.h>
 
@@ -49,10 +52,10 @@ static cl::OptionCategory category("zero-compile options");
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("[forward graph .mlir]"),
                                       cl::init(""), cl::cat(category));
-static cl::opt<int64_t> world("world", cl::desc("data-parallel ranks"),
-                              cl::init(1), cl::cat(category));
-static cl::opt<int64_t> stage("stage", cl::desc("ZeRO stage 0-3"), cl::init(-1),
-                              cl::cat(category));
+static zerosbp::DecimalOpt world("world", cl::desc("data-parallel ranks"),
+                                 cl::init(1), cl::cat(category));
+static zerosbp::DecimalOpt stage("stage", cl::desc("ZeRO stage 0-3"),
+                                 cl::init(-1), cl::cat(category));
 static cl::opt<std::string> configFile("config",
                                        cl::desc("DeepSpeed JSON config"),
                                        cl::init(""), cl::cat(category));
@@ -73,18 +76,22 @@ static cl::opt<std::string> preset("preset",
                                    cl::desc("built-in GPT-2 preset: tiny, "
                                             "small, medium, large, xl"),
                                    cl::init(""), cl::cat(category));
-static cl::opt<int64_t> numLayers("num-layers", cl::init(0), cl::cat(category),
-                                  cl::desc("GPT-2 layers"));
-static cl::opt<int64_t> hiddenSize("hidden-size", cl::init(0),
-                                   cl::cat(category), cl::desc("GPT-2 width"));
-static cl::opt<int64_t> numHeads("num-attention-heads", cl::init(0),
-                                 cl::cat(category),
-                                 cl::desc("GPT-2 attention heads"));
-static cl::opt<int64_t> seqLength("seq-length", cl::init(0), cl::cat(category),
-                                  cl::desc("GPT-2 sequence length"));
-static cl::opt<int64_t> vocabSize("vocab-size", cl::init(0), cl::cat(category),
-                                  cl::desc("GPT-2 vocabulary (50257)"));
-static cl::opt<int64_t> batchSize(
+static zerosbp::DecimalOpt numLayers("num-layers", cl::init(0),
+                                     cl::cat(category),
+                                     cl::desc("GPT-2 layers"));
+static zerosbp::DecimalOpt hiddenSize("hidden-size", cl::init(0),
+                                      cl::cat(category),
+                                      cl::desc("GPT-2 width"));
+static zerosbp::DecimalOpt numHeads("num-attention-heads", cl::init(0),
+                                    cl::cat(category),
+                                    cl::desc("GPT-2 attention heads"));
+static zerosbp::DecimalOpt seqLength("seq-length", cl::init(0),
+                                     cl::cat(category),
+                                     cl::desc("GPT-2 sequence length"));
+static zerosbp::DecimalOpt vocabSize("vocab-size", cl::init(0),
+                                     cl::cat(category),
+                                     cl::desc("GPT-2 vocabulary (50257)"));
+static zerosbp::DecimalOpt batchSize(
     "batch-size", cl::init(0), cl::cat(category),
     cl::desc("GPT-2 sequences per step: the global batch, or with "
              "--deepspeed_config Megatron's per-GPU batch (default: the "
@@ -100,7 +107,7 @@ static cl::opt<bool>
                     cl::desc("accepted for the Megatron-DeepSpeed command "
                              "line (DeepSpeed is always on here)"),
                     cl::init(false), cl::cat(category));
-static cl::opt<int64_t> modelParallelSize(
+static zerosbp::DecimalOpt modelParallelSize(
     "model-parallel-size", cl::init(1), cl::cat(category),
     cl::desc("Megatron's tensor-parallel degree: 1 only (data parallel)"));
 static cl::opt<bool> evalGraph(
@@ -112,11 +119,11 @@ static cl::opt<bool> checkpointActivations(
     "checkpoint-activations", cl::init(false), cl::cat(category),
     cl::desc("Megatron's activation checkpointing: each GPT-2 block's "
              "activations are recomputed in the backward (zero-remat)"));
-static cl::opt<int64_t> activationMemoryBudget(
+static zerosbp::DecimalOpt activationMemoryBudget(
     "activation-memory-budget", cl::init(0), cl::cat(category),
     cl::desc("GPT-2: checkpoint the fewest blocks for which the planned "
              "activation peak per rank fits this many bytes (zero-remat)"));
-static cl::opt<int64_t> checkpointNumLayers(
+static zerosbp::DecimalOpt checkpointNumLayers(
     "checkpoint-num-layers", cl::init(1), cl::cat(category),
     cl::desc("with --checkpoint-activations, GPT-2 blocks per checkpointed "
              "segment (Megatron's; default 1)"));
@@ -144,7 +151,7 @@ static bool wantsGpt2() {
 
 /// The sizes and the stage as typed, before any default or config applies.
 static llvm::Error checkGivenFlags() {
-  for (cl::opt<int64_t> *flag :
+  for (zerosbp::DecimalOpt *flag :
        {&numLayers, &hiddenSize, &numHeads, &seqLength, &vocabSize, &batchSize})
     if (given(*flag) && *flag < 1)
       return llvm::createStringError(
@@ -171,12 +178,12 @@ static bool statesStage(llvm::StringRef json) {
   return zero && zero->get("stage");
 }
 
-/// Whether a --pipeline string has a `stage=` pair.
-static bool statesStagePair(llvm::StringRef options) {
+/// Whether a --pipeline string has a `key=` pair.
+static bool statesPair(llvm::StringRef options, llvm::StringRef key) {
   llvm::SmallVector<llvm::StringRef> pairs;
   llvm::SplitString(options, pairs);
-  return llvm::any_of(pairs, [](llvm::StringRef pair) {
-    return pair.split('=').first == "stage";
+  return llvm::any_of(pairs, [&](llvm::StringRef pair) {
+    return pair.split('=').first == key;
   });
 }
 
@@ -234,30 +241,37 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
   // is an error, like a batch that disagrees with train_batch_size.
   std::string stageSource;
   if (!path.empty()) {
-    std::string error;
-    auto file = openInputFile(path, &error);
+    auto file = zerosbp::readToolInput(
+        path, zerosbp::runtime::kMaxConfigFileBytes, "the config");
     if (!file)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
-    config = zerosbp::parseDeepSpeedConfig(file->getBuffer(), world);
+      return file.takeError();
+    config = zerosbp::parseDeepSpeedConfig((*file)->getBuffer(), world);
     if (!config)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      path + ": " +
                                          llvm::toString(config.takeError()));
-    if (statesStage(file->getBuffer()))
+    if (statesStage((*file)->getBuffer()))
       stageSource = (path + ": zero_optimization.stage").str();
   } else if (!pipelineOptions.empty()) {
-    // --stage goes in with the pairs, so that keys checked against the
-    // stage (mics-shard-size, hpz-partition-size) see it.
-    std::string stagePair =
-        given(stage) && !statesStagePair(pipelineOptions)
-            ? " stage=" + std::to_string(static_cast<int64_t>(stage))
-            : "";
-    config = zerosbp::parsePipelineOptions(pipelineOptions + stagePair +
-                                           " world=" + std::to_string(world));
+    // --stage and --world go in with the pairs, so that keys checked
+    // against them (mics-shard-size, hpz-partition-size) see them; where
+    // the pairs state them too, the two must agree.
+    std::string flagPairs;
+    if (given(stage) && !statesPair(pipelineOptions, "stage"))
+      flagPairs += " stage=" + std::to_string(static_cast<int64_t>(stage));
+    if (!statesPair(pipelineOptions, "world"))
+      flagPairs += " world=" + std::to_string(static_cast<int64_t>(world));
+    config = zerosbp::parsePipelineOptions(pipelineOptions + flagPairs);
     if (!config)
       return config.takeError();
-    if (statesStagePair(pipelineOptions))
+    if (statesPair(pipelineOptions, "stage"))
       stageSource = "--pipeline: stage";
+    if (given(world) && statesPair(pipelineOptions, "world") &&
+        config->world != world)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("--pipeline: world {0} != --world {1}", config->world,
+                        static_cast<int64_t>(world)));
   } else {
     config->world = world;
   }
@@ -326,13 +340,13 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
       return failure();
     }
     llvm::SourceMgr sources;
-    std::string error;
-    auto file = openInputFile(inputFile, &error);
+    auto file = zerosbp::readToolInput(
+        inputFile, zerosbp::runtime::kMaxGraphFileBytes, "the input graph");
     if (!file) {
-      fail(error);
+      fail(llvm::toString(file.takeError()));
       return failure();
     }
-    sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    sources.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
     if (!module)
       return failure();
@@ -544,6 +558,11 @@ int main(int argc, char **argv) {
   if (llvm::Error error = zerosbp::checkPipelineConfig(*config))
     return fail(llvm::toString(std::move(error)));
 
+  if (llvm::Error error = zerosbp::checkOutputsAreDistinct(
+          {{"the input graph", inputFile}, {"the config", configPath()}},
+          {{"-o", outputFile}, {"--emit-ir", irFile}}))
+    return fail(llvm::toString(std::move(error)));
+
   // The outputs' temporaries first: an unwritable path fails before the
   // compile, and nothing is renamed into place before everything is
   // written. "-" writes to stdout directly.
@@ -562,6 +581,11 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(added.takeError()));
     irDescriptor = added->second;
   }
+
+  // A file-size limit then fails the write (EFBIG), which names the file,
+  // instead of running LLVM's crash handler. Set after the temporaries
+  // registered that handler, which would replace it.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   auto start = std::chrono::steady_clock::now();
   auto msSince = [](std::chrono::steady_clock::time_point from) {
@@ -589,8 +613,15 @@ int main(int argc, char **argv) {
   if (given(activationMemoryBudget))
     options.activationBudget = activationMemoryBudget;
   auto compiled = zerosbp::compileGraph(**module, *config, options);
-  if (!compiled)
-    return fail(llvm::toString(compiled.takeError()));
+  if (!compiled) {
+    // The plan's export names the temporary it writes; the user gave -o.
+    std::string message = llvm::toString(compiled.takeError());
+    if (planTemporary != outputFile)
+      for (size_t at = message.find(planTemporary); at != std::string::npos;
+           at = message.find(planTemporary, at + outputFile.size()))
+        message.replace(at, planTemporary.size(), outputFile);
+    return fail(message);
+  }
   llvm::json::Object json = std::move(*compiled);
   if (!outputFile.empty())
     json["plan_file"] = outputFile.getValue();
@@ -629,6 +660,14 @@ int main(int argc, char **argv) {
                  << "\n";
   } else if (report == "text") {
     printTextReport(json);
+  }
+  // A report to a full disk or a closed pipe is an error that names it,
+  // not raw_fd_ostream's fatal error at exit.
+  llvm::outs().flush();
+  if (llvm::outs().has_error()) {
+    std::string reason = llvm::outs().error().message();
+    llvm::outs().clear_error();
+    return fail("cannot write to standard output: " + reason);
   }
   return 0;
 }

@@ -5,7 +5,7 @@
 // RUN: not zero-opt %t.does-not-exist 2>&1 | FileCheck %s --check-prefix=MISSING
 
 // CHECK: zero-opt: [[FILE]]: MLIR bytecode input is not supported; pass textual IR
-// MISSING: zero-opt: cannot open input file '{{.*}}does-not-exist': No such file or directory
+// MISSING: zero-opt: {{.*}}does-not-exist: cannot open the input graph (No such file or directory)
 
 func.func @f() {
   return
