@@ -17,6 +17,8 @@ def _normalize_axis(axis, rank):
 class Tensor:
     """A value of the graph being traced (global shape, dtype)."""
 
+    _input_name = None  # The graph input it is, if one.
+
     def __init__(self, handle):
         self._handle = handle
 

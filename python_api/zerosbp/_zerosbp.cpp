@@ -105,6 +105,9 @@ public:
                          "' (expected inprocess or mpi)");
     }
     pickKernelThreads(threads, ranksHere);
+    // A bad batch raises without spoiling the state
+    // (docs/runtime.md#non-finite-numbers).
+    session->setSkipNonfiniteSteps(!plan.inference);
   }
 
   void initialize(const std::map<std::string, DoubleArray> &values) {
@@ -119,8 +122,16 @@ public:
 
   double step(const std::vector<DoubleArray> &inputs) {
     std::vector<std::vector<double>> values = checkedInputs(inputs);
-    py::gil_scoped_release release;
-    return session->step([&](int index) { return values[index]; });
+    double loss;
+    {
+      py::gil_scoped_release release;
+      loss = session->step([&](int index) { return values[index]; });
+    }
+    if (!session->lastSkip().empty())
+      throw RuntimeError(session->lastSkip() +
+                         "; the step was skipped (parameters, optimizer "
+                         "state and step count unchanged)");
+    return loss;
   }
 
   std::vector<std::vector<double>>

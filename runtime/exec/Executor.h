@@ -141,6 +141,13 @@ public:
   /// gradient it reads is finite, and throws naming the step and the
   /// parameter otherwise (zero-run --check-gradients).
   virtual void setGradientChecks(bool on) = 0;
+  /// With `on`, a step whose loss is not finite stops right before its
+  /// first optimizer update, once its started collectives and transfers are
+  /// done: no variable is written (docs/runtime.md#non-finite-numbers).
+  /// Every rank holds the same reduced loss, so all stop together. Returns
+  /// false where the executor cannot stop a step there; the caller then
+  /// restores the variables itself.
+  virtual bool setSkipNonfiniteSteps(bool on) { return !on; }
   /// Records a timeline of every following step (the last one is kept).
   virtual void setTracing(bool on) = 0;
   /// Both streams' events of the last traced step, in start order per stream.

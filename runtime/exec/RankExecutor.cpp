@@ -8,6 +8,7 @@
 #include "runtime/exec/RankAttrs.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -45,6 +46,41 @@ RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
   }
   stream = std::make_unique<CommStream>(plan.numBuckets);
   copyStream = std::make_unique<CommStream>(plan.numTransfers);
+  firstUpdate = plan.instructions.size();
+  for (size_t i = 0; i < prepared.size(); ++i)
+    if (prepared[i].phase == Phase::Optimizer) {
+      firstUpdate = i;
+      break;
+    }
+}
+
+bool RankExecutor::setSkipNonfiniteSteps(bool on) {
+  skipNonfinite = false;
+  lossBucket = -1;
+  if (!on)
+    return true;
+  if (thePlan.outputs.empty() || firstUpdate == thePlan.instructions.size())
+    return false;
+  // The loss must be final before the first update: computed there, or
+  // reduced by a collective started there.
+  int loss = thePlan.outputs[0];
+  for (size_t i = 0; i < firstUpdate; ++i) {
+    const Instruction &instruction = thePlan.instructions[i];
+    for (int result : instruction.results)
+      if (result == loss) {
+        skipNonfinite = true;
+        if (instruction.kind == InstructionKind::CollectiveStart)
+          lossBucket = instruction.bucket;
+      }
+  }
+  return skipNonfinite;
+}
+
+bool RankExecutor::lossNotFinite() {
+  if (lossBucket >= 0)
+    stream->wait(lossBucket); // Done at once if its wait came before.
+  std::vector<double> loss = loadElements(tensor(thePlan.outputs[0]));
+  return !loss.empty() && !std::isfinite(loss[0]);
 }
 
 void RankExecutor::allocateOffloadArenas() {
@@ -242,9 +278,23 @@ double RankExecutor::runStep(int64_t stepNumber) {
   auto micros = [&](Clock::time_point at) {
     return std::chrono::duration<double, std::micro>(at - stepBegin).count();
   };
+  std::vector<int> buckets, transfers; // Started this step.
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
     PreparedInstruction &entry = prepared[i];
+    if (skipNonfinite && i == firstUpdate && lossNotFinite()) {
+      // Nothing in flight may write after the step; the peers started the
+      // same collectives, and stop here too.
+      for (int bucket : buckets)
+        stream->wait(bucket);
+      for (int index : transfers)
+        copyStream->wait(index);
+      break;
+    }
+    if (instruction.kind == InstructionKind::CollectiveStart)
+      buckets.push_back(instruction.bucket);
+    else if (instruction.kind == InstructionKind::TransferStart)
+      transfers.push_back(instruction.transfer);
     // Before the update writes what a non-finite gradient would spoil.
     if (checkGradients && !entry.updatedParameter.empty())
       checkGradientFinite(entry, loadElements(entry.operands[1]), stepNumber);

@@ -59,6 +59,7 @@ public:
   const StepTimes &lastStepTimes() const override { return times; }
   const CommStats &commStats() const override { return comm.stats(); }
   void setGradientChecks(bool on) override { checkGradients = on; }
+  bool setSkipNonfiniteSteps(bool on) override;
   void setTracing(bool on) override { tracing = on; }
   const StepTrace &lastStepTrace() const override { return trace; }
 
@@ -71,6 +72,9 @@ private:
   void allocateArena(int64_t bytes);
   /// The host and NVMe arenas the plan asks for.
   void allocateOffloadArenas();
+  /// Whether this step's loss, final before its first update, is not
+  /// finite; waits for the collective that reduces it if need be.
+  bool lossNotFinite();
   /// Runs transfer instruction `index` (on the copy stream).
   void transfer(const Instruction &instruction,
                 const PreparedInstruction &entry);
@@ -93,6 +97,12 @@ private:
   std::unique_ptr<CommStream> stream;
   StepTimes times;
   bool checkGradients = false;
+  /// The first optimizer update, where a step with a non-finite loss stops
+  /// (instructions.size() if none), and the bucket of the collective that
+  /// reduces the loss before it (-1: none).
+  size_t firstUpdate = 0;
+  int lossBucket = -1;
+  bool skipNonfinite = false;
   bool tracing = false;
   StepTrace trace;
 };

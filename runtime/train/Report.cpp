@@ -136,6 +136,8 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   report["steps"] = options.steps;
   report["start_step"] = result.firstStep;
   report["losses"] = result.losses;
+  // Steps whose loss was not finite and which made no update.
+  report["skipped_steps"] = result.skippedSteps;
   if (options.resumeDir)
     report["resumed"] = {{"from", *options.resumeDir},
                          {"load_ms", result.loadMilliseconds},

@@ -13,11 +13,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <malloc.h>
 #include <map>
 #include <memory>
@@ -236,7 +238,9 @@ void checkEvaluationFlags(const Plan &plan, const TrainOptions &options) {
   const char *trainingOnly = options.checkpointDir    ? "--checkpoint-dir"
                              : options.saveDir        ? "--save"
                              : options.checkGradients ? "--check-gradients"
-                                                      : nullptr;
+                             : options.skipNonfiniteSteps
+                                 ? "--skip-nonfinite-steps"
+                                 : nullptr;
   if (trainingOnly)
     throw RuntimeError(std::string(trainingOnly) +
                        " trains; --eval runs the forward only");
@@ -313,6 +317,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
                        "not finite skip their updates");
   checkEvaluationFlags(plan, options);
   session.setGradientChecks(options.checkGradients);
+  session.setSkipNonfiniteSteps(options.skipNonfiniteSteps);
   session.setDeviceOptions(options.deviceOptions);
   // Only the reporting process writes the manifest, so it holds the lock;
   // a second run saving into the directory stops here, before training.
@@ -371,13 +376,31 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
     result.losses.push_back(session.step(
         [&](int input) { return feed.globalInput(input, dataRow); }));
     result.ranks = session.records();
-    if (reporter && options.progress)
+    bool skipped = !session.lastSkip().empty();
+    if (skipped) {
+      // Numbered as the progress lines are; the state's step count (Adam's,
+      // dropout's, a checkpoint's) counts the updates made.
+      result.skippedSteps.push_back(dataRow + 1);
+      double loss = result.losses.back();
+      if (reporter)
+        std::cerr << "zero-run: step " << dataRow + 1 << ": the loss is "
+                  << (std::isnan(loss) ? "nan"
+                      : loss > 0       ? "inf"
+                                       : "-inf")
+                  << "; skipped (parameters, optimizer state and step count "
+                     "unchanged)"
+                  << std::endl;
+    } else if (reporter && options.progress) {
       progress << progressLine(result, step, options.steps) << std::endl;
+    }
     result.cudaGraph = session.cudaGraphStatus();
     result.multiTensor = session.multiTensorStatus();
     bool last = step + 1 == options.steps;
-    if (options.checkpointDir &&
-        (last || (options.checkpointEvery > 0 &&
+    // A skipped step leaves the state of the last checkpoint.
+    bool saved = !result.checkpoints.empty() &&
+                 result.checkpoints.back().step == session.stepsRun();
+    if (options.checkpointDir && !(skipped && saved) &&
+        (last || (!skipped && options.checkpointEvery > 0 &&
                   session.stepsRun() % options.checkpointEvery == 0)))
       saveCheckpoint(session, options, seed, reporter, progress, result);
   }

@@ -53,6 +53,9 @@ struct TrainOptions {
   int threads = 0; // BLAS threads per rank; 0 picks.
   /// Check every gradient an update reads, each step (--check-gradients).
   bool checkGradients = false;
+  /// A step whose loss is not finite makes no update and the run goes on
+  /// (--skip-nonfinite-steps); without it, the run stops there.
+  bool skipNonfiniteSteps = false;
   /// CUDA graphs and TF32 matmuls on `cuda` (--cuda-graph, --allow-tf32).
   DeviceOptions deviceOptions;
   bool progress = true;
@@ -79,6 +82,9 @@ struct TrainResult {
   /// An inference run: `losses` holds each batch's first 0-D output.
   bool evaluation = false;
   std::vector<double> losses;
+  /// The steps skipped for a non-finite loss, numbered as the progress
+  /// lines number them.
+  std::vector<int64_t> skippedSteps;
   std::vector<RankRecord> ranks;
   int64_t tokensPerStep = 0;
   /// This process's resident bytes after the last step, its ranks' arenas

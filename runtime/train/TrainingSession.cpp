@@ -90,6 +90,14 @@ void unflatten(const double *at, RankRecord &record) {
   record.bytesSentOnAxis.push_back(onAxis);
 }
 
+/// "step N: the loss is nan" (or inf, -inf).
+std::string nonfiniteLossText(double loss, int64_t stepNumber) {
+  return "step " + std::to_string(stepNumber) + ": the loss is " +
+         (std::isnan(loss) ? "nan"
+          : loss > 0       ? "inf"
+                           : "-inf");
+}
+
 /// `loss`, unless it is NaN or Inf: the updates of that step read
 /// non-finite gradients, so training stops with the step. With dynamic loss
 /// scaling such a step is an overflow whose updates were skipped
@@ -97,10 +105,7 @@ void unflatten(const double *at, RankRecord &record) {
 double finiteLoss(const Plan &plan, double loss, int64_t stepNumber) {
   if (std::isfinite(loss) || plan.scalesLossDynamically())
     return loss;
-  throw RuntimeError("step " + std::to_string(stepNumber) + ": the loss is " +
-                     (std::isnan(loss) ? "nan"
-                      : loss > 0       ? "inf"
-                                       : "-inf"));
+  throw RuntimeError(nonfiniteLossText(loss, stepNumber));
 }
 
 /// The parameter of `owner` that inference variable `variable` runs on:
@@ -228,9 +233,58 @@ double TrainingSession::step(
     throw RuntimeError(thePlan.source +
                        ": an inference plan does not train; evaluate it");
   int64_t stepNumber = steps + 1;
+  skipReason.clear();
+  std::vector<std::vector<std::vector<unsigned char>>> before;
+  if (restoreOnSkip)
+    before = copyVariables();
   double loss = runProgram(globalInputs, stepNumber);
+  if (skipNonfinite && !std::isfinite(loss)) {
+    if (restoreOnSkip)
+      restoreVariables(before);
+    ++skippedSteps;
+    skipReason = nonfiniteLossText(loss, stepNumber);
+    return loss;
+  }
   ++steps;
   return finiteLoss(thePlan, loss, stepNumber);
+}
+
+void TrainingSession::setSkipNonfiniteSteps(bool on) {
+  checkUsable();
+  skipNonfinite = on && !thePlan.inference && !thePlan.scalesLossDynamically();
+  // One way for every local rank: they all stop before the updates, or
+  // none does and the session restores.
+  bool stops = true;
+  for (auto &executor : executors)
+    stops = executor->setSkipNonfiniteSteps(skipNonfinite) && stops;
+  restoreOnSkip = skipNonfinite && !stops;
+  if (restoreOnSkip)
+    for (auto &executor : executors)
+      executor->setSkipNonfiniteSteps(false);
+}
+
+std::vector<std::vector<std::vector<unsigned char>>>
+TrainingSession::copyVariables() const {
+  std::vector<std::vector<std::vector<unsigned char>>> copy;
+  for (const auto &executor : executors) {
+    std::vector<std::vector<unsigned char>> &mine = copy.emplace_back();
+    for (size_t v = 0; v < thePlan.variables.size(); ++v) {
+      const PlanValue &value = thePlan.values[thePlan.variables[v].value];
+      std::vector<unsigned char> &bytes = mine.emplace_back(value.bytes());
+      executor->readVariableBytes(static_cast<int>(v), 0, bytes.data(),
+                                  value.bytes());
+    }
+  }
+  return copy;
+}
+
+void TrainingSession::restoreVariables(
+    const std::vector<std::vector<std::vector<unsigned char>>> &copy) {
+  for (size_t local = 0; local < executors.size(); ++local)
+    for (size_t v = 0; v < thePlan.variables.size(); ++v)
+      executors[local]->writeVariableBytes(
+          static_cast<int>(v), 0, copy[local][v].data(),
+          static_cast<int64_t>(copy[local][v].size()));
 }
 
 std::vector<std::vector<double>> TrainingSession::evaluate(

@@ -78,8 +78,21 @@ public:
 
   /// Runs one step. `globalInputs(index)` is the global value of input
   /// `index`. Returns the loss, which every rank holds; throws "step N: the
-  /// loss is nan" (or inf) unless the plan scales the loss dynamically.
+  /// loss is nan" (or inf) unless the plan scales the loss dynamically or
+  /// non-finite steps are skipped.
   double step(const std::function<std::vector<double>(int)> &globalInputs);
+
+  /// With `on`, a step whose loss is not finite makes no update: every
+  /// variable and the step count stay as they were, step() returns the
+  /// loss and lastSkip() says why. The executor stops the step before its
+  /// first update, or, where it cannot, the session restores the variables
+  /// from a copy taken before every step. Nothing changes for a plan that
+  /// scales the loss dynamically: it skips overflowing updates itself.
+  void setSkipNonfiniteSteps(bool on);
+  /// "step N: the loss is nan" when the last step was skipped, else "".
+  const std::string &lastSkip() const { return skipReason; }
+  /// Steps skipped so far.
+  int64_t stepsSkipped() const { return skippedSteps; }
 
   /// Runs an inference plan once on `globalInputs` and returns its outputs,
   /// whole (docs/runtime.md#inference-plans). The step count is unchanged.
@@ -157,6 +170,12 @@ private:
   /// Returns the first failing rank, or -1.
   int firstFailedRank(bool failed);
 
+  /// Every local rank's variables, as stored, before a step that may be
+  /// skipped (executors that cannot stop before the updates); and back.
+  std::vector<std::vector<std::vector<unsigned char>>> copyVariables() const;
+  void restoreVariables(
+      const std::vector<std::vector<std::vector<unsigned char>>> &copy);
+
   const Plan &thePlan;
   std::unique_ptr<InProcessWorld> world;
   Communicator *externalComm = nullptr;
@@ -165,6 +184,10 @@ private:
   std::vector<RankRecord> rankRecords;
   int64_t steps = 0;
   int64_t evaluations = 0;
+  bool skipNonfinite = false;
+  bool restoreOnSkip = false;
+  int64_t skippedSteps = 0;
+  std::string skipReason;
   bool sharesVariables = false;
   std::string failure;
 };

@@ -8,7 +8,10 @@ anything is saved (docs/runtime.md#non-finite-numbers):
 * with --check-gradients, in a gradient an update reads: the step and the
   parameter; a finite run is not changed by the flag;
 * with fp16 dynamic loss scaling, non-finite steps are overflow steps:
-  they are skipped and the run goes on; --check-gradients is refused.
+  they are skipped and the run goes on; --check-gradients is refused;
+* with --skip-nonfinite-steps, a step whose loss is not finite makes no
+  update, prints one line and is listed in the report, and the run goes on
+  as if its batch had not come (in process and over MPI).
 
 Usage: nonfinite.py ZERO_COMPILE ZERO_RUN MLP_MLIR
 """
@@ -155,6 +158,72 @@ def main():
             losses.append(json.load(file)["losses"])
     check(losses[0] == losses[1], "--check-gradients leaves a finite run's "
           "losses as they were")
+
+    # --skip-nonfinite-steps: a row whose values overflow (finite, so not
+    # refused as data) is skipped; the run equals one without that row.
+    big = os.path.join(work, "data_big")
+    os.makedirs(big, exist_ok=True)
+    x = rng.uniform(-1, 1, size=(3, 64, 256)).astype(np.float32)
+    x[1, 5, :] = 3e38
+    labels = rng.integers(0, 10, size=(3, 64))
+    np.save(os.path.join(big, "x.npy"), x)
+    np.save(os.path.join(big, "labels.npy"), labels)
+    without = os.path.join(work, "data_without_row_1")
+    os.makedirs(without, exist_ok=True)
+    np.save(os.path.join(without, "x.npy"), x[[0, 2]])
+    np.save(os.path.join(without, "labels.npy"), labels[[0, 2]])
+    expect_error("an overflowing row without --skip-nonfinite-steps",
+                 run(zero_run, mlp, "--steps", "3", "--data", big),
+                 "zero-run: step 2: the loss is nan")
+    skipped, clean = (os.path.join(work, name) for name in ("skipped",
+                                                            "clean"))
+    report = os.path.join(work, "skip_report.json")
+    result = run(zero_run, mlp, "--steps", "3", "--data", big, "--save",
+                 skipped, "--report-file", report, "--skip-nonfinite-steps")
+    check(result.returncode == 0 and result.stderr.splitlines() ==
+          ["zero-run: step 2: the loss is nan; skipped (parameters, "
+           "optimizer state and step count unchanged)"],
+          "--skip-nonfinite-steps: one line for the skipped step, exit 0 "
+          "(%d: %r)" % (result.returncode, result.stderr))
+    check(["step 1/3", "step 3/3"] == [line[:8] for line in
+                                       result.stdout.splitlines()],
+          "--skip-nonfinite-steps: progress lines for the other steps (%r)" %
+          result.stdout)
+    with open(report) as file:
+        got = json.load(file)
+    check(got["skipped_steps"] == [2] and got["losses"][1] is None,
+          "--skip-nonfinite-steps: the report lists step 2 (%r, %r)" %
+          (got["skipped_steps"], got["losses"]))
+    result = run(zero_run, mlp, "--steps", "2", "--data", without, "--save",
+                 clean, "--quiet")
+    check(result.returncode == 0, "the run without row 1 (%s)" %
+          result.stderr.strip())
+    names = sorted(os.listdir(clean))
+    check(names == sorted(os.listdir(skipped)) and all(
+        np.load(os.path.join(skipped, n)).tobytes() ==
+        np.load(os.path.join(clean, n)).tobytes() for n in names),
+          "--skip-nonfinite-steps: the parameters equal those of a run "
+          "without the skipped row, bit for bit")
+    # Every step overflowing: the saved parameters are the initial ones.
+    for name, flags in [("in process", []),
+                        ("over MPI", ["--backend", "mpi", "--ranks", "2"])]:
+        out = os.path.join(work, "kept_" + name.replace(" ", "_"))
+        result = run(zero_run, path2, "--steps", "2", "--init", init,
+                     "--save", out, "--skip-nonfinite-steps", *flags)
+        lines = [line for line in result.stderr.splitlines()
+                 if line.startswith("zero-run: ")]
+        check(result.returncode == 0 and lines == [
+            "zero-run: step %d: the loss is nan; skipped (parameters, "
+            "optimizer state and step count unchanged)" % step
+            for step in (1, 2)],
+              "--skip-nonfinite-steps %s: every step skipped, exit 0 (%d: "
+              "%r)" % (name, result.returncode, result.stderr[-400:]))
+        check(result.returncode == 0 and all(
+            np.load(os.path.join(out, n)).tobytes() ==
+            np.load(os.path.join(init, n)).tobytes()
+            for n in os.listdir(init)),
+              "--skip-nonfinite-steps %s: --save writes the initial "
+              "parameters" % name)
 
     # fp16 with dynamic loss scaling: overflowing steps are skipped.
     fp16 = os.path.join(work, "gpt2_fp16.zplan")

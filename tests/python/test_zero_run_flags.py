@@ -40,7 +40,7 @@ def test_help_lists_every_flag(option):
     assert usage[0].startswith("usage: zero-run model.zplan ")
     assert usage[1].startswith("       zero-run eval.zplan --eval ")
     named = set(re.findall(r"--[a-z][a-z0-9-]*", " ".join(usage)))
-    assert len(flags) == len(named) == 25
+    assert len(flags) == len(named) == 26
     assert set(flags) == named
     for name, text in flags.items():
         assert len(text) > 10, name

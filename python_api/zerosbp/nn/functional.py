@@ -94,9 +94,16 @@ def cross_entropy(logits, labels, reduction="mean"):
     if reduction != "mean":
         raise NotImplementedError("cross_entropy: only reduction='mean'")
     logits = _tensor(logits)
+    labels = _tensor(labels)
+    if isinstance(labels, Tensor) and labels.dtype not in ("i64", "i32"):
+        what = f"graph input '{labels._input_name}'" \
+            if labels._input_name else "a tensor"
+        raise TypeError(
+            f"cross_entropy: labels must be integer class indices, but "
+            f"{what} is {labels.dtype}: pass the labels as an integer array")
     if logits.ndim != 2:
         logits = logits.reshape(-1, logits.shape[-1])
-    if _tensor(labels).ndim != 1:
+    if labels.ndim != 1:
         labels = labels.reshape(-1)
     return Tensor._apply("cross_entropy", [logits, labels])
 

@@ -173,6 +173,7 @@ class Graph:
                             f"{len(arrays)}")
         names = [names[i] if i < len(names) else f"input{i}"
                  for i in range(len(arrays))]
+        self._check_batch(names, arrays)
 
         device = self._placement.type if self._placement else "cpu"
         capture = _zerosbp.GraphCapture(type(self).__name__, self.world,
@@ -190,8 +191,10 @@ class Graph:
             for name, array in zip(names, arrays):
                 dtype = _input_dtype(array)
                 signature.append((name, array.shape, dtype))
-                inputs.append(Tensor(capture.input(name, list(array.shape),
-                                                   dtype)))
+                tensor = Tensor(capture.input(name, list(array.shape),
+                                              dtype))
+                tensor._input_name = name  # For messages about it.
+                inputs.append(tensor)
             result = self.build(*inputs)
             inference = trace.loss is None
             self._workdir = self._workdir or tempfile.mkdtemp(
@@ -225,6 +228,7 @@ class Graph:
 
         self._signature = signature
         self._compiled = compiled
+        self.config._compiled_by = type(self).__name__
         self._spec_compiled = spec
         self._inference = inference
         self._report = json.loads(compiled["report"])
@@ -259,6 +263,27 @@ class Graph:
             path = self._pending_checkpoint["path"]
             self._pending_checkpoint = None
             self._session.load_checkpoint(path)
+
+    def _check_batch(self, names, arrays):
+        """Inputs are the global batch, split along axis 0 over the ranks
+        (and each rank's share into the micro-batches): refused here with
+        the input's name rather than by the compiler's partitioning."""
+        world = self.world
+        micro = self.config._spec.get("accumulation_steps", 1)
+        for name, array in zip(names, arrays):
+            if array.ndim == 0:
+                continue
+            batch = array.shape[0]
+            if batch == 0:
+                raise ValueError(f"input '{name}': the batch is empty "
+                                 f"(shape {array.shape})")
+            if batch % (world * micro):
+                over = f"{world} ranks" + (
+                    f" x {micro} micro-batches" if micro > 1 else "")
+                raise ValueError(
+                    f"input '{name}': a batch of {batch} does not divide "
+                    f"over {over}: inputs are split along axis 0, so the "
+                    f"batch must be a multiple of {world * micro}")
 
     def _inference_outputs(self, result):
         """build()'s outputs as a list of graph tensors; remembers whether

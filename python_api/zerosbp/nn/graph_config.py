@@ -1,7 +1,10 @@
 """nn.Graph.config: OneFlow's GraphConfig methods, checked when called."""
 
 import json
+import math
 import os
+
+import numpy as np
 
 from .. import _zerosbp
 
@@ -9,10 +12,34 @@ _AMP_DTYPES = {"fp16": "fp16", "float16": "fp16", "f16": "fp16",
                "bf16": "bf16", "bfloat16": "bf16"}
 
 
+# The compiler reads integer fields as int64.
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _check_int(method, name, value):
+    """An int (not a bool) that the compiler can read."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{method}: {name} must be an int, got {value!r}")
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise ValueError(f"{method}: {name} is out of range: {value} (at "
+                         f"most 2**63 - 1)")
+
+
 class GraphConfig:
     def __init__(self):
         self._spec = {}
         self._deepspeed = None  # The parsed DeepSpeed config, if any.
+        self._compiled_by = None  # The graph, once it compiled this config.
+
+    def _check_open(self, method):
+        """The plan is compiled from the config on the first call: a later
+        change would not reach it, so it is refused (once the arguments
+        themselves are checked)."""
+        if self._compiled_by is not None:
+            raise RuntimeError(
+                f"{method}: {self._compiled_by} was compiled on its first "
+                "call and its config can no longer change; configure it "
+                "before the first call, or build a new graph")
 
     def _set(self, **fields):
         spec = dict(self._spec, **fields)
@@ -30,19 +57,22 @@ class GraphConfig:
         rank. `hpz_partition_size` h (not OneFlow's either) lets the stage-3
         backward gather parameters from a copy split within groups of h
         ranks (ZeRO++ hpZ); 0 turns it off."""
-        if "deepspeed_json" in self._spec:
-            raise ValueError(
-                "enable_zero and set_deepspeed_config exclude each other: "
-                "the DeepSpeed config's zero_optimization section sets the "
-                "stage")
+        # A string such as "no" would be true.
+        if not isinstance(mode, (bool, np.bool_)):
+            raise TypeError("enable_zero: mode must be True (ZeRO) or False "
+                            f"(off), got {mode!r}")
         for name, value in (("stage", stage),
                             ("shard_min_size", shard_min_size),
                             ("shard_restore_level", shard_restore_level),
                             ("mics_shard_size", mics_shard_size),
                             ("hpz_partition_size", hpz_partition_size)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"enable_zero: {name} must be an int, got "
-                                f"{value!r}")
+            _check_int("enable_zero", name, value)
+        self._check_open("enable_zero")
+        if "deepspeed_json" in self._spec:
+            raise ValueError(
+                "enable_zero and set_deepspeed_config exclude each other: "
+                "the DeepSpeed config's zero_optimization section sets the "
+                "stage")
         self._set(zero=True, zero_mode=bool(mode), stage=stage,
                   shard_min_size=shard_min_size,
                   shard_restore_level=shard_restore_level,
@@ -52,9 +82,6 @@ class GraphConfig:
     def set_deepspeed_config(self, config):
         """A DeepSpeed config (a dict, or the path of a JSON file): every
         key is honoured or refused with an error."""
-        if self._spec.get("zero"):
-            raise ValueError(
-                "enable_zero and set_deepspeed_config exclude each other")
         if isinstance(config, (str, os.PathLike)):
             with open(config) as file:
                 text = file.read()
@@ -65,6 +92,10 @@ class GraphConfig:
         else:
             raise TypeError("set_deepspeed_config takes a dict or a path, "
                             f"got {type(config).__name__}")
+        self._check_open("set_deepspeed_config")
+        if self._spec.get("zero"):
+            raise ValueError(
+                "enable_zero and set_deepspeed_config exclude each other")
         self._set(deepspeed_json=text)
         self._deepspeed = parsed
 
@@ -74,31 +105,41 @@ class GraphConfig:
         ``enable_amp(True, dtype="bf16")``."""
         if isinstance(mode, str):
             mode, dtype = True, mode
+        key = str(dtype).replace("torch.", "").replace("numpy.", "")
+        if mode and key not in _AMP_DTYPES:
+            raise ValueError(f"enable_amp: dtype must be fp16 or bf16, got "
+                             f"{dtype!r}")
+        self._check_open("enable_amp")
         if not mode:
             self._spec.pop("precision", None)
             return
-        key = str(dtype).replace("torch.", "").replace("numpy.", "")
-        if key not in _AMP_DTYPES:
-            raise ValueError(f"enable_amp: dtype must be fp16 or bf16, got "
-                             f"{dtype!r}")
         self._set(precision=_AMP_DTYPES[key])
 
     def set_gradient_accumulation_steps(self, steps):
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError("set_gradient_accumulation_steps: expected a "
                              f"positive int, got {steps!r}")
+        _check_int("set_gradient_accumulation_steps", "steps", steps)
+        self._check_open("set_gradient_accumulation_steps")
         self._set(accumulation_steps=steps)
 
     def set_gradient_clipping(self, max_norm):
-        if not isinstance(max_norm, (int, float)) or max_norm < 0:
-            raise ValueError("set_gradient_clipping: expected a norm >= 0, "
-                             f"got {max_norm!r}")
+        """Clips the global gradient norm to `max_norm`; 0 turns clipping
+        off."""
+        # NaN compares false with everything, so it would pass `< 0`.
+        if isinstance(max_norm, bool) or \
+                not isinstance(max_norm, (int, float)) or \
+                not math.isfinite(max_norm) or max_norm < 0:
+            raise ValueError("set_gradient_clipping: expected a finite norm "
+                             f">= 0 (0: no clipping), got {max_norm!r}")
+        self._check_open("set_gradient_clipping")
         self._set(clipping=float(max_norm))
 
     def set_pipeline_options(self, options):
         """Further compiler options as ``key=value`` pairs (zero-opt's
         --zero-pipeline syntax), e.g. ``"overlap-comm=true
         reduce-bucket-size=1000"``."""
+        self._check_open("set_pipeline_options")
         self._set(overrides=str(options))
 
     def set_offload_optimizer(self, device, *, nvme_path=None,
@@ -115,6 +156,8 @@ class GraphConfig:
                 buffer_count < 1:
             raise ValueError("set_offload_optimizer: buffer_count must be an "
                              f"int >= 1, got {buffer_count!r}")
+        _check_int("set_offload_optimizer", "buffer_count", buffer_count)
+        self._check_open("set_offload_optimizer")
         self._set(offload_optimizer=device,
                   offload_nvme_path=str(nvme_path or ""),
                   offload_pin_memory=bool(pin_memory),
@@ -127,6 +170,7 @@ class GraphConfig:
         set_offload_optimizer's, if both use NVMe), copied to the device
         for each gather (docs/design.md#offload). Needs stage 3."""
         _check_offload("set_offload_param", device, nvme_path)
+        self._check_open("set_offload_param")
         self._set(offload_param=device,
                   offload_param_nvme_path=str(nvme_path or ""))
 
@@ -139,6 +183,9 @@ class GraphConfig:
                 not isinstance(budget_bytes, int) or budget_bytes < 1:
             raise ValueError("set_activation_memory_budget: expected a "
                              f"number of bytes >= 1, got {budget_bytes!r}")
+        _check_int("set_activation_memory_budget", "budget_bytes",
+                   budget_bytes)
+        self._check_open("set_activation_memory_budget")
         self._set(activation_memory_budget=budget_bytes)
 
     @property

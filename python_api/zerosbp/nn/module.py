@@ -7,6 +7,11 @@ import numpy as np
 from .parameter import Parameter
 
 
+def _finite_name(value):
+    """nan, inf or -inf, as the runtime names them."""
+    return "nan" if np.isnan(value) else "inf" if value > 0 else "-inf"
+
+
 class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -112,6 +117,13 @@ class Module:
                 raise ValueError(
                     f"load_state_dict: '{name}' has shape "
                     f"{params[name].shape}, the file has {value.shape}")
+            # As zero-run --init refuses them (docs/runtime.md).
+            bad = np.flatnonzero(~np.isfinite(value))
+            if bad.size:
+                element = value.reshape(-1)[bad[0]]
+                raise ValueError(
+                    f"load_state_dict: '{name}': element {bad[0]} is "
+                    f"{_finite_name(element)}; parameters must be finite")
             updates.append((params[name], value))
         earlier = {}  # id -> (parameter, value before this call)
         try:

@@ -6,7 +6,8 @@
 //            [--report-file FILE] [--trace FILE] [--seed S]
 //            [--timeout SECONDS] [--threads T] [--quiet]
 //            [--resume DIR] [--checkpoint-dir DIR [--checkpoint-every K]
-//            [--keep K]] [--check-gradients] [--cuda-graph on|off|auto]
+//            [--keep K]] [--check-gradients] [--skip-nonfinite-steps]
+//            [--cuda-graph on|off|auto]
 //            [--allow-tf32] [--multi-tensor on|off]
 //   zero-run eval.zplan --eval --ranks N --steps K [--init DIR | --resume
 //            DIR] [--data DIR] [--outputs DIR]
@@ -31,7 +32,8 @@
 //
 // A NaN or Inf in --init or --data, or in the loss, stops the run; with
 // `--check-gradients`, so does one in a gradient an update reads
-// (docs/runtime.md#non-finite-numbers).
+// (docs/runtime.md#non-finite-numbers). With `--skip-nonfinite-steps`, a
+// step whose loss is not finite makes no update and the run goes on.
 //
 // `--device` overrides the plan's placement device. On `cuda` each rank
 // runs on its own GPU (rank r of a process on device r mod the devices it
@@ -131,6 +133,11 @@ ABSL_FLAG(bool, quiet, false, "prints no progress lines");
 ABSL_FLAG(bool, check_gradients, false,
           "before every optimizer update, checks that the gradient it reads "
           "is finite");
+ABSL_FLAG(bool, skip_nonfinite_steps, false,
+          "a step whose loss is NaN or Inf makes no update (parameters, "
+          "optimizer state and step count stay as they were), prints one "
+          "line and the run goes on; the report lists these steps in "
+          "skipped_steps. Without it, such a step stops the run");
 ABSL_FLAG(std::string, cuda_graph, "auto",
           "on, off or auto: on cuda, captures the second step as one CUDA "
           "graph and replays it every later step; auto where that is "
@@ -162,6 +169,7 @@ const char *const kUsage =
     "[--report-file FILE] [--trace FILE] [--seed S] [--timeout SECONDS] "
     "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
     "[--checkpoint-every K] [--keep K] [--check-gradients] "
+    "[--skip-nonfinite-steps] "
     "[--cuda-graph on|off|auto] [--allow-tf32] [--multi-tensor on|off]\n"
     "       zero-run eval.zplan --eval --ranks N --steps K [--init DIR | "
     "--resume DIR] [--data DIR] [--outputs DIR] [--backend ...] "
@@ -249,6 +257,7 @@ CommandLine parse(int argc, char **argv) {
   options.threads = absl::GetFlag(FLAGS_threads).value_or(0);
   options.progress = !absl::GetFlag(FLAGS_quiet);
   options.checkGradients = absl::GetFlag(FLAGS_check_gradients);
+  options.skipNonfiniteSteps = absl::GetFlag(FLAGS_skip_nonfinite_steps);
   std::string graph = absl::GetFlag(FLAGS_cuda_graph);
   options.deviceOptions.cudaGraph = graph == "on"    ? CudaGraphMode::On
                                     : graph == "off" ? CudaGraphMode::Off
