@@ -20,10 +20,12 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace zerosbp::runtime {
@@ -102,6 +104,7 @@ public:
   const StepTimes &lastStepTimes() const override { return times; }
   const CommStats &commStats() const override { return stats; }
   void setGradientChecks(bool on) override { checkGradients = on; }
+  bool setSkipNonfiniteSteps(bool on) override;
   void setTracing(bool on) override { tracing = on; }
   const StepTrace &lastStepTrace() const override { return trace; }
   void setDeviceOptions(const DeviceOptions &options) override;
@@ -207,6 +210,15 @@ private:
   // With gradient checks, where the compute stream reaches an update.
   Event gradientReady;
   bool checkGradients = false;
+  // Skipping steps whose loss is not finite: where the host reads the loss,
+  // once every stream has done the work enqueued before it.
+  std::optional<LossCheckPoint> lossCheck;
+  Event lossReady, commDrained, copyDrained;
+  /// Whether the loss check must run before instruction `index`: at the
+  /// first update, or at a multi-tensor launch that runs it.
+  bool lossCheckBefore(size_t index) const;
+  /// Waits for every stream and reads the loss; true when it is not finite.
+  bool lossNotFinite();
   // With tracing, around every instruction of the compute stream.
   std::vector<Event> traceBegin, traceEnd;
   std::vector<int> waitIndexOf;
@@ -837,6 +849,9 @@ std::string CudaExecutor::graphObstacle() const {
   if (checkGradients)
     return "--check-gradients copies every gradient to the host within the "
            "step";
+  if (lossCheck)
+    return "steps whose loss is not finite are skipped: the host reads the "
+           "loss before the updates";
   if (hasCollectives && nccl->worldSize() > 1 &&
       options.cudaGraph == CudaGraphMode::Auto)
     return std::to_string(nccl->worldSize()) +
@@ -845,6 +860,40 @@ std::string CudaExecutor::graphObstacle() const {
   if (captureFailed)
     return graphStatus.reason;
   return "";
+}
+
+bool CudaExecutor::setSkipNonfiniteSteps(bool on) {
+  lossCheck.reset();
+  if (!on)
+    return true;
+  lossCheck = findLossCheckPoint(thePlan, prepared);
+  return lossCheck.has_value();
+}
+
+bool CudaExecutor::lossCheckBefore(size_t index) const {
+  if (index >= lossCheck->firstUpdate)
+    return true;
+  for (size_t launch : launchesAt[index])
+    if (segmentLaunches[launch].members.back() >= lossCheck->firstUpdate)
+      return true;
+  return false;
+}
+
+bool CudaExecutor::lossNotFinite() {
+  // The loss, and the collective that reduces it, are among the work
+  // enqueued so far; so is every collective the peers started too, all
+  // of which must end before the step does.
+  checkCuda("loss check", cudaEventRecord(lossReady.get(false), computeStream));
+  awaitEvent(lossReady.get(false), "loss check");
+  checkCuda("loss check", cudaEventRecord(commDrained.get(false), commStream));
+  awaitEvent(commDrained.get(false), "loss check");
+  if (copyStream) {
+    checkCuda("loss check",
+              cudaEventRecord(copyDrained.get(false), copyStream));
+    awaitEvent(copyDrained.get(false), "loss check");
+  }
+  std::vector<double> loss = loadValues(tensor(thePlan.outputs[0]));
+  return !loss.empty() && !std::isfinite(loss[0]);
 }
 
 void CudaExecutor::noteEager(const std::string &reason) {
@@ -950,10 +999,17 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
     traceEnd.resize(thePlan.instructions.size());
   }
   bool backwardMarked = false, optimizerMarked = false;
+  bool lossChecked = false;
   tracker.beginStep();
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
     PreparedInstruction &entry = prepared[i];
+    if (lossCheck && !lossChecked && lossCheckBefore(i)) {
+      lossChecked = true;
+      // Nothing after this point runs: no variable is written.
+      if (lossNotFinite())
+        break;
+    }
     if (entry.phase != Phase::Forward && !backwardMarked) {
       mark(backwardBegin, computeStream);
       backwardMarked = true;

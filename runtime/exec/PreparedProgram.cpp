@@ -175,6 +175,36 @@ void checkGradientFinite(const PreparedInstruction &entry,
   }
 }
 
+std::optional<LossCheckPoint>
+findLossCheckPoint(const Plan &plan,
+                   const std::vector<PreparedInstruction> &prepared) {
+  if (plan.outputs.empty())
+    return std::nullopt;
+  LossCheckPoint point;
+  point.firstUpdate = prepared.size();
+  for (size_t i = 0; i < prepared.size(); ++i)
+    if (prepared[i].phase == Phase::Optimizer) {
+      point.firstUpdate = i;
+      break;
+    }
+  if (point.firstUpdate == prepared.size())
+    return std::nullopt;
+  int loss = plan.outputs[0];
+  bool final = false;
+  for (size_t i = 0; i < point.firstUpdate; ++i) {
+    const Instruction &instruction = plan.instructions[i];
+    for (int result : instruction.results)
+      if (result == loss) {
+        final = true;
+        if (instruction.kind == InstructionKind::CollectiveStart)
+          point.lossBucket = instruction.bucket;
+      }
+  }
+  if (!final)
+    return std::nullopt;
+  return point;
+}
+
 std::vector<CommGroup *> createAxisGroups(const Plan &plan, int rank,
                                           Communicator &comm) {
   std::set<int> axes;

@@ -15,6 +15,7 @@
 #include "runtime/core/Tensor.h"
 #include "runtime/plan/Plan.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,20 @@ prepareInstructions(const Plan &plan,
 void checkGradientFinite(const PreparedInstruction &entry,
                          const std::vector<double> &gradient,
                          int64_t stepNumber);
+
+/// Where a step whose loss is not finite stops, so that no variable is
+/// written (docs/runtime.md#non-finite-numbers): the first optimizer update,
+/// provided the loss (output 0) is final by then, computed or reduced by a
+/// collective started before it. None where the plan has no update or its
+/// loss comes later.
+struct LossCheckPoint {
+  size_t firstUpdate = 0;
+  /// The bucket of the collective that reduces the loss; -1: none.
+  int lossBucket = -1;
+};
+std::optional<LossCheckPoint>
+findLossCheckPoint(const Plan &plan,
+                   const std::vector<PreparedInstruction> &prepared);
 
 /// The group of every hierarchy axis a collective of `plan` uses, indexed by
 /// axis (null where none does), created on `comm` in axis order: every rank

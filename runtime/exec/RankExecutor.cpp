@@ -46,39 +46,23 @@ RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
   }
   stream = std::make_unique<CommStream>(plan.numBuckets);
   copyStream = std::make_unique<CommStream>(plan.numTransfers);
-  firstUpdate = plan.instructions.size();
-  for (size_t i = 0; i < prepared.size(); ++i)
-    if (prepared[i].phase == Phase::Optimizer) {
-      firstUpdate = i;
-      break;
-    }
 }
 
 bool RankExecutor::setSkipNonfiniteSteps(bool on) {
   skipNonfinite = false;
-  lossBucket = -1;
   if (!on)
     return true;
-  if (thePlan.outputs.empty() || firstUpdate == thePlan.instructions.size())
+  std::optional<LossCheckPoint> point = findLossCheckPoint(thePlan, prepared);
+  if (!point)
     return false;
-  // The loss must be final before the first update: computed there, or
-  // reduced by a collective started there.
-  int loss = thePlan.outputs[0];
-  for (size_t i = 0; i < firstUpdate; ++i) {
-    const Instruction &instruction = thePlan.instructions[i];
-    for (int result : instruction.results)
-      if (result == loss) {
-        skipNonfinite = true;
-        if (instruction.kind == InstructionKind::CollectiveStart)
-          lossBucket = instruction.bucket;
-      }
-  }
-  return skipNonfinite;
+  lossCheck = *point;
+  skipNonfinite = true;
+  return true;
 }
 
 bool RankExecutor::lossNotFinite() {
-  if (lossBucket >= 0)
-    stream->wait(lossBucket); // Done at once if its wait came before.
+  if (lossCheck.lossBucket >= 0)
+    stream->wait(lossCheck.lossBucket); // Done at once if its wait came before.
   std::vector<double> loss = loadElements(tensor(thePlan.outputs[0]));
   return !loss.empty() && !std::isfinite(loss[0]);
 }
@@ -282,7 +266,7 @@ double RankExecutor::runStep(int64_t stepNumber) {
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
     PreparedInstruction &entry = prepared[i];
-    if (skipNonfinite && i == firstUpdate && lossNotFinite()) {
+    if (skipNonfinite && i == lossCheck.firstUpdate && lossNotFinite()) {
       // Nothing in flight may write after the step; the peers started the
       // same collectives, and stop here too.
       for (int bucket : buckets)

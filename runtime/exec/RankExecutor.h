@@ -97,11 +97,8 @@ private:
   std::unique_ptr<CommStream> stream;
   StepTimes times;
   bool checkGradients = false;
-  /// The first optimizer update, where a step with a non-finite loss stops
-  /// (instructions.size() if none), and the bucket of the collective that
-  /// reduces the loss before it (-1: none).
-  size_t firstUpdate = 0;
-  int lossBucket = -1;
+  /// Where a step with a non-finite loss stops, when skipNonfinite.
+  LossCheckPoint lossCheck;
   bool skipNonfinite = false;
   bool tracing = false;
   StepTrace trace;

@@ -13,6 +13,9 @@ the GPU:
 - fallback: a plan with offloaded optimizer states, and --check-gradients,
   with --cuda-graph=on train op by op, say why on stderr in exactly one
   line and in the report, and give the op-by-op losses;
+- skip: --skip-nonfinite-steps with --cuda-graph=on runs op by op and says
+  why; on the MLP with an overflowing data row it skips that step, and the
+  saved parameters equal, bit for bit, a run whose data lacks the row;
 - TF32: the f32 GPT-2 with --allow-tf32 stays within TF32_RTOL of its f32
   losses and the report records it; the bf16 GPT-2, whose products are all
   bf16, is unchanged bit for bit.
@@ -231,6 +234,41 @@ def check_fallback(runs, name, flags, reason, off=None):
           f"{label}: the same losses as --cuda-graph=off")
 
 
+def check_skip_nonfinite(runs, workdir):
+    """The MLP trained on rows of which row 1 overflows: the step is skipped
+    on the GPU, the parameters as if the row had not come."""
+    import numpy as np
+    rng = np.random.default_rng(5)
+    steps = runs.steps
+    x = rng.uniform(-1, 1, size=(steps, 8, 6)).astype(np.float32)
+    x[1, 3, :] = 3e38
+    y = rng.integers(0, 3, size=(steps, 8))
+    keep = [s for s in range(steps) if s != 1]
+    data = {}
+    for name, rows in [("big", range(steps)), ("without", keep)]:
+        data[name] = os.path.join(workdir, "data_" + name)
+        os.makedirs(data[name], exist_ok=True)
+        np.save(os.path.join(data[name], "x.npy"), x[list(rows)])
+        np.save(os.path.join(data[name], "y.npy"), y[list(rows)])
+    skipped, params, _ = runs.train("dropout_mlp_stage2", "--data",
+                                    data["big"], "--skip-nonfinite-steps")
+    saved_steps = runs.steps
+    runs.steps = steps - 1
+    clean, clean_params, _ = runs.train("dropout_mlp_stage2", "--data",
+                                        data["without"])
+    runs.steps = saved_steps
+    check(skipped is not None and clean is not None,
+          "dropout_mlp_stage2: trains with an overflowing row and "
+          "--skip-nonfinite-steps, and without the row")
+    if skipped is None or clean is None:
+        return
+    check(skipped["skipped_steps"] == [2],
+          f"dropout_mlp_stage2: step 2 skipped ({skipped['skipped_steps']})")
+    check(same_files(params, clean_params),
+          "dropout_mlp_stage2: the parameters after the skipped step equal "
+          "a run without its row, bit for bit")
+
+
 def check_tf32(runs, f32, bf16):
     """--allow-tf32 against `f32` and `bf16`, the same plans' runs without
     it."""
@@ -297,6 +335,10 @@ def main():
         # Checking gradients changes no number: the losses are op by op's.
         check_fallback(runs, "tiny_f32_stage2", ["--check-gradients"],
                        "--check-gradients", off=f32["off"])
+        check_fallback(runs, "tiny_f32_stage2", ["--skip-nonfinite-steps"],
+                       "steps whose loss is not finite are skipped",
+                       off=f32["off"])
+        check_skip_nonfinite(runs, workdir)
         bf16 = reports["tiny_bf16_stage2"]
         if "on" in f32 and isinstance(bf16, dict) and "on" in bf16:
             tf32_diff = check_tf32(runs, f32["on"], bf16["on"])
