@@ -16,6 +16,7 @@
 
 #include "runtime/comm/MpiComm.h"
 
+#include "runtime/comm/LocalRanks.h"
 #include "runtime/core/Error.h"
 
 #include <mpi.h>
@@ -24,6 +25,8 @@
 #include <array>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,9 +34,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <set>
 #include <string>
+#include <sys/prctl.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace zerosbp::runtime {
@@ -105,31 +111,30 @@ std::string timeoutMessage(std::chrono::milliseconds timeout,
 /// Who has arrived at a collective, asked when one times out. A process has
 /// one, shared by the session and its communicators, so that a rank answers
 /// whichever of them it waits in. Each rank counts the collectives it has
-/// begun per slot (a communicator's group, or the records gather); the rank
-/// that timed out asks every peer for its count of the slot over a duplicate of
-/// the world, and peers answer while they poll their own waits. A peer that
+/// begun per slot (a communicator's group, the records gather, or the calls
+/// of start-up); the rank that timed out asks every peer for its count of
+/// the slot, and peers answer while they poll their own waits (or, in a
+/// call that cannot be polled, their watchdog answers). A peer that
 /// does not answer within a second (five while several are silent; stopped,
 /// killed, or busy outside this communicator) or has begun fewer collectives
 /// has not arrived; when some do not answer, only they are named, since the
 /// ones behind are waiting for them.
+///
+/// Queries and replies are point-to-point messages on MPI_COMM_WORLD with
+/// tags of their own, which nothing else sends there: a duplicate of the
+/// world would itself be a collective that a stopped rank can hold.
 class RollCall {
 public:
-  explicit RollCall(MPI_Comm world) {
-    check(MPI_Comm_dup(world, &control), "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
-  }
-  ~RollCall() {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized)
-      MPI_Comm_free(&control);
-  }
+  RollCall() = default;
 
   /// The slot of group `group` of the `owner`th communicator; owner 0 is
-  /// the session's records gather.
+  /// the session: group 0 its records gather, group 1 the calls of start-up
+  /// over every rank (MPI_Comm_dup, MPI_Comm_split).
   static int64_t slotOf(int64_t owner, int group) {
     return (owner << 32) + group;
   }
+  static int64_t recordsSlot() { return slotOf(0, 0); }
+  static int64_t startupSlot() { return slotOf(0, 1); }
 
   /// A new communicator's owner number; every rank creates communicators
   /// in the same order, so the numbers agree.
@@ -153,15 +158,15 @@ public:
                           int64_t slot);
 
 private:
-  static constexpr int kQueryTag = 1;
-  static constexpr int kReplyTag = 2;
+  static constexpr int kQueryTag = 29001;
+  static constexpr int kReplyTag = 29002;
 
   int64_t begunOf(int64_t slot) const {
     auto found = begun.find(slot);
     return found == begun.end() ? 0 : found->second;
   }
 
-  MPI_Comm control = MPI_COMM_NULL;
+  MPI_Comm control = MPI_COMM_WORLD;
   /// The session's threads may wait in several communicators at once.
   std::recursive_mutex mutex;
   int64_t owners = 0;
@@ -272,6 +277,165 @@ std::vector<int> RollCall::absent(const std::vector<int> &members, int me,
 
 namespace {
 
+/// Prints "zero-run: rank R failed: <reason>" and ends the job: MPI_Abort
+/// once MPI is initialized (mpirun then ends every rank), else this process
+/// alone (mpirun ends the others when it sees it exit). Any thread.
+[[noreturn]] void failRank(int rank, const std::string &reason,
+                           bool initialized) {
+  std::fprintf(stderr, "zero-run: rank %d failed: %s\n", rank, reason.c_str());
+  std::fflush(stderr);
+  if (initialized)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+int envInt(const char *name, int fallback) {
+  const char *text = std::getenv(name);
+  return text ? std::atoi(text) : fallback;
+}
+
+} // namespace
+
+/// Bounds the MPI calls that block with no request to poll (MPI_Init,
+/// MPI_Comm_dup, MPI_Comm_split): MPI cannot cancel them, so a thread
+/// watches. While one runs it answers the roll call for this rank, whose
+/// own thread cannot; when one has waited longer than its timeout it names
+/// the ranks that have not arrived, as a collective's timeout does, and
+/// ends the job. Between these calls the thread sleeps.
+class MpiWatchdog {
+public:
+  MpiWatchdog() : rank(envInt("OMPI_COMM_WORLD_RANK", 0)) {
+    thread = std::thread([this] { run(); });
+    pthread_setname_np(thread.native_handle(), kMpiWatchdogThreadName);
+  }
+  ~MpiWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    thread.join();
+  }
+  MpiWatchdog(const MpiWatchdog &) = delete;
+  MpiWatchdog &operator=(const MpiWatchdog &) = delete;
+
+  /// MPI_Init returned: this rank's number, the world's size, and the roll
+  /// call to answer and ask.
+  void initialized(int worldRank, int worldSize,
+                   std::shared_ptr<RollCall> calls) {
+    std::lock_guard<std::mutex> lock(mutex);
+    rank = worldRank;
+    size = worldSize;
+    roll = std::move(calls);
+  }
+
+  /// Watches `call` ("MPI_Init", ...), a call every rank makes, for up to
+  /// `timeout`.
+  template <typename Call>
+  void watch(const std::string &what, std::chrono::milliseconds timeout,
+             Call call) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (roll)
+        roll->begin(RollCall::startupSlot());
+      current = what;
+      limit = timeout;
+      deadline = Clock::now() + timeout;
+      ++generation;
+    }
+    wake.notify_all();
+    struct Done {
+      MpiWatchdog &watchdog;
+      ~Done() {
+        std::lock_guard<std::mutex> lock(watchdog.mutex);
+        watchdog.current.clear();
+      }
+    } done{*this};
+    call();
+  }
+
+private:
+  void run();
+  /// The call has run past its deadline: names the absent ranks and ends
+  /// the job, unless the call returned meanwhile.
+  void expire(std::unique_lock<std::mutex> &lock);
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  int rank;
+  int size = 0;
+  std::shared_ptr<RollCall> roll;
+  /// The call being watched ("" when none), its timeout and deadline, and
+  /// how many have begun (to tell one call from the next).
+  std::string current;
+  std::chrono::milliseconds limit{0};
+  Clock::time_point deadline;
+  int64_t generation = 0;
+  bool stopping = false;
+  std::thread thread;
+};
+
+void MpiWatchdog::run() {
+  std::unique_lock<std::mutex> lock(mutex);
+  Clock::time_point lastPoll = Clock::now();
+  while (!stopping) {
+    if (current.empty()) {
+      wake.wait(lock);
+      lastPoll = Clock::now();
+      continue;
+    }
+    // A poll that comes a second late means that this process was stopped
+    // (SIGSTOP, then SIGCONT from mpirun ending the job): that time was not
+    // spent waiting for the peers.
+    Clock::time_point now = Clock::now();
+    if (now - lastPoll > std::chrono::seconds(1))
+      deadline += now - lastPoll;
+    lastPoll = now;
+    if (now >= deadline) {
+      expire(lock);
+      lastPoll = Clock::now();
+      continue;
+    }
+    if (std::shared_ptr<RollCall> answering = roll) {
+      lock.unlock();
+      answering->answer(/*now=*/true);
+      lock.lock();
+    }
+    wake.wait_for(lock, std::chrono::milliseconds(10));
+  }
+}
+
+void MpiWatchdog::expire(std::unique_lock<std::mutex> &lock) {
+  std::string what = current;
+  std::chrono::milliseconds timeout = limit;
+  int64_t started = generation;
+  std::shared_ptr<RollCall> asked = roll;
+  int me = rank;
+  int worldSize = size;
+  lock.unlock();
+  std::string reason;
+  if (!asked) {
+    // In MPI_Init: only this host's ranks can be seen.
+    std::vector<int> absent = localRanksNotInMpiInit(me);
+    reason = !absent.empty()
+                 ? timeoutMessage(timeout, absent, what)
+                 : "timed out after " + formatDuration(timeout) + " in " +
+                       what + " (every rank on this host has begun it)";
+  } else {
+    std::vector<int> all(worldSize);
+    for (int r = 0; r < worldSize; ++r)
+      all[r] = r;
+    reason = timeoutMessage(
+        timeout, asked->absent(all, me, RollCall::startupSlot()), what);
+  }
+  lock.lock();
+  if (current.empty() || generation != started)
+    return; // It returned while the peers were asked: every rank came.
+  failRank(me, reason, asked != nullptr);
+}
+
+namespace {
+
 class MpiGroup : public CommGroup {
 public:
   MpiGroup(std::vector<int> members, int index, MPI_Comm comm, int slot)
@@ -290,8 +454,10 @@ public:
 
 class MpiComm : public Communicator {
 public:
-  MpiComm(MPI_Comm world, std::shared_ptr<RollCall> roll)
-      : world(world), roll(std::move(roll)), owner(this->roll->newOwner()) {
+  MpiComm(MPI_Comm world, std::shared_ptr<RollCall> roll,
+          std::shared_ptr<MpiWatchdog> watchdog)
+      : world(world), roll(std::move(roll)), watchdog(std::move(watchdog)),
+        owner(this->roll->newOwner()) {
     MPI_Comm_rank(world, &myRank);
     MPI_Comm_size(world, &mySize);
   }
@@ -331,6 +497,7 @@ private:
   int mySize = 1;
   std::vector<std::unique_ptr<MpiGroup>> groups;
   std::shared_ptr<RollCall> roll;
+  std::shared_ptr<MpiWatchdog> watchdog;
   /// This communicator's number in the roll call's slots.
   int64_t owner;
   /// Set when a collective timed out; every later call throws it.
@@ -344,7 +511,10 @@ CommGroup &MpiComm::createGroup(const std::vector<int> &ranks) {
   // Groups of one call are disjoint, so their smallest ranks tell them apart.
   int color = *std::min_element(ranks.begin(), ranks.end());
   MPI_Comm comm = MPI_COMM_NULL;
-  check(MPI_Comm_split(world, color, index, &comm), where);
+  int code = MPI_SUCCESS;
+  watchdog->watch("MPI_Comm_split making group " + formatRanks(ranks), timeout,
+                  [&] { code = MPI_Comm_split(world, color, index, &comm); });
+  check(code, where);
   auto group = std::make_unique<MpiGroup>(ranks, index, comm,
                                           static_cast<int>(groups.size()));
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -370,11 +540,7 @@ CommGroup &MpiComm::createGroup(const std::vector<int> &ranks) {
 }
 
 void MpiComm::abort(const std::string &reason) {
-  std::fprintf(stderr, "zero-run: rank %d failed: %s\n", myRank,
-               reason.c_str());
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
+  failRank(myRank, reason, /*initialized=*/true);
 }
 
 MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
@@ -555,15 +721,25 @@ void MpiComm::allReduce(CommGroup &group, DType type, void *data, int64_t count,
 
 } // namespace
 
-MpiSession::MpiSession(int *argc, char ***argv) {
+MpiSession::MpiSession(int *argc, char ***argv,
+                       std::chrono::milliseconds timeout)
+    : timeout(timeout) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized)
     throw RuntimeError("MPI is already initialized: one MpiSession per "
                        "process");
+  // A rank whose mpirun (or its daemon) dies, even by SIGKILL, goes with it
+  // instead of training on as an orphan.
+  if (launchedByMpirun())
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  watchdog = std::make_shared<MpiWatchdog>();
   int provided = 0;
-  check(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided),
-        "MPI_Init_thread");
+  int code = MPI_SUCCESS;
+  watchdog->watch("MPI_Init", timeout, [&] {
+    code = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  });
+  check(code, "MPI_Init_thread");
   if (provided < MPI_THREAD_MULTIPLE) {
     MPI_Finalize();
     throw RuntimeError("the MPI library does not provide "
@@ -573,11 +749,13 @@ MpiSession::MpiSession(int *argc, char ***argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
   MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
-  roll = std::make_shared<RollCall>(MPI_COMM_WORLD);
+  roll = std::make_shared<RollCall>();
+  watchdog->initialized(worldRank, worldSize, roll);
 }
 
 MpiSession::~MpiSession() {
-  roll.reset(); // Its communicator goes before MPI_Finalize.
+  watchdog.reset(); // Its thread polls MPI only while a call is watched.
+  roll.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized)
@@ -590,9 +768,14 @@ bool MpiSession::launchedByMpirun() {
 
 std::unique_ptr<Communicator> MpiSession::communicator() {
   MPI_Comm comm = MPI_COMM_NULL;
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+  int code = MPI_SUCCESS;
+  watchdog->watch("MPI_Comm_dup of the world", timeout,
+                  [&] { code = MPI_Comm_dup(MPI_COMM_WORLD, &comm); });
+  check(code, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  return std::make_unique<MpiComm>(comm, roll);
+  auto made = std::make_unique<MpiComm>(comm, roll, watchdog);
+  made->setTimeout(timeout);
+  return made;
 }
 
 std::vector<double>
@@ -601,7 +784,7 @@ MpiSession::gatherRecords(const std::vector<double> &mine,
   // Nonblocking and polled like the collectives, so that a rank that never
   // comes (stopped between its last collective and this gather) is named
   // instead of holding the others forever.
-  roll->begin(RollCall::slotOf(0, 0));
+  roll->begin(RollCall::recordsSlot());
   gathered.assign(mine.size() * worldSize, 0.0);
   MPI_Request request;
   check(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE,
@@ -623,7 +806,7 @@ MpiSession::gatherRecords(const std::vector<double> &mine,
       for (int r = 0; r < worldSize; ++r)
         all[r] = r;
       throw RuntimeError(timeoutMessage(
-          timeout, roll->absent(all, worldRank, RollCall::slotOf(0, 0)),
+          timeout, roll->absent(all, worldRank, RollCall::recordsSlot()),
           "the gather of step records"));
     }
     if (now - start < std::chrono::milliseconds(50))

@@ -15,15 +15,23 @@
 // the time and the ranks that did not arrive; the communicator is unusable
 // afterwards (MPI cannot cancel a collective), and its buffers may still be
 // written: the caller should abort(). To name those ranks, the rank that
-// timed out asks every peer, over a communicator of its own, how many
+// timed out asks every peer, in messages of its own, how many
 // collectives of the group it has begun; peers answer while they wait in
 // theirs. The peers that do not answer (stopped with SIGSTOP, killed, or
 // busy elsewhere) are named; when all answer, those that have begun fewer
 // (docs/runtime.md#communicators).
 //
+// The calls of start-up that MPI cannot poll (MPI_Init, MPI_Comm_dup,
+// MPI_Comm_split) wait no longer than the session's timeout: a watchdog
+// thread answers the roll call for its rank while one runs, and when one
+// waits too long it names the ranks that did not arrive (in MPI_Init, the
+// ranks of this host that are stopped or have not begun it) and ends the
+// job.
+//
 // abort() prints "zero-run: rank R failed: <reason>" to stderr and calls
 // MPI_Abort, which makes mpirun end every rank; it may be called from any
 // thread.
+// A rank started by mpirun dies with it (PR_SET_PDEATHSIG).
 //
 // Communicators must be destroyed before their session.
 //
@@ -40,14 +48,18 @@
 
 namespace zerosbp::runtime {
 
+class MpiWatchdog;
 class RollCall;
 
 /// MPI_Init_thread (MPI_THREAD_MULTIPLE) for its lifetime, MPI_Finalize at
 /// the end. At most one per process.
 class MpiSession {
 public:
-  /// `argc` and `argv` may be null.
-  MpiSession(int *argc = nullptr, char ***argv = nullptr);
+  /// `argc` and `argv` may be null. MPI_Init, the world communicator's
+  /// duplicate and its communicators' groups wait at most `timeout` for the
+  /// other ranks; then this rank prints the ranks missing and ends the job.
+  MpiSession(int *argc = nullptr, char ***argv = nullptr,
+             std::chrono::milliseconds timeout = std::chrono::minutes(5));
   ~MpiSession();
   MpiSession(const MpiSession &) = delete;
   MpiSession &operator=(const MpiSession &) = delete;
@@ -59,8 +71,8 @@ public:
   /// OMPI_COMM_WORLD_SIZE).
   static bool launchedByMpirun();
 
-  /// A communicator over MPI_COMM_WORLD (a duplicate of it). Collective:
-  /// every rank calls it.
+  /// A communicator over MPI_COMM_WORLD (a duplicate of it), with the
+  /// session's timeout. Collective: every rank calls it.
   std::unique_ptr<Communicator> communicator();
 
   /// Every rank's `mine` (equal sizes on every rank), in rank order, over
@@ -72,8 +84,11 @@ public:
                 std::chrono::milliseconds timeout = std::chrono::hours(24));
 
 private:
+  std::chrono::milliseconds timeout;
   int worldRank = 0;
   int worldSize = 1;
+  /// Bounds the calls that cannot be polled; shared with the communicators.
+  std::shared_ptr<MpiWatchdog> watchdog;
   /// Shared with the communicators (see RollCall in MpiComm.cpp).
   std::shared_ptr<RollCall> roll;
   /// The records gather's buffer: it outlives a gather that timed out,

@@ -3,13 +3,16 @@
 #include "runtime/train/Hostfile.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/io/InputFile.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <sstream>
 
 namespace zerosbp::runtime {
@@ -48,7 +51,7 @@ std::vector<HostSlots> parseHostfile(const std::string &text,
     if (word.find('=') != std::string::npos)
       throw RuntimeError(where + ": expected a host name first, got '" + word +
                          "'");
-    HostSlots host{word, 1};
+    HostSlots host{word, 1, number};
     for (const HostSlots &seen : hosts)
       if (seen.host == host.host)
         throw RuntimeError(where + ": host '" + host.host +
@@ -72,12 +75,28 @@ std::vector<HostSlots> parseHostfile(const std::string &text,
 }
 
 std::vector<HostSlots> readHostfile(const std::string &path) {
-  std::ifstream file(path);
-  if (!file)
-    throw RuntimeError("--hostfile: cannot read " + path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return parseHostfile(text.str(), path);
+  return parseHostfile(readRegularFile(path, kMaxHostfileBytes, "the hostfile"),
+                       path);
+}
+
+void checkHostsResolve(const std::vector<HostSlots> &hosts,
+                       const std::string &path) {
+  for (const HostSlots &host : hosts) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *found = nullptr;
+    int code = ::getaddrinfo(host.host.c_str(), nullptr, &hints, &found);
+    if (code == 0) {
+      ::freeaddrinfo(found);
+      continue;
+    }
+    std::string reason =
+        code == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(code);
+    throw RuntimeError(path + ":" + std::to_string(host.line) +
+                       ": cannot resolve host '" + host.host + "' (" + reason +
+                       ")");
+  }
 }
 
 std::vector<int> ranksToHosts(const std::vector<HostSlots> &hosts,

@@ -22,6 +22,8 @@ namespace zerosbp::runtime {
 struct HostSlots {
   std::string host;
   int64_t slots = 1;
+  /// The hostfile line that names it (1-based).
+  int line = 0;
 };
 
 /// The hosts of an OpenMPI hostfile's text, in order. `#` starts a comment;
@@ -29,8 +31,14 @@ struct HostSlots {
 /// RuntimeError "<path>:<line>: <what>" for anything else.
 std::vector<HostSlots> parseHostfile(const std::string &text,
                                      const std::string &path);
-/// parseHostfile of the file at `path`.
+/// parseHostfile of the file at `path`, which must be a regular file of at
+/// most kMaxHostfileBytes (runtime/io/InputFile.h).
 std::vector<HostSlots> readHostfile(const std::string &path);
+
+/// Throws RuntimeError "<path>:<line>: cannot resolve host 'H' (<reason>)"
+/// for the first host that getaddrinfo cannot resolve.
+void checkHostsResolve(const std::vector<HostSlots> &hosts,
+                       const std::string &path);
 
 /// The host index of each of `ranks` ranks, filled slot by slot; throws
 /// when the hosts have fewer slots than ranks.

@@ -17,7 +17,11 @@
 
 namespace zerosbp::runtime {
 
-MpiTraining::MpiTraining() : session(std::make_unique<MpiSession>()) {}
+MpiTraining::MpiTraining(double timeoutSeconds)
+    : session(std::make_unique<MpiSession>(
+          nullptr, nullptr,
+          std::chrono::milliseconds(
+              static_cast<int64_t>(timeoutSeconds * 1000)))) {}
 MpiTraining::~MpiTraining() = default;
 
 int MpiTraining::rank() const { return session->rank(); }
@@ -49,6 +53,7 @@ MpiTraining::mpirunCommand(int ranks, const std::string &dir,
   if (!hostfile.empty()) {
     std::vector<HostSlots> hosts = readHostfile(hostfile);
     ranksToHosts(hosts, ranks, hostfile); // Enough slots, or one line.
+    checkHostsResolve(hosts, hostfile);
     // Slots are what the hostfile gives: no oversubscription. Shared memory
     // within a host, TCP between hosts; no cross-memory attach (containers
     // refuse its ptrace). mpirun starts ranks on other hosts with ssh, so

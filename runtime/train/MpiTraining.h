@@ -19,7 +19,9 @@ class MpiSession;
 /// whole job with a message naming that rank.
 class MpiTraining {
 public:
-  MpiTraining();
+  /// Starts MPI; this and every other wait of start-up gives up after
+  /// `timeoutSeconds` (--timeout), naming the ranks that did not come.
+  explicit MpiTraining(double timeoutSeconds = 300);
   ~MpiTraining();
 
   int rank() const;
@@ -38,7 +40,9 @@ public:
   /// private directory) for its session files; the program comes after.
   /// With a `hostfile` (OpenMPI's format, docs/runtime.md#many-machines)
   /// the ranks are placed on its hosts by slot and talk over TCP between
-  /// them; mpirun reaches hosts other than this one with ssh.
+  /// them; mpirun reaches hosts other than this one with ssh. A hostfile
+  /// with too few slots or a host that does not resolve is refused here,
+  /// in one line, before mpirun could print its own banners.
   static std::vector<std::string>
   mpirunCommand(int ranks, const std::string &dir,
                 const std::string &hostfile = "");

@@ -159,6 +159,7 @@ MpirunOutcome superviseMpirun(const std::vector<std::string> &command,
   argv.push_back(nullptr);
 
   SignalScope scope;
+  pid_t self = ::getpid();
   pid_t mpirun = ::fork();
   if (mpirun < 0)
     throw RuntimeError(std::string("cannot start mpirun (") +
@@ -166,6 +167,11 @@ MpirunOutcome superviseMpirun(const std::vector<std::string> &command,
   if (mpirun == 0) {
     for (int signal : SignalScope::kSignals)
       ::signal(signal, SIG_DFL);
+    // Should this process die without forwarding a signal (SIGKILL), mpirun
+    // gets SIGTERM and stops the ranks as it does for a forwarded one.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != self)
+      ::_exit(128 + SIGTERM); // Already gone.
     ::execvp(argv[0], argv.data());
     ::_exit(127);
   }

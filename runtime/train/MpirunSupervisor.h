@@ -4,7 +4,8 @@
 // mpirun they start: wait for it, forward SIGINT and SIGTERM to it (mpirun
 // then stops every rank), and make sure that no process it started outlives
 // it, so that a signal never leaves ranks running as orphans
-// (docs/runtime.md#signals).
+// (docs/runtime.md#signals). If the supervising process is killed outright
+// (SIGKILL), mpirun gets SIGTERM (PR_SET_PDEATHSIG) and stops the ranks.
 //
 //===----------------------------------------------------------------------===//
 

@@ -11,6 +11,10 @@
 * In process: SIGTERM or SIGINT mid-run exits 143 or 130 with one line and
   leaves the --save directory as the previous run wrote it.
 
+Every job runs in a session of its own with its output in files, and is
+killed whole if a check fails (jobs.py), so that a stopped rank can hold
+neither this script nor the machine.
+
 Usage: signals.py ZERO_COMPILE ZERO_RUN
 """
 
@@ -23,8 +27,10 @@ import sys
 import time
 
 from checks import GPT2, check, finish, rank_pids
+from jobs import Job
 
 LIMIT = 10  # Seconds after the signal by which everything has stopped.
+START = 120  # Seconds a loaded machine may take to start 3 ranks training.
 
 
 def mpirun_pids(marker):
@@ -51,44 +57,35 @@ def session_directory(words):
     return None
 
 
-def start_mpi(zero_run, plan, *extra):
-    """Starts a long MPI run; returns the job, its ranks and mpirun's
-    session directory once all 3 ranks run (the job is None otherwise)."""
-    job = subprocess.Popen([zero_run, plan, "--ranks", "3", "--backend", "mpi",
-                            "--steps", "1000000", "--quiet"] + list(extra),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+def start_mpi(zero_run, plan, work, name, *extra):
+    """Starts a long MPI run and waits until it trains (its second step
+    line); returns the job, its ranks and mpirun's session directory (the
+    job is None, and killed, if it did not get there)."""
+    base = os.path.join(work, re.sub(r"\W+", "_", name))
+    job = Job([zero_run, plan, "--ranks", "3", "--backend", "mpi", "--steps",
+               "1000000"] + list(extra), base)
     started = time.time()
-    pids = {}
-    while time.time() - started < 30 and len(pids) < 3:
+    pids, runs = {}, {}
+    while time.time() - started < START and job.process.poll() is None:
         time.sleep(0.3)
         pids = rank_pids(plan)
-    runs = mpirun_pids(plan)
+        runs = mpirun_pids(plan) or runs
+        if len(pids) == 3 and job.stepped(2):
+            break
     session = session_directory(next(iter(runs.values()))) if runs else None
-    if len(pids) < 3:
+    if len(pids) < 3 or not job.stepped(2):
         job.kill()
-        job.communicate()
-        for pid in list(rank_pids(plan).values()) + list(runs):
-            os.kill(pid, signal.SIGKILL)
+        print(job.stderr()[-3000:])
         return None, pids, session
-    time.sleep(1.0)  # Well into training.
     return job, pids, session
 
 
-def left_after(plan, since):
-    """Ranks and mpirun still there LIMIT seconds after `since`, polled."""
-    while True:
-        left = list(rank_pids(plan).values()) + list(mpirun_pids(plan))
-        if not left or time.time() - since >= LIMIT:
-            return left
-        time.sleep(0.2)
-
-
-def mpi_signal(zero_run, plan, number, stop_rank=False):
+def mpi_signal(zero_run, plan, work, number, stop_rank=False):
     name = "MPI %s%s" % (signal.Signals(number).name,
                          " with a stopped rank" if stop_rank else "")
-    job, pids, session = start_mpi(zero_run, plan, "--timeout", "120")
-    check(job is not None, "%s: the 3 ranks run (%s)" % (name, pids))
+    job, pids, session = start_mpi(zero_run, plan, work, name, "--timeout",
+                                   "120")
+    check(job is not None, "%s: the 3 ranks train (%s)" % (name, pids))
     if job is None:
         return
     if stop_rank:
@@ -96,41 +93,32 @@ def mpi_signal(zero_run, plan, number, stop_rank=False):
         time.sleep(0.3)
     os.kill(job.pid, number)
     sent = time.time()
-    try:
-        _, stderr = job.communicate(timeout=LIMIT)
-    except subprocess.TimeoutExpired:
-        job.kill()
-        _, stderr = job.communicate()
+    status = job.wait(LIMIT)
     seconds = time.time() - sent
-    lines = stderr.strip().splitlines()
-    check(job.returncode == 128 + number,
-          "%s: exit status %d" % (name, job.returncode))
+    lines = job.stderr().strip().splitlines()
+    check(status == 128 + number, "%s: exit status %s" % (name, status))
     check(seconds < LIMIT, "%s: stopped in %.1f s" % (name, seconds))
     check(lines[:1] == ["zero-run: interrupted by %s" %
                         signal.Signals(number).name],
           "%s: first line (%s)" % (name, lines[:1]))
-    left = left_after(plan, sent)
+    left = job.left_after(sent, LIMIT)
     check(not left, "%s: no rank or mpirun left after %d s (%s)" % (
         name, LIMIT, left))
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    job.kill()
     check(session is not None and not os.path.exists(session),
           "%s: the session directory %s is removed" % (name, session))
 
 
-def stopped_rank_is_named(zero_run, plan):
+def stopped_rank_is_named(zero_run, plan, work):
     name = "MPI SIGSTOP"
-    job, pids, _ = start_mpi(zero_run, plan, "--timeout", "2")
-    check(job is not None, "%s: the 3 ranks run (%s)" % (name, pids))
+    job, pids, _ = start_mpi(zero_run, plan, work, name, "--timeout", "2")
+    check(job is not None, "%s: the 3 ranks train (%s)" % (name, pids))
     if job is None:
         return
     os.kill(pids[1], signal.SIGSTOP)
     stopped = time.time()
-    try:
-        _, stderr = job.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        job.kill()
-        _, stderr = job.communicate()
+    status = job.wait(60)
+    stderr = job.stderr()
     # mpirun's own MPI_ABORT banner may come before or after the ranks'
     # lines; the first line a rank printed is the one checked.
     lines = [line for line in stderr.strip().splitlines()
@@ -140,15 +128,14 @@ def stopped_rank_is_named(zero_run, plan):
     pattern = (r"zero-run: rank [02] failed: timed out after 2 s waiting for "
                r"rank 1 in ((all_reduce|reduce_scatter|all_gather) on group "
                r"\[0, 1, 2\]|the gather of step records)")
-    check(job.returncode == 1, "%s: exit status %d" % (name, job.returncode))
+    check(status == 1, "%s: exit status %s" % (name, status))
     check(bool(lines) and re.fullmatch(pattern, lines[0]) is not None,
           "%s: the first zero-run line names rank 1 (%s)" % (name,
                                                                lines[:1]))
-    left = left_after(plan, stopped + 5)
+    left = job.left_after(stopped + 5, LIMIT)
     check(not left, "%s: no rank left (%s)" % (name, left))
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    if job.returncode != 1:
+    job.kill()
+    if status != 1:
         print(stderr[-3000:])
 
 
@@ -164,24 +151,19 @@ def in_process_signal(zero_run, plan, work, number):
     os.makedirs(base)
     saved = os.path.join(base, "params")
     subprocess.run([zero_run, plan, "--steps", "1", "--quiet", "--save",
-                    saved], check=True)
+                    saved], check=True, timeout=300)
     before = snapshot(saved)
-    job = subprocess.Popen([zero_run, plan, "--steps", "1000000", "--quiet",
-                            "--save", saved, "--report-file",
-                            os.path.join(base, "report.json")],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    job = Job([zero_run, plan, "--steps", "1000000", "--quiet", "--save",
+               saved, "--report-file", os.path.join(base, "report.json")],
+              os.path.join(work, "inprocess-%d" % number))
     time.sleep(2.0)
     os.kill(job.pid, number)
     sent = time.time()
-    try:
-        _, stderr = job.communicate(timeout=LIMIT)
-    except subprocess.TimeoutExpired:
-        job.kill()
-        _, stderr = job.communicate()
+    status = job.wait(LIMIT)
     seconds = time.time() - sent
-    check(job.returncode == 128 + number,
-          "%s: exit status %d" % (name, job.returncode))
+    job.kill()
+    stderr = job.stderr()
+    check(status == 128 + number, "%s: exit status %s" % (name, status))
     check(seconds < LIMIT, "%s: stopped in %.1f s" % (name, seconds))
     check(stderr == "zero-run: interrupted by %s\n" %
           signal.Signals(number).name, "%s: one line (%r)" % (name, stderr))
@@ -202,12 +184,12 @@ def main():
         subprocess.run([zero_compile] + GPT2 + [
             "--world=%d" % world, "--stage=3",
             "--pipeline=stage3-param-persistence-threshold=0",
-            "--report=none", "-o", plans[world]], check=True)
+            "--report=none", "-o", plans[world]], check=True, timeout=300)
 
-    mpi_signal(zero_run, plans[3], signal.SIGTERM)
-    mpi_signal(zero_run, plans[3], signal.SIGINT)
-    mpi_signal(zero_run, plans[3], signal.SIGTERM, stop_rank=True)
-    stopped_rank_is_named(zero_run, plans[3])
+    mpi_signal(zero_run, plans[3], work, signal.SIGTERM)
+    mpi_signal(zero_run, plans[3], work, signal.SIGINT)
+    mpi_signal(zero_run, plans[3], work, signal.SIGTERM, stop_rank=True)
+    stopped_rank_is_named(zero_run, plans[3], work)
     in_process_signal(zero_run, plans[2], work, signal.SIGTERM)
     in_process_signal(zero_run, plans[2], work, signal.SIGINT)
     finish()

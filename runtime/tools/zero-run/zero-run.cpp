@@ -294,6 +294,8 @@ int main(int argc, char **argv) {
     if (options.backend == "mpi" && !MpiTraining::launchedByMpirun()) {
       if (!line.ranksGiven)
         usageError("--backend mpi needs --ranks");
+      // Here, before mpirun starts, rather than by every rank after.
+      checkRankCount(readPlan(options.planPath), options.ranks);
       if (line.hostfile)
         checkHostfile(*line.hostfile, options);
       return MpiTraining::relaunchUnderMpirun(argc, argv, options.ranks,
@@ -310,7 +312,7 @@ int main(int argc, char **argv) {
     std::ostream &progress = line.jsonToStdout ? std::cerr : std::cout;
     TrainResult result;
     if (options.backend == "mpi") {
-      MpiTraining mpi;
+      MpiTraining mpi(options.timeoutSeconds);
       rank = mpi.rank();
       if (mpi.size() != options.ranks)
         throw RuntimeError("mpirun started " + std::to_string(mpi.size()) +
