@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from checks import rank_pids
+from jobs import Job
 
 GPT2 = ["--num-layers=2", "--hidden-size=32", "--num-attention-heads=4",
         "--seq-length=16", "--vocab-size=64", "--batch-size=12"]
@@ -96,11 +97,11 @@ def main():
     # An MPI rank killed mid-run.
     marker = plans[3]
     started = time.time()
-    job = subprocess.Popen([zero_run, marker, "--ranks", "3", "--backend",
-                            "mpi", "--steps", "1000000", "--quiet",
-                            "--timeout", "120"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
+    # In a session of its own, output in files: the ranks hold mpirun's
+    # pipes, and a kill must reach every one of them (jobs.py).
+    job = Job([zero_run, marker, "--ranks", "3", "--backend", "mpi",
+               "--steps", "1000000", "--quiet", "--timeout", "120"],
+              os.path.join(work, "mpi_kill"))
     pids = {}
     while time.time() - started < 20 and len(pids) < 3:
         time.sleep(0.5)
@@ -110,24 +111,20 @@ def main():
         time.sleep(1.0)  # Well into training.
         os.kill(pids[1], signal.SIGKILL)
         killed = time.time()
-        try:
-            output, _ = job.communicate(timeout=LIMIT + 30)
-        except subprocess.TimeoutExpired:
-            job.kill()
-            output, _ = job.communicate()
+        status = job.wait(LIMIT + 30)
         seconds = time.time() - killed
-        check(job.returncode != 0,
-              "MPI kill: exit status %d" % job.returncode)
+        if status is None:
+            job.kill()
+        output = job.stdout() + job.stderr()
+        check(status is not None and status != 0,
+              "MPI kill: exit status %s" % status)
         check(seconds < LIMIT, "MPI kill: stopped in %.1f s" % seconds)
         check("rank 1" in output, "MPI kill: output names rank 1")
-        time.sleep(1.0)
-        left = rank_pids(marker)
+        left = job.left_after(killed, seconds + 10)
         check(not left, "MPI kill: no rank left running (%s)" % left)
         if failures:
             print(output[-3000:])
-    else:
-        job.kill()
-        job.communicate()
+    job.kill()
 
     # Bad command lines and data: one line, status 1.
     expect_failure("rank count", [zero_run, plans[4], "--ranks", "3",

@@ -6,8 +6,8 @@
 // `inspect` prints what a checkpoint (a step directory, or a directory with
 // `latest`) holds: the run it came from, every file with its size and
 // whether its CRC-32 checks, and every tensor with its role, dtype, model
-// shape, SBP and the ranks that hold it. It exits 1 if a file does not
-// check.
+// shape, SBP and the ranks that hold it, and any partial directory beside
+// it. It exits 1 if a file does not check.
 //
 // `to-fp32` writes the full parameters as one safetensors file of float32
 // tensors under their PyTorch names (from the fp32 master where the run
@@ -25,6 +25,7 @@
 #include "runtime/io/Safetensors.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -78,6 +79,16 @@ int inspect(const std::string &path) {
   std::printf("training    %s\n", trainingText(manifest.configJson).c_str());
   std::printf("data seed   %llu\n",
               static_cast<unsigned long long>(manifest.seed));
+  // Partial directories sit beside the step directories.
+  std::string step = checkpoint.directory;
+  while (step.size() > 1 && step.back() == '/')
+    step.pop_back();
+  std::string root = std::filesystem::path(step).parent_path().string();
+  for (const auto &[name, bytes] :
+       partialCheckpoints(root.empty() ? "." : root))
+    std::printf("partial     %s (%lld bytes): a save under way or "
+                "interrupted; the next save here removes it\n",
+                name.c_str(), static_cast<long long>(bytes));
 
   int bad = 0;
   std::printf("\n%-34s %12s  %-8s  %s\n", "file", "bytes", "crc32", "check");
