@@ -288,10 +288,13 @@ public:
   /// before anything is written. Collective under MPI.
   py::dict loadCheckpoint(const std::string &path) {
     // The step directory itself, so that the one reported is the one read
-    // even if a save moves `latest` meanwhile.
+    // even if a save moves `latest` meanwhile; its read lock, held to the
+    // end, keeps a writer's pruning off it until it is loaded.
     std::string directory = path;
+    OpenedCheckpoint held;
     try {
-      directory = openCheckpoint(path).directory;
+      held = openCheckpoint(path);
+      directory = held.directory;
     } catch (const std::exception &) {
       // loadCheckpoint reports it, on every rank together.
     }

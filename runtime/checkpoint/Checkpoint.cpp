@@ -4,21 +4,30 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <set>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 
 namespace zerosbp::runtime {
 
@@ -51,13 +60,47 @@ void killPoint(const char *point) {
       std::raise(SIGKILL);
 }
 
-std::string readWholeFile(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    throw RuntimeError(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
+/// `latest` holds one directory name.
+constexpr int64_t kMaxLatestBytes = 4096;
+/// How often openCheckpoint starts again when a save moves `latest` and
+/// prunes what it named while it is being opened; each save that does so
+/// takes far longer than an open.
+constexpr int kOpenAttempts = 100;
+/// How long a save of a step that exists waits for that step's readers.
+constexpr std::chrono::seconds kReaderWait(60);
+
+/// The directory name `<path>/latest` holds.
+std::string readLatest(const std::string &path) {
+  std::string name = readRegularFile(path + "/latest", kMaxLatestBytes,
+                                     "the checkpoint's latest");
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
+    name.pop_back();
+  if (name.rfind(kStepPrefix, 0) != 0 || name.find('/') != std::string::npos)
+    throw RuntimeError(path + "/latest: does not name a checkpoint ('" +
+                       name.substr(0, 64) + "')");
+  return name;
+}
+
+/// A manifest without a checksum is reported once per process and path.
+void warnUnchecked(const std::string &manifestPath) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(manifestPath).second)
+    std::cerr << "warning: " << manifestPath
+              << ": format version 1 has no checksum of the manifest, so an "
+                 "edit of it goes undetected"
+              << std::endl;
+}
+
+int64_t treeBytes(const fs::path &root) {
+  int64_t bytes = 0;
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(root, error), end;
+       !error && it != end; it.increment(error))
+    if (it->is_regular_file(error))
+      bytes += static_cast<int64_t>(it->file_size(error));
+  return bytes;
 }
 
 /// Steps of the complete checkpoints in `directory`, oldest first.
@@ -101,6 +144,45 @@ std::string optimizerType(const std::string &configJson) {
 
 } // namespace
 
+class StepDirectoryLock {
+public:
+  /// Opens the step directory `path` and takes its flock (`operation`:
+  /// LOCK_SH, or LOCK_EX | LOCK_NB). Null if the directory is gone, was
+  /// renamed away (pruned or replaced) before the lock was taken, or,
+  /// with LOCK_NB, is locked.
+  static std::unique_ptr<StepDirectoryLock> take(const std::string &path,
+                                                 int operation) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT)
+        return nullptr;
+      throw RuntimeError(path + ": cannot open (" + std::strerror(errno) + ")");
+    }
+    std::unique_ptr<StepDirectoryLock> lock(new StepDirectoryLock(fd));
+    int result;
+    do
+      result = ::flock(fd, operation);
+    while (result != 0 && errno == EINTR);
+    if (result != 0) {
+      if (errno == EWOULDBLOCK)
+        return nullptr;
+      throw RuntimeError(path + ": cannot lock (" + std::strerror(errno) + ")");
+    }
+    struct stat held, named;
+    if (::fstat(fd, &held) != 0 || ::stat(path.c_str(), &named) != 0 ||
+        held.st_dev != named.st_dev || held.st_ino != named.st_ino)
+      return nullptr;
+    return lock;
+  }
+  ~StepDirectoryLock() { ::close(fd); }
+  StepDirectoryLock(const StepDirectoryLock &) = delete;
+  StepDirectoryLock &operator=(const StepDirectoryLock &) = delete;
+
+private:
+  explicit StepDirectoryLock(int fd) : fd(fd) {}
+  int fd;
+};
+
 std::string checkpointName(int64_t step) {
   char name[32];
   std::snprintf(name, sizeof(name), "%s%08lld", kStepPrefix,
@@ -112,14 +194,38 @@ std::string partialCheckpointPath(const std::string &directory, int64_t step) {
   return directory + "/" + kPartialPrefix + checkpointName(step);
 }
 
+std::vector<std::pair<std::string, int64_t>>
+partialCheckpoints(const std::string &directory) {
+  std::vector<std::pair<std::string, int64_t>> found;
+  std::error_code error;
+  for (const fs::directory_entry &entry :
+       fs::directory_iterator(directory, error)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kPartialPrefix, 0) == 0)
+      found.emplace_back(name, treeBytes(entry.path()));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+std::string removePartialCheckpoints(const std::string &directory) {
+  // Left by a save that was killed; the lock says no one is writing them.
+  std::string removed;
+  for (const auto &[name, bytes] : partialCheckpoints(directory)) {
+    std::error_code error;
+    fs::remove_all(directory + "/" + name, error);
+    removed += (removed.empty() ? "" : ", ") + name + " (" +
+               std::to_string(bytes) + " bytes)";
+  }
+  if (removed.empty())
+    return "";
+  return directory + ": removed what an interrupted save left: " + removed;
+}
+
 std::string beginCheckpoint(const std::string &directory, int64_t step) {
   createDirectories(directory);
+  removePartialCheckpoints(directory);
   std::error_code error;
-  // Left by a save that was killed; the lock says no one is writing them.
-  for (const fs::directory_entry &entry :
-       fs::directory_iterator(directory, error))
-    if (entry.path().filename().string().rfind(kPartialPrefix, 0) == 0)
-      fs::remove_all(entry.path(), error);
   std::string partial = partialCheckpointPath(directory, step);
   if (!fs::create_directory(partial, error) || error)
     throw RuntimeError(partial + ": cannot create directory (" +
@@ -173,7 +279,7 @@ std::string commitCheckpoint(const std::string &directory,
   killPoint("files-written");
   {
     FileWriter writer(partial + "/manifest.json");
-    std::string text = manifestJson(manifest) + "\n";
+    std::string text = manifestFileText(manifest);
     writer.write(text.data(), static_cast<int64_t>(text.size()));
     writer.finish();
   }
@@ -183,7 +289,17 @@ std::string commitCheckpoint(const std::string &directory,
   std::string final = directory + "/" + name;
   std::error_code error;
   if (fs::exists(final, error)) {
-    // The same step saved again (a run resumed from an earlier one).
+    // The same step saved again (a run resumed from an earlier one). Its
+    // readers open its files by name, so they finish first.
+    std::unique_ptr<StepDirectoryLock> held;
+    auto deadline = std::chrono::steady_clock::now() + kReaderWait;
+    while (!(held = StepDirectoryLock::take(final, LOCK_EX | LOCK_NB))) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw RuntimeError(final + ": still read by another process after " +
+                           std::to_string(kReaderWait.count()) +
+                           " s; not replacing it");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     std::string old = directory + "/" + kPartialPrefix + "old-" + name;
     renamePath(final, old);
     renamePath(partial, final);
@@ -200,11 +316,17 @@ std::string commitCheckpoint(const std::string &directory,
     for (size_t i = 0; i + keep < complete.size(); ++i) {
       if (complete[i].second == name)
         continue;
+      // One a reader holds is left to a later save.
+      std::string path = directory + "/" + complete[i].second;
+      std::unique_ptr<StepDirectoryLock> held =
+          StepDirectoryLock::take(path, LOCK_EX | LOCK_NB);
+      if (!held)
+        continue;
       // Renamed first, so a kill halfway through never leaves a
       // half-removed directory under a checkpoint's name.
       std::string doomed =
           directory + "/" + kPartialPrefix + "pruned-" + complete[i].second;
-      renamePath(directory + "/" + complete[i].second, doomed);
+      renamePath(path, doomed);
       killPoint("prune");
       fs::remove_all(doomed, error);
     }
@@ -224,28 +346,40 @@ std::string OpenedCheckpoint::filePath(int rank) const {
 
 OpenedCheckpoint openCheckpoint(const std::string &path) {
   OpenedCheckpoint opened;
-  std::error_code error;
-  if (fs::exists(path + "/manifest.json", error)) {
-    opened.directory = path;
-  } else if (fs::exists(path + "/latest", error)) {
-    std::string name = readWholeFile(path + "/latest");
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
-      name.pop_back();
-    if (name.rfind(kStepPrefix, 0) != 0 || name.find('/') != std::string::npos)
-      throw RuntimeError(path + "/latest: does not name a checkpoint ('" +
-                         name.substr(0, 64) + "')");
-    opened.directory = path + "/" + name;
-    if (!fs::exists(opened.manifestPath(), error))
-      throw RuntimeError(path + "/latest: names " + name +
-                         ", which has no manifest.json");
-  } else if (!fs::is_directory(path, error)) {
-    throw RuntimeError(path + ": no such checkpoint directory");
-  } else {
-    throw RuntimeError(path + ": not a checkpoint (no manifest.json or "
-                              "latest in it)");
+  for (int attempt = 1;; ++attempt) {
+    bool last = attempt == kOpenAttempts;
+    std::error_code error;
+    if (fs::exists(path + "/manifest.json", error)) {
+      opened.directory = path;
+    } else if (fs::exists(path + "/latest", error)) {
+      std::string name = readLatest(path);
+      opened.directory = path + "/" + name;
+      if (!fs::exists(opened.manifestPath(), error)) {
+        // Pruned by a save that moved `latest` on meanwhile.
+        if (!last && readLatest(path) != name)
+          continue;
+        throw RuntimeError(path + "/latest: names " + name +
+                           ", which has no manifest.json");
+      }
+    } else if (!fs::is_directory(path, error)) {
+      throw RuntimeError(path + ": no such checkpoint directory");
+    } else {
+      throw RuntimeError(path + ": not a checkpoint (no manifest.json or "
+                                "latest in it)");
+    }
+    opened.readLock = StepDirectoryLock::take(opened.directory, LOCK_SH);
+    if (opened.readLock)
+      break;
+    if (last)
+      throw RuntimeError(opened.directory + ": removed while it was opened, " +
+                         std::to_string(kOpenAttempts) + " times");
   }
-  opened.manifest = parseManifest(readWholeFile(opened.manifestPath()),
-                                  opened.manifestPath());
+  opened.manifest = parseManifestFile(
+      readRegularFile(opened.manifestPath(), kMaxManifestBytes,
+                      "the checkpoint manifest"),
+      opened.manifestPath(), opened.checksummed);
+  if (!opened.checksummed)
+    warnUnchecked(opened.manifestPath());
   return opened;
 }
 
@@ -312,6 +446,9 @@ std::vector<int> filesReadBy(const OpenedCheckpoint &checkpoint,
 void verifyCheckpointFile(const OpenedCheckpoint &checkpoint, int fileRank) {
   const CheckpointFile &file = checkpoint.manifest.files[fileRank];
   std::string path = checkpoint.filePath(fileRank);
+  // A device or a FIFO would be read without end.
+  if (std::string kind = describeNonRegularFile(path); !kind.empty())
+    throw RuntimeError(path + ": is " + kind + ", not a checkpoint file");
   FileDigest digest = digestFile(path);
   if (digest.bytes != file.bytes)
     throw RuntimeError(path + ": " + std::to_string(digest.bytes) +

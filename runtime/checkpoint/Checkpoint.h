@@ -5,16 +5,18 @@
 //
 // Save: rank 0 makes `<dir>/.partial-step-N`; every rank writes the blocks
 // it owns into its own file there; rank 0 then writes the manifest with
-// every file's size and CRC-32, renames the directory to `<dir>/step-N`,
-// points `<dir>/latest` at it (written atomically, last) and removes all but
-// the newest `keep` checkpoints. A crash at any point leaves `latest` naming
-// a complete checkpoint; partial directories are removed by the next save.
+// every file's size and CRC-32 and its own checksum, renames the directory
+// to `<dir>/step-N`, points `<dir>/latest` at it (written atomically, last)
+// and removes all but the newest `keep` checkpoints, except those a reader
+// holds. A crash at any point leaves `latest` naming a complete checkpoint;
+// partial directories are removed by the next save.
 //
-// Load: the manifest is read and checked against the plan, every file a
-// rank reads is checked against its size and CRC-32, and only then are the
-// blocks copied, run by run, into the ranks' variables, through one chunk
-// buffer: the layouts (world size, stage) of the checkpoint and the plan
-// may differ.
+// Load: the step directory is locked against pruning (a shared flock), the
+// manifest is read and checked against its checksum and the plan, every
+// file a rank reads is checked against its size and CRC-32, and only then
+// are the blocks copied, run by run, into the ranks' variables, through one
+// chunk buffer: the layouts (world size, stage) of the checkpoint and the
+// plan may differ.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zerosbp::runtime {
@@ -72,17 +75,36 @@ std::string commitCheckpoint(const std::string &directory,
 /// Removes a partial directory after a failed save (best effort).
 void abandonCheckpoint(const std::string &partial);
 
+/// The partial directories in `directory` (`.partial-*`: a save under way,
+/// or one that was interrupted), sorted, with their sizes in bytes.
+std::vector<std::pair<std::string, int64_t>>
+partialCheckpoints(const std::string &directory);
+
+/// A writer holding `directory`'s lock: removes the partial directories an
+/// interrupted save left. Returns one line naming them, or "" if none.
+std::string removePartialCheckpoints(const std::string &directory);
+
 // -- Load --------------------------------------------------------------------
+
+/// A flock on a step directory: shared while a checkpoint is read, so that
+/// a writer's pruning skips it and a save of the same step waits; the files
+/// checked are then the files loaded.
+class StepDirectoryLock;
 
 struct OpenedCheckpoint {
   std::string directory; // The step directory.
   CheckpointManifest manifest;
+  /// False for a format version 1 manifest, which has no checksum.
+  bool checksummed = true;
+  /// Held until the last copy of this checkpoint goes.
+  std::shared_ptr<StepDirectoryLock> readLock;
   std::string manifestPath() const { return directory + "/manifest.json"; }
   std::string filePath(int rank) const;
 };
 
 /// Opens `path`: a checkpoint directory (with manifest.json) or a directory
-/// of them (with `latest`). Throws naming the file and the field.
+/// of them (with `latest`), and takes its read lock. Throws naming the file
+/// and the field. A version 1 manifest loads with a warning on stderr.
 OpenedCheckpoint openCheckpoint(const std::string &path);
 
 /// Throws unless the checkpoint holds exactly the plan's variables, with

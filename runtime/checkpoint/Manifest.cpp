@@ -5,9 +5,11 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Limits.h"
 #include "runtime/exec/Distribution.h"
+#include "runtime/io/DurableFile.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,6 +21,13 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char *kFormat = "zerosbp-checkpoint";
+/// The first version whose manifests carry their checksum.
+constexpr int kChecksummedVersion = 2;
+/// manifest.json's first line and the start of its second, up to the
+/// checksum's hex digits: the checksum is checked on the bytes as saved,
+/// without printing the JSON again.
+constexpr const char *kChecksumStart = "{\n \"checksum\": \"crc32:";
+constexpr const char *kChecksumEnd = "\",\n";
 /// The reader's bounds (with kMaxRanks for the world): far above any real
 /// model, low enough that no product of them overflows and no check loops
 /// for long.
@@ -413,6 +422,43 @@ CheckpointManifest parseManifest(const std::string &text,
     if (tensor.copyOf && !names.count(*tensor.copyOf))
       throw RuntimeError(source + ": tensor '" + tensor.name +
                          "': copy_of: no tensor '" + *tensor.copyOf + "'");
+  return manifest;
+}
+
+std::string manifestFileText(const CheckpointManifest &manifest) {
+  // manifestJson opens with "{\n" and has keys: the checksum goes first.
+  std::string rest = manifestJson(manifest).substr(2) + "\n";
+  return kChecksumStart +
+         crcText(
+             updateCrc32(0, rest.data(), static_cast<int64_t>(rest.size()))) +
+         kChecksumEnd + rest;
+}
+
+CheckpointManifest parseManifestFile(const std::string &text,
+                                     const std::string &source,
+                                     bool &checksummed) {
+  std::string start = kChecksumStart;
+  size_t restAt = start.size() + 8 + std::strlen(kChecksumEnd);
+  checksummed = text.compare(0, start.size(), start) == 0;
+  if (checksummed) {
+    std::string saved = text.substr(start.size(), 8);
+    if (text.size() < restAt ||
+        saved.find_first_not_of("0123456789abcdef") != std::string::npos ||
+        text.compare(start.size() + 8, std::strlen(kChecksumEnd),
+                     kChecksumEnd) != 0)
+      throw RuntimeError(source + ": checksum: expected crc32: and 8 "
+                                  "lower-case hex digits (edited or corrupt)");
+    std::string actual = crcText(updateCrc32(
+        0, text.data() + restAt, static_cast<int64_t>(text.size() - restAt)));
+    if (actual != saved)
+      throw RuntimeError(source + ": checksum: the manifest's CRC-32 is " +
+                         actual + ", not the " + saved +
+                         " it was saved with (edited or corrupt)");
+  }
+  CheckpointManifest manifest = parseManifest(text, source);
+  if (!checksummed && manifest.version >= kChecksummedVersion)
+    throw RuntimeError(source + ": checksum: not on the manifest's second "
+                                "line (edited or corrupt)");
   return manifest;
 }
 

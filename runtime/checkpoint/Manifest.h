@@ -5,7 +5,8 @@
 // name, model shape, dtype, role, SBP, the ranks whose files hold it and the
 // ranges they hold), the run it came from (world size, stage, compile
 // configuration), the training position (step, data seed) and every file's
-// size and CRC-32. docs/checkpoint.md is the format's reference.
+// size and CRC-32; its own checksum covers it. docs/checkpoint.md is the
+// format's reference.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +24,9 @@
 
 namespace zerosbp::runtime {
 
-constexpr int kCheckpointVersion = 1;
+/// Version 2 added the manifest's own checksum. Version 1 manifests, which
+/// have none, still load, with a warning.
+constexpr int kCheckpointVersion = 2;
 
 /// One rank's block of a tensor, stored in that rank's file.
 struct CheckpointPiece {
@@ -92,6 +95,19 @@ std::string manifestJson(const CheckpointManifest &manifest);
 /// ...") on anything malformed, inconsistent or from a newer version.
 CheckpointManifest parseManifest(const std::string &text,
                                  const std::string &source);
+
+/// manifest.json as saved: manifestJson with, on its second line,
+/// `"checksum": "crc32:XXXXXXXX",`, the CRC-32 of every byte after that
+/// line, so that any edit of the file is detected.
+std::string manifestFileText(const CheckpointManifest &manifest);
+
+/// Checks the checksum of manifest.json's `text`, then parses it. Throws
+/// "<source>: checksum: ..." if the checksum does not match, or if a
+/// manifest of version 2 on has none. `checksummed` is set false for a
+/// version 1 manifest, which has none.
+CheckpointManifest parseManifestFile(const std::string &text,
+                                     const std::string &source,
+                                     bool &checksummed);
 
 } // namespace zerosbp::runtime
 

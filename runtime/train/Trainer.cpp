@@ -331,6 +331,10 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
   if (options.checkpointDir && reporter) {
     createDirectories(*options.checkpointDir);
     lock = std::make_unique<DirectoryLock>(*options.checkpointDir);
+    // What a killed run's save left (docs/checkpoint.md#saving).
+    std::string removed = removePartialCheckpoints(*options.checkpointDir);
+    if (!removed.empty())
+      std::cerr << "zero-run: " << removed << std::endl;
   }
   TrainResult result;
   uint64_t seed = options.seed;

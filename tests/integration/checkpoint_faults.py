@@ -11,8 +11,18 @@
   no partial checkpoint, and `latest` still names the previous one.
 * A second writer is refused with one line while the lock is held.
 * Bad checkpoints (a missing, truncated or corrupt rank file, a manifest of
-  another model, optimizer or precision, a newer version, a bad `latest`):
-  one line naming the file and the field, exit status 1, nothing trained.
+  another model, optimizer or precision, a newer version, a bad `latest`,
+  a device in place of a file): one line naming the file and the field,
+  exit status 1, nothing trained.
+* Manifest edits (the step with the data position, the seed, random bytes,
+  a cut, a JSON tool's rewrite): refused by the manifest's checksum in one
+  line; a version 1 manifest, which has none, loads with one warning.
+* Readers and a writer at once: a run saving every step with --keep 1
+  while other runs resume from it and inspect it in a loop; every read
+  succeeds and resumes to the uninterrupted losses.
+* SIGTERM to MPI runs saving every step: a partial directory left behind
+  is named by inspect, and removed, in one line, by the next run saving
+  there.
 
 Usage: checkpoint_faults.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 """
@@ -26,7 +36,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+import zlib
 
 from checks import GPT2, check, finish
 
@@ -39,6 +51,7 @@ class Case:
         self.zero_compile, self.zero_run, self.zero_checkpoint = argv
         self.work = work
         self.plans = {}
+        self.uninterrupted = []
 
     def plan(self, world=2, stage=3, extra=""):
         key = (world, stage, extra)
@@ -66,10 +79,50 @@ class Case:
                 losses = json.load(file)["losses"]
         return result, losses
 
+    def losses(self, steps):
+        """The losses of an uninterrupted run of the default plan, at least
+        `steps` of them."""
+        if len(self.uninterrupted) < steps:
+            _, self.uninterrupted = self.run(self.plan(), "--steps",
+                                             str(steps), timeout=600)
+        return self.uninterrupted
+
 
 def latest_step(directory):
     with open(os.path.join(directory, "latest")) as file:
         return int(file.read().strip()[len("step-"):])
+
+
+CHECKSUM_LINE = b' "checksum": "crc32:'
+
+
+def checksum_refusal(path):
+    """The line that refuses the manifest at `path` for its checksum."""
+    with open(path, "rb") as file:
+        _, line, rest = file.read().split(b"\n", 2)
+    return ("%s: checksum: the manifest's CRC-32 is %08x, not the %s it was "
+            "saved with (edited or corrupt)" % (
+                path, zlib.crc32(rest), line[len(CHECKSUM_LINE):-2].decode()))
+
+
+def write_manifest(path, manifest):
+    """Writes an edited manifest with its checksum made again, as a
+    deliberate edit does (docs/checkpoint.md#manifestjson)."""
+    manifest = {k: v for k, v in manifest.items() if k != "checksum"}
+    rest = json.dumps(manifest, indent=1)[2:].encode() + b"\n"
+    with open(path, "wb") as file:
+        file.write(b"{\n" + CHECKSUM_LINE + b"%08x\",\n" % zlib.crc32(rest) +
+                   rest)
+
+
+def partial_sizes(directory):
+    """The partial directories in `directory` and the bytes of their files."""
+    return [(name, sum(os.path.getsize(os.path.join(root, f))
+                       for root, _, files in os.walk(os.path.join(directory,
+                                                                  name))
+                       for f in files))
+            for name in sorted(os.listdir(directory))
+            if name.startswith(".partial-")]
 
 
 def check_recovers(case, name, directory, reference, world=2, backend=None):
@@ -251,15 +304,23 @@ def second_writer(case):
           "released")
 
 
-def expect_refused(case, name, plan, directory, *needles, world=2):
+def expect_refused(case, name, plan, directory, *needles, world=2,
+                   exact=False):
+    """zero-run --resume `directory` exits 1 with one line holding each of
+    `needles` (with `exact`, the one needle is the line after the tool's
+    name) and trains nothing."""
     result, _ = case.run(plan, "--ranks", str(world), "--steps", "1",
-                         "--resume", directory)
+                         "--resume", directory, timeout=60)
     lines = result.stderr.strip().splitlines()
     check(result.returncode == 1, "%s: exit 1 (%d)" % (name,
                                                         result.returncode))
-    check(len(lines) == 1 and lines[0].startswith("zero-run: ") and
-          all(n in lines[0] for n in needles),
-          "%s: one line naming %s (%s)" % (name, needles, lines))
+    if exact:
+        check(result.stderr == "zero-run: %s\n" % needles[0],
+              "%s: the one line %r (%s)" % (name, needles[0], lines))
+    else:
+        check(len(lines) == 1 and lines[0].startswith("zero-run: ") and
+              all(n in lines[0] for n in needles),
+              "%s: one line naming %s (%s)" % (name, needles, lines))
     check(not result.stdout.strip(), "%s: trains nothing" % name)
 
 
@@ -312,29 +373,40 @@ def bad_checkpoints(case):
     path = os.path.join(inner, "manifest.json")
     with open(path) as file:
         manifest = json.load(file)
-    manifest["version"] = 2
-    with open(path, "w") as file:
-        json.dump(manifest, file)
+    manifest["version"] = 3
+    write_manifest(path, manifest)
     expect_refused(case, "newer format", plan, directory, "manifest.json",
-                   "version: format version 2 is newer than this build "
-                   "reads (1)")
+                   "version: format version 3 is newer than this build "
+                   "reads (2)")
 
     directory, inner = copy("truncated-manifest")
     path = os.path.join(inner, "manifest.json")
     with open(path, "r+b") as file:
         file.truncate(os.path.getsize(path) // 2)
     expect_refused(case, "truncated manifest", plan, directory,
-                   "manifest.json", "not JSON")
+                   checksum_refusal(path), exact=True)
 
     directory, inner = copy("bad-crc-field")
     path = os.path.join(inner, "manifest.json")
     with open(path) as file:
         manifest = json.load(file)
     manifest["files"][1]["crc32"] = "xyz"
-    with open(path, "w") as file:
-        json.dump(manifest, file)
+    write_manifest(path, manifest)
     expect_refused(case, "malformed field", plan, directory, "manifest.json",
                    "files[1].crc32: expected 8 lower-case hex digits")
+
+    # Devices in place of files would be read without end.
+    for name in ["manifest.json", "latest", rank1]:
+        directory, inner = copy("device-" + name)
+        path = os.path.join(directory if name == "latest" else inner, name)
+        os.remove(path)
+        os.symlink("/dev/zero", path)
+        what = {"manifest.json": "the checkpoint manifest",
+                "latest": "the checkpoint's latest"}.get(name,
+                                                         "a checkpoint file")
+        expect_refused(case, "%s is /dev/zero" % name, plan, directory,
+                       "%s: is a character device, not %s" % (path, what),
+                       exact=True)
 
     directory, _ = copy("dangling-latest")
     with open(os.path.join(directory, "latest"), "w") as file:
@@ -359,6 +431,210 @@ def bad_checkpoints(case):
           "to-fp32: a corrupt checkpoint writes nothing")
 
 
+def manifest_edits(case, reference):
+    """Every edit of manifest.json is refused by its checksum, in one line,
+    by zero-run and by inspect; a version 1 manifest loads with a warning."""
+    plan = case.plan()
+    base = os.path.join(case.work, "edits")
+    shutil.rmtree(base, ignore_errors=True)
+    good = os.path.join(base, "good")
+    case.run(plan, "--steps", "2", "--checkpoint-dir", good)
+    with open(os.path.join(good, "step-00000002", "manifest.json"),
+              "rb") as file:
+        text = file.read()
+    rest_at = text.index(b"\n", 2) + 1
+
+    def edited(name, new_text):
+        directory = os.path.join(base, name)
+        shutil.copytree(good, directory)
+        path = os.path.join(directory, "step-00000002", "manifest.json")
+        with open(path, "wb") as file:
+            file.write(new_text)
+        return directory, path
+
+    def refused(name, new_text, moved=False):
+        directory, path = edited(name, new_text)
+        line = ("%s: checksum: not on the manifest's second line (edited or "
+                "corrupt)" % path) if moved else checksum_refusal(path)
+        expect_refused(case, "manifest edit: " + name, plan, directory, line,
+                       exact=True)
+        inspect = subprocess.run([case.zero_checkpoint, "inspect", directory],
+                                 capture_output=True, text=True, timeout=60)
+        check(inspect.returncode == 1 and
+              inspect.stderr == "zero-checkpoint: %s\n" % line,
+              "manifest edit: %s: inspect refuses it in one line (%s)" % (
+                  name, inspect.stderr.strip()))
+
+    # What the checksum is for: a resume at another step and data
+    # position, and another data stream, which --seed would be refused.
+    refused("step and next_step 400",
+            text.replace(b'"step": 2,', b'"step": 400,').replace(
+                b'"next_step": 2,', b'"next_step": 400,'))
+    refused("seed", text.replace(b'"seed": 0', b'"seed": 7'))
+    rng = random.Random(11)
+    for attempt in range(12):
+        at = rng.randrange(rest_at, len(text))
+        byte = text[at] ^ rng.choice([0x01, 0x02, 0x04, 0x08, 0x10])
+        refused("byte %d" % at, text[:at] + bytes([byte]) + text[at + 1:])
+    refused("cut", text[:rest_at + (len(text) - rest_at) // 3])
+    # A JSON tool's rewrite moves the checksum off its line.
+    refused("rewritten", json.dumps(json.loads(text), indent=2).encode(),
+            moved=True)
+
+    # A version 1 manifest, as builds before the checksum wrote it.
+    old = json.loads(text)
+    del old["checksum"]
+    old["version"] = 1
+    directory, path = edited("version1", json.dumps(old, indent=1).encode() +
+                             b"\n")
+    result, losses = case.run(plan, "--steps", "2", "--resume", directory)
+    check(result.returncode == 0 and result.stderr ==
+          "warning: %s: format version 1 has no checksum of the manifest, so "
+          "an edit of it goes undetected\n" % path,
+          "manifest edit: version 1 loads with one warning (%s)" %
+          result.stderr.strip())
+    check(losses == reference[2:4], "manifest edit: version 1 resumes to "
+          "the uninterrupted losses")
+
+
+def concurrent_readers(case):
+    """A writer saving every step and keeping one, while runs resume from
+    its directory and inspect it in a loop."""
+    plan = case.plan()
+    directory = os.path.join(case.work, "concurrent")
+    shutil.rmtree(directory, ignore_errors=True)
+    writer = subprocess.Popen([case.zero_run, plan, "--steps", "100000",
+                               "--quiet", "--checkpoint-dir", directory,
+                               "--checkpoint-every", "1", "--keep", "1"],
+                              stderr=subprocess.PIPE, text=True)
+    started = time.time()
+    while not os.path.exists(os.path.join(directory, "latest")) and \
+            time.time() - started < 60 and writer.poll() is None:
+        time.sleep(0.005)
+    resumes, inspects = [], []
+    enough = 20
+
+    def done():
+        return (len(resumes) >= enough and len(inspects) >= enough) or \
+            time.time() - started > 240 or writer.poll() is not None
+
+    def resume_loop():
+        report = os.path.join(case.work, "concurrent-report.json")
+        while not done():
+            result = subprocess.run(
+                [case.zero_run, plan, "--steps", "1", "--quiet", "--resume",
+                 directory, "--report-file", report],
+                capture_output=True, text=True, timeout=120)
+            step = loss = None
+            if result.returncode == 0:
+                with open(report) as file:
+                    saved = json.load(file)
+                step, loss = saved["start_step"], saved["losses"][0]
+            resumes.append((result.returncode, result.stderr.strip(), step,
+                            loss))
+
+    def inspect_loop():
+        while not done():
+            result = subprocess.run([case.zero_checkpoint, "inspect",
+                                     directory], capture_output=True,
+                                    text=True, timeout=60)
+            inspects.append((result.returncode, result.stderr.strip()))
+
+    threads = [threading.Thread(target=resume_loop),
+               threading.Thread(target=inspect_loop)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    running = writer.poll() is None
+    writer.send_signal(signal.SIGTERM)
+    writer.communicate(timeout=60)
+    check(running, "readers and a writer: the writer ran throughout")
+    failed = [r for r in resumes if r[0] != 0]
+    check(len(resumes) >= 5 and not failed,
+          "readers and a writer: %d resumes, every one loads (%s)" % (
+              len(resumes), failed[:3]))
+    failed = [r for r in inspects if r[0] != 0]
+    check(len(inspects) >= 5 and not failed,
+          "readers and a writer: %d inspects, every one checks (%s)" % (
+              len(inspects), failed[:3]))
+    steps = [r[2] for r in resumes if r[0] == 0]
+    if steps:
+        uninterrupted = case.losses(max(steps) + 1)
+        wrong = [(step, loss) for _, _, step, loss in resumes
+                 if step is not None and loss != uninterrupted[step]]
+        check(not wrong, "readers and a writer: each resume continues with "
+              "the uninterrupted loss of its step (%s)" % wrong[:3])
+
+
+def sigterm_partials(case):
+    """SIGTERM to MPI runs saving every step can leave a partial directory:
+    inspect names it, and the next run saving there removes it, saying so
+    in one line."""
+    plan = case.plan()
+    directory = os.path.join(case.work, "sigterm")
+    resumed = []
+
+    def check_partials(name, expect_some):
+        partials = partial_sizes(directory)
+        if expect_some:
+            check(partials, "%s: a partial directory is left" % name)
+        inspect = subprocess.run([case.zero_checkpoint, "inspect", directory],
+                                 capture_output=True, text=True, timeout=60)
+        lines = [line for line in inspect.stdout.splitlines()
+                 if line.startswith("partial")]
+        check(inspect.returncode == 0 and lines == [
+            "partial     %s (%d bytes): a save under way or interrupted; "
+            "the next save here removes it" % p for p in partials],
+            "%s: inspect names %s (%s)" % (name, partials, lines))
+        step = latest_step(directory)
+        result, losses = case.run(plan, "--steps", "1", "--resume",
+                                  directory, "--checkpoint-dir", directory)
+        removed = ", ".join("%s (%d bytes)" % p for p in partials)
+        check(result.returncode == 0 and result.stderr == (
+            "zero-run: %s: removed what an interrupted save left: %s\n" % (
+                directory, removed) if partials else ""),
+            "%s: the next run removes them in one line (%s)" % (
+                name, result.stderr.strip()))
+        check(not partial_sizes(directory), "%s: nothing left" % name)
+        resumed.append((name, step, losses))
+
+    # Where the kill falls is chance; a kill at files-written leaves one.
+    shutil.rmtree(directory, ignore_errors=True)
+    env = dict(os.environ, ZEROSBP_CHECKPOINT_KILL_AT="files-written:2")
+    case.run(plan, "--steps", "4", "--checkpoint-dir", directory,
+             "--checkpoint-every", "2", env=env)
+    check_partials("killed at files-written", expect_some=True)
+    rng = random.Random(5)
+    for attempt in range(8):
+        name = "SIGTERM %d (MPI)" % attempt
+        shutil.rmtree(directory, ignore_errors=True)
+        job = subprocess.Popen([case.zero_run, plan, "--backend", "mpi",
+                                "--ranks", "2", "--steps", "100000",
+                                "--quiet", "--checkpoint-dir", directory,
+                                "--checkpoint-every", "1"],
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+        started = time.time()
+        while not os.path.exists(os.path.join(directory, "latest")) and \
+                time.time() - started < 60 and job.poll() is None:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0, 0.3))
+        job.send_signal(signal.SIGTERM)
+        _, stderr = job.communicate(timeout=60)
+        check(job.returncode == 143 and
+              stderr == "zero-run: interrupted by SIGTERM\n",
+              "%s: exit 143, one line (%d, %s)" % (name, job.returncode,
+                                                  stderr.strip()))
+        if os.path.exists(os.path.join(directory, "latest")):
+            check_partials(name, expect_some=False)
+    uninterrupted = case.losses(max(step for _, step, _ in resumed) + 1)
+    for name, step, losses in resumed:
+        check(losses == uninterrupted[step:step + 1],
+              "%s: resumes at step %d with the uninterrupted loss" % (name,
+                                                                      step))
+
+
 def compile_other(case, base):
     path = os.path.join(base, "other.zplan")
     subprocess.run([case.zero_compile] + [
@@ -373,12 +649,15 @@ def main():
     case = Case(sys.argv[1:4],
                 os.environ.get("TEST_TMPDIR", "/tmp/checkpoint_faults"))
     os.makedirs(case.work, exist_ok=True)
-    _, reference = case.run(case.plan(), "--steps", "8")
+    reference = case.losses(8)
     kill_points(case, reference)
     random_kills(case, reference)
     disk_full(case, reference)
     second_writer(case)
     bad_checkpoints(case)
+    manifest_edits(case, reference)
+    concurrent_readers(case)
+    sigterm_partials(case)
     finish()
 
 

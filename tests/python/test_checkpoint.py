@@ -1,7 +1,8 @@
 """nn.Graph checkpoints: a graph saved after K steps and loaded into a fresh
 graph (at the same or another world size and stage, in process or over MPI)
-continues as if never stopped; a bad checkpoint changes nothing; a second
-writer is refused."""
+continues as if never stopped; a bad checkpoint or an edited manifest
+changes nothing; a second writer is refused; loads succeed while another
+process saves and prunes."""
 
 import fcntl
 import json
@@ -11,6 +12,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
+import zlib
 
 import numpy as np
 import pytest
@@ -157,6 +160,16 @@ def test_keep_prunes_older_checkpoints(tmp_path):
     assert (tmp_path / "latest").read_text().strip() == "step-00000003"
 
 
+def write_manifest(path, manifest):
+    """Writes an edited manifest with its checksum made again, as a
+    deliberate edit does (docs/checkpoint.md#manifestjson)."""
+    manifest = {k: v for k, v in manifest.items() if k != "checksum"}
+    rest = json.dumps(manifest, indent=1)[2:].encode() + b"\n"
+    with open(path, "wb") as file:
+        file.write(b'{\n "checksum": "crc32:%08x",\n' % zlib.crc32(rest) +
+                   rest)
+
+
 def corrupt(path, how):
     """Breaks rank 1's file of the checkpoint at `path`; returns its path."""
     name = "rank-00001-of-00002.safetensors"
@@ -167,8 +180,7 @@ def corrupt(path, how):
         for entry in manifest["files"]:
             if entry["name"] == name:
                 entry["crc32"] = "%08x" % (int(entry["crc32"], 16) ^ 1)
-        with open(manifest_path, "w") as file:
-            json.dump(manifest, file, indent=1)
+        write_manifest(manifest_path, manifest)
     else:
         size = os.path.getsize(target)
         with open(target, "r+b") as file:
@@ -219,6 +231,82 @@ def test_a_bad_checkpoint_before_the_first_call(saved, tmp_path):
     assert_same_state(state(model), initial)
     _, fresh = mlp_graph(stage=2, world=2)
     assert np.array_equal(train(graph, data), train(fresh, data))
+
+
+def test_an_edited_manifest_changes_nothing(saved, tmp_path):
+    """The step and data position set together, as a resume at another
+    step would need: the manifest's checksum refuses it."""
+    edited = str(tmp_path / "edited")
+    shutil.copytree(saved["path"], edited)
+    path = os.path.join(edited, "manifest.json")
+    with open(path, "rb") as file:
+        text = file.read()
+    text = text.replace(b'"step": %d,' % K, b'"step": 400,').replace(
+        b'"next_step": %d,' % K, b'"next_step": 400,')
+    with open(path, "wb") as file:
+        file.write(text)
+    _, line, rest = text.split(b"\n", 2)
+    message = ("%s: checksum: the manifest's CRC-32 is %08x, not the %s it "
+               "was saved with (edited or corrupt)" % (
+                   path, zlib.crc32(rest), line[-10:-2].decode()))
+
+    model, graph = mlp_graph(stage=2, world=2)
+    with pytest.raises(zs.Error) as caught:
+        graph.load_checkpoint(edited)  # Before the first call.
+    assert str(caught.value) == message
+    train(graph, batches()[:1])
+    before = state(model)
+    with pytest.raises(zs.Error) as caught:
+        graph.load_checkpoint(edited)
+    assert str(caught.value) == message
+    assert graph.steps_run == 1
+    assert_same_state(state(model), before)
+
+
+WRITER = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {tests!r})
+    import models, test_checkpoint as t
+    _, graph = t.mlp_graph(stage=2, world=2)
+    data = models.mlp_batches(4, batch=t.BATCH, seed=12)
+    for step in range(100000):
+        graph(*data[step % 4])
+        graph.save_checkpoint({directory!r}, keep=1)
+        if step == 0:
+            print("saved", flush=True)
+        if os.path.exists({stop!r}):
+            break
+""")
+
+
+def test_loads_while_another_process_saves_and_prunes(tmp_path):
+    """A writer saving every step and keeping one: each load takes the
+    checkpoint `latest` names, whole, however the saves fall, and leaves a
+    usable graph."""
+    directory = tmp_path / "checkpoints"
+    stop = tmp_path / "stop"
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.format(
+        tests=os.path.dirname(os.path.abspath(__file__)),
+        directory=str(directory), stop=str(stop)))
+    writer = subprocess.Popen([sys.executable, str(script)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "saved"
+        model, graph = mlp_graph(stage=2, world=2)
+        train(graph, batches()[:1])
+        steps = []
+        started = time.time()
+        while len(steps) < 20 and time.time() - started < 120:
+            info = graph.load_checkpoint(directory)
+            assert graph.steps_run == info["step"]
+            assert sorted(state(model)) == sorted(model.state_dict())
+            steps.append(info["step"])
+        assert len(steps) >= 5 and steps == sorted(steps)
+    finally:
+        stop.touch()
+        writer.wait(timeout=60)
+    assert writer.returncode == 0
 
 
 HOLD_LOCK = textwrap.dedent("""

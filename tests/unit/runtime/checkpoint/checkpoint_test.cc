@@ -4,8 +4,9 @@
 // every element of every variable distinct in every byte, then loaded into
 // plans of one, two and three ranks whose layouts all differ: every loaded
 // byte is checked against the model, padding against zero. Also what
-// openCheckpoint, checkCompatible and verifyCheckpointFile refuse, pruning
-// to `keep`, and a step saved twice.
+// openCheckpoint, checkCompatible and verifyCheckpointFile refuse (devices
+// in place of files, an edited manifest), pruning to `keep` around the
+// checkpoints readers hold, a step saved twice, and partial directories.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,12 +21,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 using namespace zerosbp::runtime;
@@ -383,9 +389,11 @@ TEST(Checkpoint, KeepsTheNewestAndReplacesAStepSavedAgain) {
             (std::vector<std::string>{"latest", "lock", "step-00000003",
                                       "step-00000004"}));
   EXPECT_EQ(readFile(directory + "/latest"), "step-00000003\n");
-  OpenedCheckpoint opened = openCheckpoint(directory);
-  EXPECT_EQ(opened.manifest.step, 3);
-  EXPECT_EQ(opened.manifest.seed, 99u);
+  {
+    OpenedCheckpoint opened = openCheckpoint(directory);
+    EXPECT_EQ(opened.manifest.step, 3);
+    EXPECT_EQ(opened.manifest.seed, 99u);
+  }
   // Keep 1: only the one just saved.
   saveCheckpoint(plan, directory, 5, 1);
   EXPECT_EQ(listDirectory(directory),
@@ -404,6 +412,148 @@ TEST(Checkpoint, AbandonRemovesThePartialSave) {
   EXPECT_THAT(
       errorOf([&] { beginCheckpoint(directory + "/file", 8); }),
       ::testing::StartsWith(directory + "/file: cannot create directory ("));
+}
+
+TEST(Checkpoint, RefusesDevicesInPlaceOfItsFiles) {
+  std::string directory = makeTestDirectory() + "/ckpt";
+  std::string saved = saveCheckpoint(planOnTwoRanks(), directory, 2, 0);
+  std::string rank1 = saved + "/rank-00001-of-00002.safetensors";
+  // A rank file that reads without end.
+  {
+    OpenedCheckpoint opened = openCheckpoint(directory);
+    ::unlink(rank1.c_str());
+    ASSERT_EQ(::symlink("/dev/zero", rank1.c_str()), 0);
+    EXPECT_EQ(errorOf([&] { verifyCheckpointFile(opened, 1); }),
+              rank1 + ": is a character device, not a checkpoint file");
+  }
+  std::string manifest = saved + "/manifest.json";
+  ::unlink(manifest.c_str());
+  ASSERT_EQ(::symlink("/dev/zero", manifest.c_str()), 0);
+  EXPECT_EQ(errorOf([&] { openCheckpoint(directory); }),
+            manifest + ": is a character device, not the checkpoint manifest");
+  std::string latest = directory + "/latest";
+  ::unlink(latest.c_str());
+  ASSERT_EQ(::symlink("/dev/zero", latest.c_str()), 0);
+  EXPECT_EQ(errorOf([&] { openCheckpoint(directory); }),
+            latest + ": is a character device, not the checkpoint's latest");
+}
+
+TEST(Checkpoint, RefusesAnEditedManifest) {
+  std::string directory = makeTestDirectory() + "/ckpt";
+  std::string saved = saveCheckpoint(planOnTwoRanks(), directory, 2, 0);
+  std::string path = saved + "/manifest.json";
+  std::string text = readFile(path);
+  for (const char *key : {"\"step\": 2", "\"next_step\": 2"}) {
+    size_t at = text.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    text.replace(at + std::strlen(key) - 1, 1, "400");
+  }
+  writeFile(path, text);
+  size_t restAt = text.find('\n', 2) + 1;
+  char actual[16];
+  std::snprintf(actual, sizeof(actual), "%08x",
+                bitwiseCrc32(text.substr(restAt)));
+  EXPECT_EQ(errorOf([&] { openCheckpoint(directory); }),
+            path + ": checksum: the manifest's CRC-32 is " + actual +
+                ", not the " + text.substr(restAt - 11, 8) +
+                " it was saved with (edited or corrupt)");
+}
+
+TEST(Checkpoint, OpensAVersion1ManifestWithOneWarning) {
+  std::string directory = makeTestDirectory() + "/ckpt";
+  std::string saved = saveCheckpoint(planOnTwoRanks(), directory, 2, 0);
+  std::string path = saved + "/manifest.json";
+  // As a build before the checksum wrote it.
+  std::string text = readFile(path);
+  std::string rest = text.substr(text.find('\n', 2) + 1);
+  size_t version = rest.find("\"version\": 2");
+  ASSERT_NE(version, std::string::npos);
+  rest[version + 11] = '1';
+  writeFile(path, "{\n" + rest);
+  ::testing::internal::CaptureStderr();
+  OpenedCheckpoint opened = openCheckpoint(directory);
+  OpenedCheckpoint again = openCheckpoint(directory);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "warning: " + path +
+                ": format version 1 has no checksum of the manifest, so an "
+                "edit of it goes undetected\n");
+  EXPECT_FALSE(opened.checksummed);
+  EXPECT_EQ(opened.manifest.version, 1);
+  expectLoadsExactly(opened, planOnThreeRanks());
+  // Without its checksum line, a version 2 manifest is refused.
+  writeFile(path, "{\n" + text.substr(text.find('\n', 2) + 1));
+  EXPECT_EQ(errorOf([&] { openCheckpoint(directory); }),
+            path + ": checksum: not on the manifest's second line (edited or "
+                   "corrupt)");
+}
+
+TEST(Checkpoint, PruningLeavesTheCheckpointsReadersHold) {
+  std::string directory = makeTestDirectory() + "/ckpt";
+  Plan plan = planOnTwoRanks();
+  saveCheckpoint(plan, directory, 1, 1);
+  {
+    OpenedCheckpoint reading = openCheckpoint(directory);
+    ASSERT_EQ(reading.manifest.step, 1);
+    saveCheckpoint(plan, directory, 2, 1);
+    saveCheckpoint(plan, directory, 3, 1);
+    // Step 1 is read: it stays, whole, and loads; step 2 goes.
+    EXPECT_EQ(listDirectory(directory),
+              (std::vector<std::string>{"latest", "lock", "step-00000001",
+                                        "step-00000003"}));
+    for (int rank = 0; rank < 2; ++rank)
+      EXPECT_NO_THROW(verifyCheckpointFile(reading, rank));
+    expectLoadsExactly(reading, planOnThreeRanks());
+  }
+  // Released: the next save prunes it.
+  saveCheckpoint(plan, directory, 4, 1);
+  EXPECT_EQ(listDirectory(directory),
+            (std::vector<std::string>{"latest", "lock", "step-00000004"}));
+}
+
+TEST(Checkpoint, ASaveOfTheSameStepWaitsForItsReaders) {
+  std::string directory = makeTestDirectory() + "/ckpt";
+  Plan plan = planOnTwoRanks();
+  saveCheckpoint(plan, directory, 3, 0, 1);
+  std::atomic<bool> released{false};
+  auto reading = std::make_unique<OpenedCheckpoint>(openCheckpoint(directory));
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    expectLoadsExactly(*reading, planOnOneRank());
+    EXPECT_EQ(reading->manifest.seed, 1u);
+    released = true;
+    reading.reset();
+  });
+  // Step 3 again, with another seed: it replaces the one read once that
+  // one is done.
+  saveCheckpoint(plan, directory, 3, 0, 2);
+  EXPECT_TRUE(released);
+  reader.join();
+  EXPECT_EQ(openCheckpoint(directory).manifest.seed, 2u);
+  EXPECT_EQ(listDirectory(directory),
+            (std::vector<std::string>{"latest", "lock", "step-00000003"}));
+}
+
+TEST(Checkpoint, ListsAndRemovesPartialDirectories) {
+  std::string directory = makeTestDirectory() + "/ckpt";
+  saveCheckpoint(planOnTwoRanks(), directory, 2, 0);
+  EXPECT_TRUE(partialCheckpoints(directory).empty());
+  EXPECT_EQ(removePartialCheckpoints(directory), "");
+  for (const char *name : {".partial-step-00000004", ".partial-pruned-step-"
+                                                     "00000001"}) {
+    ::mkdir((directory + "/" + name).c_str(), 0755);
+    writeFile(directory + "/" + name + "/rank-00000-of-00002.safetensors",
+              std::string(std::strlen(name), 'x'));
+  }
+  using Partials = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(partialCheckpoints(directory),
+            (Partials{{".partial-pruned-step-00000001", 29},
+                      {".partial-step-00000004", 22}}));
+  EXPECT_EQ(removePartialCheckpoints(directory),
+            directory + ": removed what an interrupted save left: "
+                        ".partial-pruned-step-00000001 (29 bytes), "
+                        ".partial-step-00000004 (22 bytes)");
+  EXPECT_EQ(listDirectory(directory),
+            (std::vector<std::string>{"latest", "lock", "step-00000002"}));
 }
 
 } // namespace

@@ -3,18 +3,22 @@
 // manifestOfPlan and variablesOwnedBy on a plan built here, a round trip
 // through manifestJson and parseManifest that keeps every field, and one
 // mutation of a valid manifest per check the parser makes, each against its
-// exact message.
+// exact message. The manifest file's checksum: written as documented,
+// refusing every edit of the file, and absent only from version 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/checkpoint/Manifest.h"
 #include "runtime/core/Error.h"
 
+#include "test_files.h"
 #include "test_plans.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -167,7 +171,7 @@ TEST(Manifest, RoundTripsEveryField) {
   // The JSON itself, as docs/checkpoint.md describes it.
   Json json = Json::parse(text);
   EXPECT_EQ(json["format"], "zerosbp-checkpoint");
-  EXPECT_EQ(json["version"], 1);
+  EXPECT_EQ(json["version"], 2);
   EXPECT_EQ(json["files"][0]["crc32"], "deadbeef");
   EXPECT_EQ(json["files"][1]["crc32"], "0000000f");
   EXPECT_EQ(json["data"], Json({{"seed", (uint64_t(1) << 63) + 5},
@@ -228,9 +232,9 @@ TEST(ManifestParser, RejectsForeignAndBrokenText) {
             "m.json: format: not a ZeroSBP checkpoint manifest");
   EXPECT_EQ(errorAfter([](Json &j) { j.erase("format"); }),
             "m.json: format: not a ZeroSBP checkpoint manifest");
-  EXPECT_EQ(errorAfter([](Json &j) { j["version"] = 2; }),
-            "m.json: version: format version 2 is newer than this build "
-            "reads (1)");
+  EXPECT_EQ(errorAfter([](Json &j) { j["version"] = 3; }),
+            "m.json: version: format version 3 is newer than this build "
+            "reads (2)");
   EXPECT_EQ(errorAfter([](Json &j) { j["version"] = 0; }),
             "m.json: version: 0 is outside [1, 2147483647]");
   EXPECT_EQ(errorAfter([](Json &j) { j["version"] = "1"; }),
@@ -466,6 +470,105 @@ TEST(ManifestParser, BoundsTheRunsOfAllPieces) {
             }),
             "m.json: tensor 'big': ranges: rank 0: too fragmented: the "
             "manifest's blocks make more than 2^22 runs");
+}
+
+/// The message parseManifestFile gives for `text`, or "(no error)".
+std::string fileErrorOf(const std::string &text) {
+  bool checksummed = false;
+  try {
+    parseManifestFile(text, "m.json", checksummed);
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+std::string crcHex(const std::string &bytes) {
+  char text[9];
+  std::snprintf(text, sizeof(text), "%08x", bitwiseCrc32(bytes));
+  return text;
+}
+
+TEST(ManifestFile, CarriesTheChecksumOfEveryByteAfterItsLine) {
+  CheckpointManifest manifest = sampleManifest();
+  std::string text = manifestFileText(manifest);
+  // docs/checkpoint.md: the second line, over the bytes after it.
+  std::string rest = manifestJson(manifest).substr(2) + "\n";
+  EXPECT_EQ(text, "{\n \"checksum\": \"crc32:" + crcHex(rest) + "\",\n" + rest);
+  EXPECT_EQ(Json::parse(text)["checksum"], "crc32:" + crcHex(rest));
+  bool checksummed = false;
+  expectSameManifest(manifest, parseManifestFile(text, "m.json", checksummed));
+  EXPECT_TRUE(checksummed);
+}
+
+TEST(ManifestFile, RefusesAnyEdit) {
+  std::string text = manifestFileText(sampleManifest());
+  std::string saved =
+      Json::parse(text)["checksum"].get<std::string>().substr(6);
+  size_t restAt = text.find('\n', 2) + 1;
+  auto mismatch = [&](const std::string &edited) {
+    return "m.json: checksum: the manifest's CRC-32 is " +
+           crcHex(edited.substr(restAt)) + ", not the " + saved +
+           " it was saved with (edited or corrupt)";
+  };
+  // The edits of the issue: the step with the data position, the seed.
+  std::string step = text;
+  for (const char *key : {"\"step\": 7", "\"next_step\": 7"}) {
+    size_t at = step.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    step.replace(at + std::strlen(key) - 1, 1, "400");
+  }
+  EXPECT_EQ(fileErrorOf(step), mismatch(step));
+  std::string seed = text;
+  size_t at = seed.find("9223372036854775813");
+  ASSERT_NE(at, std::string::npos);
+  seed.replace(at, 19, "9223372036854775814");
+  EXPECT_EQ(fileErrorOf(seed), mismatch(seed));
+  // Every single-byte change after the checksum line, and a cut anywhere.
+  for (size_t i = restAt; i < text.size(); i += 7) {
+    std::string flipped = text;
+    flipped[i] ^= 0x20;
+    EXPECT_EQ(fileErrorOf(flipped), mismatch(flipped)) << "byte " << i;
+  }
+  for (size_t length = restAt; length < text.size(); length += 53)
+    EXPECT_EQ(fileErrorOf(text.substr(0, length)),
+              mismatch(text.substr(0, length)))
+        << "cut at " << length;
+  // The checksum line itself.
+  std::string digits = text;
+  digits[restAt - 4] = digits[restAt - 4] == '0' ? '1' : '0';
+  EXPECT_THAT(fileErrorOf(digits),
+              ::testing::StartsWith("m.json: checksum: the manifest's CRC-32 "
+                                    "is "));
+  std::string upper = text;
+  upper.replace(restAt - 11, 8, "DEADBEEF");
+  EXPECT_EQ(fileErrorOf(upper), "m.json: checksum: expected crc32: and 8 "
+                                "lower-case hex digits (edited or corrupt)");
+  // Removed, or moved off its line as a JSON tool rewriting the file does.
+  EXPECT_EQ(fileErrorOf(manifestJson(sampleManifest())),
+            "m.json: checksum: not on the manifest's second line (edited or "
+            "corrupt)");
+  EXPECT_EQ(fileErrorOf(Json::parse(text).dump(2)),
+            "m.json: checksum: not on the manifest's second line (edited or "
+            "corrupt)");
+  // A cut inside the checksum line.
+  EXPECT_EQ(fileErrorOf(text.substr(0, restAt - 6)),
+            "m.json: checksum: expected crc32: and 8 lower-case hex digits "
+            "(edited or corrupt)");
+}
+
+TEST(ManifestFile, Version1HasNoChecksumAndStillParses) {
+  Json old = Json::parse(manifestJson(sampleManifest()));
+  old["version"] = 1;
+  bool checksummed = true;
+  CheckpointManifest parsed =
+      parseManifestFile(old.dump(1) + "\n", "m.json", checksummed);
+  EXPECT_FALSE(checksummed);
+  EXPECT_EQ(parsed.version, 1);
+  EXPECT_EQ(parsed.step, 7);
+  // Other errors come first where there is no checksum to check.
+  EXPECT_EQ(fileErrorOf("{\"format\": "),
+            "m.json: not JSON (truncated or corrupt)");
 }
 
 } // namespace
