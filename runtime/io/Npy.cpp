@@ -1,15 +1,19 @@
-//===- Npy.cpp - NumPy .npy files
-//------------------------------------------===//
+//===- Npy.cpp - NumPy .npy files -----------------------------------------===//
 
 #include "runtime/io/Npy.h"
 
 #include "runtime/core/Error.h"
 #include "runtime/io/DurableFile.h"
+#include "runtime/io/InputFile.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
 
 namespace zerosbp::runtime {
 
@@ -111,32 +115,29 @@ std::vector<int64_t> parseShape(const std::string &text,
   return shape;
 }
 
-} // namespace
-
-NpyArray parseNpy(const std::string &bytes, const std::string &source) {
+/// Where the header starts and how long it is, from the file's first bytes
+/// (10 of them for version 1, 12 for versions 2 and 3).
+std::pair<size_t, size_t> headerSpan(const std::string &bytes,
+                                     const std::string &source) {
   if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0)
     throw RuntimeError(source + ": not a .npy file");
   unsigned major = static_cast<unsigned char>(bytes[6]);
-  size_t headerLength, headerStart;
-  if (major == 1) {
-    headerLength = static_cast<unsigned char>(bytes[8]) |
-                   (static_cast<unsigned char>(bytes[9]) << 8);
-    headerStart = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
-      throw RuntimeError(source + ": truncated .npy header");
-    headerLength = 0;
-    for (int i = 3; i >= 0; --i)
-      headerLength =
-          (headerLength << 8) | static_cast<unsigned char>(bytes[8 + i]);
-    headerStart = 12;
-  } else {
+  if (major == 1)
+    return {10, static_cast<unsigned char>(bytes[8]) |
+                    (static_cast<unsigned char>(bytes[9]) << 8)};
+  if (major != 2 && major != 3)
     throw RuntimeError(source + ": unsupported .npy version " +
                        std::to_string(major));
-  }
-  if (headerStart + headerLength > bytes.size())
+  if (bytes.size() < 12)
     throw RuntimeError(source + ": truncated .npy header");
-  std::string header = bytes.substr(headerStart, headerLength);
+  size_t length = 0;
+  for (int i = 3; i >= 0; --i)
+    length = (length << 8) | static_cast<unsigned char>(bytes[8 + i]);
+  return {12, length};
+}
+
+/// The dtype and shape the header states; no data yet.
+NpyArray parseHeader(const std::string &header, const std::string &source) {
   NpyArray array;
   array.dtype = parseDescr(headerField(header, "descr", source), source);
   std::string fortran = headerField(header, "fortran_order", source);
@@ -150,24 +151,64 @@ NpyArray parseNpy(const std::string &bytes, const std::string &source) {
       throw RuntimeError(source + ": .npy shape too large");
     count *= dim;
   }
-  size_t dataBytes = static_cast<size_t>(count) * dtypeBytes(array.dtype);
-  size_t dataStart = headerStart + headerLength;
-  if (bytes.size() - dataStart < dataBytes)
+  return array;
+}
+
+/// Throws unless `available` bytes after the header hold the array's data.
+size_t checkDataBytes(const NpyArray &array, size_t available,
+                      const std::string &source) {
+  size_t dataBytes =
+      static_cast<size_t>(array.numel()) * dtypeBytes(array.dtype);
+  if (available < dataBytes)
     throw RuntimeError(source + ": truncated .npy data (" +
-                       std::to_string(bytes.size() - dataStart) +
-                       " bytes, expected " + std::to_string(dataBytes) + ")");
+                       std::to_string(available) + " bytes, expected " +
+                       std::to_string(dataBytes) + ")");
+  return dataBytes;
+}
+
+} // namespace
+
+NpyArray parseNpy(const std::string &bytes, const std::string &source) {
+  auto [headerStart, headerLength] = headerSpan(bytes, source);
+  if (headerStart + headerLength > bytes.size())
+    throw RuntimeError(source + ": truncated .npy header");
+  NpyArray array = parseHeader(bytes.substr(headerStart, headerLength), source);
+  size_t dataStart = headerStart + headerLength;
+  size_t dataBytes = checkDataBytes(array, bytes.size() - dataStart, source);
   array.data.assign(bytes.begin() + dataStart,
                     bytes.begin() + dataStart + dataBytes);
   return array;
 }
 
 NpyArray readNpy(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    throw RuntimeError(path + ": cannot open");
-  std::stringstream bytes;
-  bytes << file.rdbuf();
-  return parseNpy(bytes.str(), path);
+  // Read as the header states, never to the end of the file: the data are
+  // as many bytes as the shape needs, which the file's size must hold.
+  int fd =
+      openRegularFile(path, std::numeric_limits<int64_t>::max(), "a .npy file");
+  try {
+    struct stat info;
+    if (::fstat(fd, &info) != 0)
+      throw RuntimeError(path + ": cannot read (" + std::strerror(errno) + ")");
+    size_t size = static_cast<size_t>(info.st_size);
+    std::string start(std::min<size_t>(size, 12), '\0');
+    readAt(fd, path, 0, start.data(), static_cast<int64_t>(start.size()));
+    auto [headerStart, headerLength] = headerSpan(start, path);
+    if (headerStart + headerLength > size)
+      throw RuntimeError(path + ": truncated .npy header");
+    std::string header(headerLength, '\0');
+    readAt(fd, path, static_cast<int64_t>(headerStart), header.data(),
+           static_cast<int64_t>(headerLength));
+    NpyArray array = parseHeader(header, path);
+    size_t dataStart = headerStart + headerLength;
+    array.data.resize(checkDataBytes(array, size - dataStart, path));
+    readAt(fd, path, static_cast<int64_t>(dataStart), array.data.data(),
+           static_cast<int64_t>(array.data.size()));
+    ::close(fd);
+    return array;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 std::string npyShapeText(const std::vector<int64_t> &shape) {

@@ -3,6 +3,7 @@
 #include "runtime/io/Safetensors.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/io/InputFile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -156,7 +157,12 @@ SafetensorsHeader parseSafetensorsHeader(const std::string &text,
 }
 
 SafetensorsReader::SafetensorsReader(const std::string &path) : filePath(path) {
-  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // What is read is bounded by the header and the file's size, which a
+  // FIFO or a device does not have; O_NONBLOCK keeps a FIFO that appears
+  // after this check from blocking the open.
+  if (std::string kind = describeNonRegularFile(path); !kind.empty())
+    throw RuntimeError(path + ": is " + kind + ", not a safetensors file");
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw RuntimeError(path + ": cannot open (" + std::strerror(errno) + ")");
   try {

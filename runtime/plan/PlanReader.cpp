@@ -9,19 +9,18 @@
 #include "runtime/core/Error.h"
 #include "runtime/core/Limits.h"
 #include "runtime/io/DurableFile.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/plan/Plan.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <queue>
 #include <set>
-#include <sstream>
 
 namespace zerosbp::runtime {
 
@@ -880,14 +879,8 @@ Plan parsePlan(const std::string &text, const std::string &source,
 }
 
 Plan readPlan(const std::string &path, const PlanReadOptions &options) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    throw RuntimeError(path + ": cannot open the plan file");
-  std::stringstream text;
-  text << file.rdbuf();
-  if (file.bad())
-    throw RuntimeError(path + ": cannot read the plan file");
-  return parsePlan(text.str(), path, options);
+  return parsePlan(readRegularFile(path, kMaxPlanFileBytes, "the plan"), path,
+                   options);
 }
 
 void checkRankCount(const Plan &plan, int ranks) {

@@ -3,12 +3,12 @@
 #include "runtime/sim/DeviceModel.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/io/InputFile.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -273,12 +273,8 @@ DeviceModel parseDeviceModel(const std::string &text,
 }
 
 DeviceModel readDeviceModel(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(path, "cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseDeviceModel(text.str(), path);
+  return parseDeviceModel(
+      readRegularFile(path, kMaxDeviceFileBytes, "the device model"), path);
 }
 
 } // namespace zerosbp::runtime::sim

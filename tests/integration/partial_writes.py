@@ -13,6 +13,9 @@
   written.
 * zero-compile: an --emit-ir that cannot be written leaves no plan either,
   and no temporary.
+* Outputs that overlap (--save on the checkpoint directory or a parent of
+  it, --trace inside --save, through a symbolic link) or an output over an
+  input: one line naming both, exit status 1, before anything is written.
 
 Usage: partial_writes.py ZERO_COMPILE ZERO_RUN
 """
@@ -221,6 +224,62 @@ def outputs(zero_run, plan, work):
           "outputs: written under their names only (%s)" % os.listdir(base))
 
 
+def tree(directory):
+    """Every file under `directory` with its bytes."""
+    found = {}
+    for root, _, files in os.walk(directory):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, "rb") as file:
+                found[os.path.relpath(path, directory)] = file.read()
+    return found
+
+
+def overlapping(zero_run, plan, work):
+    base = os.path.join(work, "overlap")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    out = os.path.join(base, "out")
+    for flags, expected in [
+            (["--checkpoint-dir", out, "--save", out],
+             "--save %s and --checkpoint-dir %s are the same path" % (out,
+                                                                      out)),
+            (["--save", out, "--checkpoint-dir", out + "/ck"],
+             "--checkpoint-dir %s/ck is inside --save %s" % (out, out)),
+            (["--save", out, "--trace", out + "/trace.json"],
+             "--trace %s/trace.json is inside --save %s" % (out, out))]:
+        one_line("overlap %s" % " ".join(flags[::2]),
+                 run([zero_run, plan, "--steps", "1", "--quiet"] + flags),
+                 "zero-run: " + expected)
+    check(os.listdir(base) == [], "overlap: nothing written (%s)" %
+          os.listdir(base))
+
+    # A checkpoint that exists is left as it was, also through a link to
+    # its parent.
+    ck = os.path.join(out, "ck")
+    subprocess.run([zero_run, plan, "--steps", "1", "--quiet",
+                    "--checkpoint-dir", ck], check=True)
+    before = tree(base)
+    link = os.path.join(base, "link")
+    os.symlink(out, link)
+    for flags, expected in [
+            (["--checkpoint-dir", ck, "--save", out],
+             "--checkpoint-dir %s is inside --save %s" % (ck, out)),
+            (["--resume", ck, "--checkpoint-dir", ck, "--save", link],
+             "--checkpoint-dir %s is inside --save %s" % (ck, link)),
+            (["--resume", ck, "--report-file", link + "/ck"],
+             "--report-file %s/ck and --resume %s are the same path" % (
+                 link, ck)),
+            (["--report-file", plan],
+             "--report-file %s and the plan %s are the same path" % (plan,
+                                                                     plan))]:
+        one_line("overlap %s" % " ".join(flags[::2]),
+                 run([zero_run, plan, "--steps", "1", "--quiet"] + flags),
+                 "zero-run: " + expected)
+    os.remove(link)
+    check(tree(base) == before, "overlap: the checkpoint is left as it was")
+
+
 def emit_ir(zero_compile, work):
     base = os.path.join(work, "emit")
     shutil.rmtree(base, ignore_errors=True)
@@ -257,6 +316,7 @@ def main():
     disk_full(zero_run, plan, work)
     replace_and_refuse(zero_run, plan, work)
     outputs(zero_run, plan, work)
+    overlapping(zero_run, plan, work)
     emit_ir(zero_compile, work)
     finish()
 

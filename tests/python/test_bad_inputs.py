@@ -1,9 +1,12 @@
 """Bad inputs to the Python API: load_state_dict is all or nothing, a
 malformed safetensors or .npy file is one zerosbp.Error line naming it,
-and the API has zero-run's limit on ranks."""
+and the API has zero-run's limit on ranks. Bad inputs to the tools: a FIFO,
+a character device or a directory where zero-run, zero-sim or
+zero-checkpoint read a file is one line naming it."""
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -305,3 +308,174 @@ def test_a_missing_file_is_a_zerosbp_error(tmp_path):
         zs.load(missing)
     assert str(caught.value) == (f"{missing}: cannot read (No such file or "
                                  "directory)")
+
+
+# -- the tools: files that are not regular files -------------------------------
+# A FIFO, a character device (or a link to one) or a directory where a file
+# is meant is one line naming it, never a read that does not end
+# (docs/runtime.md#input-files). The tests never open a FIFO themselves,
+# and every tool runs under a timeout.
+
+def tool(variable, *args):
+    done = subprocess.run([os.environ[variable], *map(str, args)],
+                          capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+NOT_REGULAR = {"fifo": "a FIFO", "dev-zero": "a character device",
+               "link-to-dev-zero": "a character device",
+               "directory": "a directory"}
+
+
+def not_regular(path, kind):
+    """Makes `path` a file of `kind` (a key of NOT_REGULAR); returns the
+    path to give a tool (/dev/zero itself for "dev-zero")."""
+    if kind == "dev-zero":
+        return "/dev/zero"
+    if os.path.lexists(path):
+        os.remove(path)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link-to-dev-zero":
+        os.symlink("/dev/zero", path)
+    else:
+        os.mkdir(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A world-1 plan, its saved parameters (`init`) and one step of data
+    (`data`)."""
+    base = tmp_path_factory.mktemp("tiny")
+    plan = base / "m.zplan"
+    subprocess.run([os.environ["ZEROSBP_COMPILE"], "--preset=tiny",
+                    "--world=1", "--report=none", "-o", str(plan)],
+                   check=True)
+    code, _, err = tool("ZEROSBP_RUN", plan, "--steps=1", "--quiet",
+                        "--save", base / "init")
+    assert code == 0, err
+    (base / "data").mkdir()
+    for name in ["tokens", "labels"]:
+        np.save(base / "data" / f"{name}.npy", np.zeros((1, 1, 32), np.int64))
+    return base
+
+
+SIM = ["--topology", "nodes=1,ranks_per_node=1,intra=100GB/s,inter=10GB/s,"
+       "latency=5us"]
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_a_plan_that_is_not_a_file_is_one_line(tmp_path, tiny, kind):
+    path = not_regular(tmp_path / "m.zplan", kind)
+    what = NOT_REGULAR[kind]
+    assert tool("ZEROSBP_RUN", path, "--steps=1") == (
+        1, "", f"zero-run: {path}: is {what}, not the plan\n")
+    assert tool("ZEROSBP_SIM", path, *SIM, "--device=h100") == (
+        1, "", f"zero-sim: {path}: is {what}, not the plan\n")
+    path = not_regular(tmp_path / "device.json", kind)
+    assert tool("ZEROSBP_SIM", tiny / "m.zplan", *SIM, "--device-file",
+                path) == (
+        1, "", f"zero-sim: {path}: is {what}, not the device model\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-zero", "directory"])
+@pytest.mark.parametrize("flag, name", [("--init", "wte.weight"),
+                                        ("--data", "tokens")])
+def test_an_npy_file_that_is_not_a_file_is_one_line(tmp_path, tiny, kind,
+                                                   flag, name):
+    directory = tmp_path / flag[2:]
+    shutil.copytree(tiny / flag[2:], directory)
+    path = not_regular(directory / f"{name}.npy", kind)
+    assert tool("ZEROSBP_RUN", tiny / "m.zplan", "--steps=1", flag,
+                directory) == (
+        1, "", f"zero-run: {path}: is {NOT_REGULAR[kind]}, not a .npy file\n")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "link-to-dev-zero"])
+def test_a_directory_flag_given_a_file_is_one_line(tmp_path, tiny, kind):
+    path = not_regular(tmp_path / "dir", kind)
+    plan = tiny / "m.zplan"
+    for flag, name in [("--init", "wte.weight"), ("--data", "tokens")]:
+        assert tool("ZEROSBP_RUN", plan, "--steps=1", flag, path) == (
+            1, "", f"zero-run: {path}/{name}.npy: cannot open a .npy file "
+            "(Not a directory)\n")
+    assert tool("ZEROSBP_RUN", plan, "--steps=1", "--resume", path) == (
+        1, "", f"zero-run: {path}: no such checkpoint directory\n")
+    for command in [["inspect", path],
+                    ["to-fp32", path, tmp_path / "out.safetensors"]]:
+        assert tool("ZEROSBP_CHECKPOINT", *command) == (
+            1, "", f"zero-checkpoint: {path}: no such checkpoint directory\n")
+
+
+def test_an_npy_file_is_read_as_its_header_states(tmp_path, tiny):
+    """The data the header's shape needs, which the file must hold: a
+    header stating 2^40 elements over 16 bytes is refused by its size,
+    before anything is allocated."""
+    init = tmp_path / "init"
+    shutil.copytree(tiny / "init", init)
+    path = init / "wte.weight.npy"
+    path.write_bytes(npy(f"({2**40},)", data=b"\0" * 16))
+    assert tool("ZEROSBP_RUN", tiny / "m.zplan", "--steps=1", "--init",
+                init) == (
+        1, "", f"zero-run: {path}: truncated .npy data (16 bytes, expected "
+        f"{4 * 2**40})\n")
+
+
+# -- the tools: an output over an input ----------------------------------------
+# Refused in one line before anything is written
+# (docs/runtime.md#files-are-whole-or-absent; zero-run's cases are in
+# test_zero_run_flags.py and tests/integration/partial_writes.py).
+
+def test_zero_sim_writes_no_report_over_its_inputs(tmp_path, tiny):
+    plan = tiny / "m.zplan"
+    device = tmp_path / "device.json"
+    device.write_text('{"name": "x"}')
+    before = plan.read_bytes()
+    assert tool("ZEROSBP_SIM", plan, *SIM, "--device=h100", "--report-file",
+                plan) == (
+        1, "", f"zero-sim: --report-file {plan} and the plan {plan} are "
+        "the same path\n")
+    assert tool("ZEROSBP_SIM", plan, *SIM, "--device-file", device,
+                "--report-file", device) == (
+        1, "", f"zero-sim: --report-file {device} and --device-file {device} "
+        "are the same path\n")
+    assert plan.read_bytes() == before
+    assert device.read_text() == '{"name": "x"}'
+
+
+def test_to_fp32_writes_nothing_over_the_checkpoint(tmp_path, tiny):
+    ck = tmp_path / "ck"
+    code, _, err = tool("ZEROSBP_RUN", tiny / "m.zplan", "--steps=1",
+                        "--quiet", "--checkpoint-dir", ck)
+    assert code == 0, err
+    step = ck / "step-00000001"
+    before = {path: path.read_bytes() for path in ck.rglob("*")
+              if path.is_file()}
+    (tmp_path / "link").symlink_to(step)
+    for given, out, message in [
+            (ck, step / "manifest.json", f"the output {step}/manifest.json "
+             f"is inside the checkpoint {ck}"),
+            (ck, ck, f"the output {ck} and the checkpoint {ck} are the same "
+             "path"),
+            (step, tmp_path, f"the checkpoint {step} is inside the output "
+             f"{tmp_path}"),
+            (tmp_path / "link", step / "x.safetensors",
+             f"the output {step}/x.safetensors is inside the checkpoint "
+             f"{tmp_path}/link")]:
+        assert tool("ZEROSBP_CHECKPOINT", "to-fp32", given, out) == (
+            1, "", f"zero-checkpoint: {message}\n")
+    assert {path: path.read_bytes() for path in ck.rglob("*")
+            if path.is_file()} == before
+    # Beside the step converted, not in it.
+    code, _, err = tool("ZEROSBP_CHECKPOINT", "to-fp32", step,
+                        ck / "params.safetensors")
+    assert code == 0, err
+    # The step `latest` names is a link to a directory elsewhere.
+    moved = tmp_path / "moved"
+    step.rename(moved)
+    step.symlink_to(moved)
+    assert tool("ZEROSBP_CHECKPOINT", "to-fp32", ck,
+                moved / "x.safetensors") == (
+        1, "", f"zero-checkpoint: the output {moved}/x.safetensors is inside "
+        f"the checkpoint {step}\n")

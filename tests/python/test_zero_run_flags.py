@@ -1,6 +1,7 @@
 """zero-run's command line: --help lists every flag the usage names, with
 its help and default, and a bad flag is one line `zero-run: <message>`
-followed by the usage, exit status 1."""
+followed by the usage, exit status 1. Outputs that overlap each other or
+an input are one line, exit status 1."""
 
 import json
 import os
@@ -160,3 +161,70 @@ def test_device_options_reach_the_report(tmp_path):
     assert changed["multi_tensor"]["mode"] == "off"
     assert changed["multi_tensor"]["applies"] is False
     assert changed["losses"] == report["losses"]
+
+
+# Outputs apart from each other and from the inputs, checked before
+# anything is read or written (docs/runtime.md#files-are-whole-or-absent):
+# the plan m.zplan need not exist.
+@pytest.mark.parametrize("args, message", [
+    (["--checkpoint-dir", "D", "--save", "D"],
+     "--save D and --checkpoint-dir D are the same path"),
+    (["--save", "out", "--checkpoint-dir", "out/ck"],
+     "--checkpoint-dir out/ck is inside --save out"),
+    (["--checkpoint-dir", "out/ck/", "--save", "out/"],
+     "--checkpoint-dir out/ck/ is inside --save out/"),
+    (["--save", "out", "--trace", "out/trace.json"],
+     "--trace out/trace.json is inside --save out"),
+    (["--save", "out", "--report-file", "out/sub/../report.json"],
+     "--report-file out/sub/../report.json is inside --save out"),
+    (["--checkpoint-dir", "ck", "--trace", "ck/trace.json"],
+     "--trace ck/trace.json is inside --checkpoint-dir ck"),
+    (["--report-file", "r.json", "--trace", "./r.json"],
+     "--report-file r.json and --trace ./r.json are the same path"),
+    (["--eval", "--outputs", "o", "--trace", "o/t.json"],
+     "--trace o/t.json is inside --outputs o"),
+    (["--report-file", "m.zplan"],
+     "--report-file m.zplan and the plan m.zplan are the same path"),
+    (["--save", "."], "the plan m.zplan is inside --save ."),
+    (["--save", "p", "--init", "p"],
+     "--save p and --init p are the same path"),
+    (["--save", "data/x", "--data", "data"],
+     "--save data/x is inside --data data"),
+    (["--save", "ck/params", "--resume", "ck"],
+     "--save ck/params is inside --resume ck"),
+    (["--checkpoint-dir", "p", "--init", "p"],
+     "--checkpoint-dir p and --init p are the same path"),
+    (["--checkpoint-dir", "data/ck", "--data", "data"],
+     "--checkpoint-dir data/ck is inside --data data"),
+    (["--backend", "mpi", "-n", "2", "--hostfile", "hosts", "--report-file",
+      "hosts"], "--report-file hosts and --hostfile hosts are the same path"),
+], ids=lambda value: value if isinstance(value, str) else None)
+def test_overlapping_outputs_are_one_line(args, message):
+    assert run("m.zplan", "--steps=1", *args) == (
+        1, "", f"zero-run: {message}\n")
+
+
+def test_outputs_apart_after_symbolic_links(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    assert run("m.zplan", "--steps=1", "--save", tmp_path / "link",
+               "--checkpoint-dir", real / "ck") == (
+        1, "", f"zero-run: --checkpoint-dir {real}/ck is inside --save "
+        f"{tmp_path}/link\n")
+
+
+@pytest.mark.parametrize("args", [
+    ["--save", "out", "--checkpoint-dir", "out2"],
+    ["--resume", "ck", "--checkpoint-dir", "ck"],
+    ["--resume", "ck/step-00000001", "--checkpoint-dir", "ck"],
+    ["--checkpoint-dir", ".", "--init", "init"],
+], ids=["siblings", "resume-ck", "resume-step", "inputs-in-checkpoints"])
+def test_outputs_apart_are_taken(args):
+    """Only the missing plan stops these: a name that begins another is not
+    inside it, a resumed run saves into its own checkpoints, and a
+    checkpoint directory, which is written into and never replaced, may
+    hold the inputs."""
+    assert run("m.zplan", "--steps=1", *args) == (
+        1, "", "zero-run: m.zplan: cannot open the plan (No such file or "
+        "directory)\n")

@@ -12,7 +12,8 @@
 // `to-fp32` writes the full parameters as one safetensors file of float32
 // tensors under their PyTorch names (from the fp32 master where the run
 // kept one), as DeepSpeed's zero_to_fp32 does. It holds one tensor at a
-// time and writes OUT atomically.
+// time and writes OUT atomically; an OUT inside the checkpoint, or holding
+// it, is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,7 @@
 #include "runtime/io/DurableFile.h"
 #include "runtime/io/Npy.h"
 #include "runtime/io/Safetensors.h"
+#include "runtime/tools/common/OutputPaths.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -129,7 +131,12 @@ int inspect(const std::string &path) {
 }
 
 int toFp32(const std::string &path, const std::string &out) {
+  // OUT is renamed into place: over a file of the checkpoint, or over the
+  // checkpoint, it would replace what it converts.
+  tools::CommandPath output{"the output", out};
+  tools::checkApart(output, {"the checkpoint", path});
   OpenedCheckpoint checkpoint = openCheckpoint(path);
+  tools::checkApart(output, {"the checkpoint", checkpoint.directory});
   const CheckpointManifest &manifest = checkpoint.manifest;
   for (const CheckpointFile &file : manifest.files)
     verifyCheckpointFile(checkpoint, file.rank);

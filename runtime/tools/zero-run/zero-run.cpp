@@ -52,6 +52,7 @@
 #include "runtime/io/DurableFile.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/tools/common/CommandLine.h"
+#include "runtime/tools/common/OutputPaths.h"
 #include "runtime/train/Hostfile.h"
 #include "runtime/train/Interrupt.h"
 #include "runtime/train/MpiTraining.h"
@@ -210,6 +211,26 @@ struct CommandLine {
   std::optional<std::string> reportFile;
 };
 
+/// Before anything is read or written: no output may replace or remove
+/// another output or an input.
+void checkPathsApart(const CommandLine &line) {
+  const TrainOptions &options = line.options;
+  std::vector<tools::CommandPath> outputs = {
+      {"--save", options.saveDir},
+      {"--checkpoint-dir", options.checkpointDir, /*writtenInto=*/true},
+      {"--outputs", options.outputsDir},
+      {"--report-file", line.reportFile},
+      {"--trace", options.tracePath}};
+  tools::checkOutputsApart(outputs, {{"the plan", options.planPath},
+                                     {"--init", options.initDir},
+                                     {"--data", options.dataDir},
+                                     {"--hostfile", line.hostfile}});
+  // A resumed run goes on saving into the checkpoints it resumed from.
+  for (const tools::CommandPath &output : outputs)
+    if (output.name != "--checkpoint-dir")
+      tools::checkApart(output, {"--resume", options.resumeDir});
+}
+
 CommandLine parse(int argc, char **argv) {
   std::string planPath =
       tools::parsePlanCommandLine(argc, argv, commandLineSpec());
@@ -264,6 +285,7 @@ CommandLine parse(int argc, char **argv) {
                                                      : CudaGraphMode::Auto;
   options.deviceOptions.allowTf32 = absl::GetFlag(FLAGS_allow_tf32);
   options.deviceOptions.multiTensor = absl::GetFlag(FLAGS_multi_tensor) == "on";
+  checkPathsApart(line);
   return line;
 }
 

@@ -16,6 +16,7 @@
 #include "runtime/plan/Plan.h"
 #include "runtime/sim/Simulator.h"
 #include "runtime/tools/common/CommandLine.h"
+#include "runtime/tools/common/OutputPaths.h"
 
 #include "absl/flags/flag.h"
 
@@ -236,6 +237,10 @@ int main(int argc, char **argv) {
     std::optional<std::string> deviceFile = absl::GetFlag(FLAGS_device_file);
     if (deviceName.empty() == !deviceFile)
       usageError("give one of --device and --device-file");
+    std::optional<std::string> reportFile = absl::GetFlag(FLAGS_report_file);
+    tools::checkOutputsApart(
+        {{"--report-file", reportFile}},
+        {{"the plan", path}, {"--device-file", deviceFile}});
 
     Topology topology = parseTopology(topologyText);
     DeviceModel device =
@@ -277,8 +282,8 @@ int main(int argc, char **argv) {
     Simulation sim = simulate(plan, topology, device, options);
     nlohmann::ordered_json report =
         reportJson(path, plan, topology, device, options, sim);
-    if (std::optional<std::string> file = absl::GetFlag(FLAGS_report_file))
-      writeOutputFile(*file, report.dump(2) + "\n", "report");
+    if (reportFile)
+      writeOutputFile(*reportFile, report.dump(2) + "\n", "report");
     if (absl::GetFlag(FLAGS_report) == "json")
       std::cout << report.dump(2) << std::endl;
     else
