@@ -4,11 +4,9 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/io/InputFile.h"
+#include "runtime/tools/common/OutputPaths.h"
 
-#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 
 namespace zerosbp {
 
@@ -32,43 +30,20 @@ readToolInput(llvm::StringRef path, int64_t maxBytes, llvm::StringRef what) {
   }
 }
 
-/// Whether two paths name one file: the same inode where both exist, else
-/// the same absolute path with `.` and `..` removed.
-static bool sameFile(llvm::StringRef a, llvm::StringRef b) {
-  bool equivalent = false;
-  if (!llvm::sys::fs::equivalent(a, b, equivalent))
-    return equivalent;
-  auto normalized = [](llvm::StringRef path) {
-    llvm::SmallString<256> absolute(path);
-    llvm::sys::fs::make_absolute(absolute);
-    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
-    return std::string(absolute);
-  };
-  return normalized(a) == normalized(b);
-}
-
-static bool namesAFile(const NamedFile &file) {
-  return !file.path.empty() && file.path != "-";
-}
-
 llvm::Error checkOutputsAreDistinct(llvm::ArrayRef<NamedFile> inputs,
                                     llvm::ArrayRef<NamedFile> outputs) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const NamedFile &output = outputs[i];
-    if (!namesAFile(output))
-      continue;
-    for (const NamedFile &input : inputs)
-      if (namesAFile(input) && sameFile(output.path, input.path))
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       output.flag + " " + output.path +
-                                           " is " + input.flag +
-                                           "; give another output");
-    for (const NamedFile &other : outputs.take_front(i))
-      if (namesAFile(other) && sameFile(output.path, other.path))
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            other.flag + " " + other.path + " and " + output.flag + " " +
-                output.path + " are the same file; give each its own");
+  auto named = [](llvm::ArrayRef<NamedFile> files) {
+    std::vector<runtime::tools::CommandPath> paths;
+    for (const NamedFile &file : files)
+      if (!file.path.empty() && file.path != "-")
+        paths.push_back({file.flag.str(), file.path.str()});
+    return paths;
+  };
+  try {
+    runtime::tools::checkOutputsApart(named(outputs), named(inputs));
+  } catch (const runtime::RuntimeError &error) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   error.what());
   }
   return llvm::Error::success();
 }

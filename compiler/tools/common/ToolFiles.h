@@ -46,10 +46,10 @@ struct NamedFile {
   llvm::StringRef path;
 };
 
-/// Refuses an output that is one of the inputs or another output: the
-/// same path, or the same file through another name.
-///   "-o in.mlir is the input graph; give another output"
-///   "-o x and --emit-ir x are the same file; give each its own"
+/// Refuses an output that is an input or another output, or lies inside
+/// or holds one, by runtime/tools/common/OutputPaths.h's rule, which the
+/// runtime's tools follow too:
+///   "-o in.mlir and the input graph in.mlir are the same path"
 llvm::Error checkOutputsAreDistinct(llvm::ArrayRef<NamedFile> inputs,
                                     llvm::ArrayRef<NamedFile> outputs);
 

@@ -44,28 +44,28 @@
 // RUN: ln -s in.mlir %t/link.mlir
 // RUN: sh -c 'echo BEGIN; zero-compile %t/in.mlir -o %t/in.mlir 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=SAME -DDIR=%t
 // SAME: BEGIN
-// SAME-NEXT: zero-compile: -o [[DIR]]/in.mlir is the input graph; give another output
+// SAME-NEXT: zero-compile: -o [[DIR]]/in.mlir and the input graph [[DIR]]/in.mlir are the same path
 // SAME-NEXT: exit 1
 // RUN: sh -c 'echo BEGIN; zero-compile %t/in.mlir -o %t/link.mlir 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=SYMLINK -DDIR=%t
 // SYMLINK: BEGIN
-// SYMLINK-NEXT: zero-compile: -o [[DIR]]/link.mlir is the input graph; give another output
+// SYMLINK-NEXT: zero-compile: -o [[DIR]]/link.mlir and the input graph [[DIR]]/in.mlir are the same path
 // SYMLINK-NEXT: exit 1
 // RUN: sh -c 'cd %t && echo BEGIN; zero-compile in.mlir --emit-ir ./in.mlir 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=DOTS
 // DOTS: BEGIN
-// DOTS-NEXT: zero-compile: --emit-ir ./in.mlir is the input graph; give another output
+// DOTS-NEXT: zero-compile: --emit-ir ./in.mlir and the input graph in.mlir are the same path
 // DOTS-NEXT: exit 1
 // RUN: printf '{}' > %t/ds.json
 // RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --config %t/ds.json -o %t/ds.json 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=CONFIG -DDIR=%t
 // CONFIG: BEGIN
-// CONFIG-NEXT: zero-compile: -o [[DIR]]/ds.json is the config; give another output
+// CONFIG-NEXT: zero-compile: -o [[DIR]]/ds.json and the config [[DIR]]/ds.json are the same path
 // CONFIG-NEXT: exit 1
 // RUN: sh -c 'echo BEGIN; zero-compile --preset tiny -o %t/x --emit-ir %t/x 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=BOTH -DDIR=%t
 // BOTH: BEGIN
-// BOTH-NEXT: zero-compile: -o [[DIR]]/x and --emit-ir [[DIR]]/x are the same file; give each its own
+// BOTH-NEXT: zero-compile: -o [[DIR]]/x and --emit-ir [[DIR]]/x are the same path
 // BOTH-NEXT: exit 1
 // RUN: sh -c 'echo BEGIN; zero-opt %t/in.mlir -o %t/link.mlir 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=OPTSAME -DDIR=%t
 // OPTSAME: BEGIN
-// OPTSAME-NEXT: zero-opt: -o [[DIR]]/link.mlir is the input graph; give another output
+// OPTSAME-NEXT: zero-opt: -o [[DIR]]/link.mlir and the input graph [[DIR]]/in.mlir are the same path
 // OPTSAME-NEXT: exit 1
 // RUN: cmp %t/in.mlir %t/in.copy
 // RUN: test ! -e %t/x
