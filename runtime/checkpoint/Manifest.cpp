@@ -272,6 +272,7 @@ CheckpointManifest manifestOfPlan(const Plan &plan, int64_t step,
   manifest.hierarchy = plan.hierarchy;
   manifest.configJson = plan.configJson.empty() ? "{}" : plan.configJson;
   manifest.seed = seed;
+  manifest.dataNextStep = step;
   for (const PlanVariable &variable : plan.variables) {
     CheckpointTensor tensor;
     tensor.name = variable.name;
@@ -307,7 +308,7 @@ std::string manifestJson(const CheckpointManifest &manifest) {
   // and the data position. Accumulation happens inside a step, so a
   // checkpoint is always at a micro-batch boundary.
   json["data"] = {{"seed", manifest.seed},
-                  {"next_step", manifest.step},
+                  {"next_step", manifest.dataNextStep},
                   {"micro_batch", 0}};
   Json files = Json::array();
   for (const CheckpointFile &file : manifest.files)
@@ -375,8 +376,9 @@ CheckpointManifest parseManifest(const std::string &text,
   if (!seed.is_number_unsigned())
     dataIn.fail("seed", "expected a non-negative integer");
   manifest.seed = seed.get<uint64_t>();
-  if (dataIn.integer(data, "next_step", 0, INT64_MAX) != manifest.step)
-    dataIn.fail("next_step", "differs from step");
+  manifest.dataNextStep = dataIn.integer(data, "next_step", 0, INT64_MAX);
+  if (manifest.dataNextStep < manifest.step)
+    dataIn.fail("next_step", "is less than step (every update read a row)");
 
   std::set<int> fileRanks;
   const Json &files = in.array(json, "files");

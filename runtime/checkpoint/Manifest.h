@@ -66,6 +66,9 @@ struct CheckpointManifest {
   /// Synthetic data and initial values are counter-based functions of the
   /// seed and the step, so the seed and `step` are the whole random state.
   uint64_t seed = 0;
+  /// Data rows read (`data.next_step`): `step` plus the steps skipped for a
+  /// loss that was not finite, which read a row but made no update.
+  int64_t dataNextStep = 0;
   std::vector<CheckpointTensor> tensors;
   std::vector<CheckpointFile> files;
 

@@ -351,7 +351,8 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
                          std::to_string(manifest.seed) +
                          " (the data would not continue where it stopped)");
     seed = manifest.seed;
-    result.firstStep = manifest.step;
+    // Steps skipped for a non-finite loss read their rows too.
+    result.firstStep = manifest.dataNextStep;
     if (reporter && options.progress)
       progress << "resumed from " << *options.resumeDir << " at step "
                << manifest.step << " (saved on " << manifest.world
@@ -400,10 +401,9 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
     result.cudaGraph = session.cudaGraphStatus();
     result.multiTensor = session.multiTensorStatus();
     bool last = step + 1 == options.steps;
-    // A skipped step leaves the state of the last checkpoint.
-    bool saved = !result.checkpoints.empty() &&
-                 result.checkpoints.back().step == session.stepsRun();
-    if (options.checkpointDir && !(skipped && saved) &&
+    // The last step saves even when skipped: the state is the last
+    // checkpoint's, but the data position (rows read) has moved on.
+    if (options.checkpointDir &&
         (last || (!skipped && options.checkpointEvery > 0 &&
                   session.stepsRun() % options.checkpointEvery == 0)))
       saveCheckpoint(session, options, seed, reporter, progress, result);

@@ -238,6 +238,7 @@ double TrainingSession::step(
   if (restoreOnSkip)
     before = copyVariables();
   double loss = runProgram(globalInputs, stepNumber);
+  ++batches;
   if (skipNonfinite && !std::isfinite(loss)) {
     if (restoreOnSkip)
       restoreVariables(before);
@@ -484,6 +485,7 @@ std::string TrainingSession::saveCheckpoint(const std::string &directory,
   std::string path;
   if (reporter) {
     CheckpointManifest manifest = manifestOfPlan(thePlan, steps, seed);
+    manifest.dataNextStep = batches;
     for (CheckpointFile &file : manifest.files) {
       file.bytes = digests[file.rank].bytes;
       file.crc32 = digests[file.rank].crc32;
@@ -566,6 +568,7 @@ CheckpointManifest TrainingSession::loadCheckpoint(const std::string &path,
   if (stats)
     *stats = total;
   steps = checkpoint.manifest.step;
+  batches = checkpoint.manifest.dataNextStep;
   return checkpoint.manifest;
 }
 

@@ -93,6 +93,9 @@ public:
   const std::string &lastSkip() const { return skipReason; }
   /// Steps skipped so far.
   int64_t stepsSkipped() const { return skippedSteps; }
+  /// Batches read, skipped steps' included: the data position a checkpoint
+  /// records (its `data.next_step`), which a resumed run reads on from.
+  int64_t batchesRead() const { return batches; }
 
   /// Runs an inference plan once on `globalInputs` and returns its outputs,
   /// whole (docs/runtime.md#inference-plans). The step count is unchanged.
@@ -183,6 +186,7 @@ private:
   std::vector<std::unique_ptr<Executor>> executors;
   std::vector<RankRecord> rankRecords;
   int64_t steps = 0;
+  int64_t batches = 0;
   int64_t evaluations = 0;
   bool skipNonfinite = false;
   bool restoreOnSkip = false;

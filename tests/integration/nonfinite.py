@@ -204,6 +204,29 @@ def main():
         np.load(os.path.join(clean, n)).tobytes() for n in names),
           "--skip-nonfinite-steps: the parameters equal those of a run "
           "without the skipped row, bit for bit")
+    # Interrupted right after the skipped step and resumed: the checkpoint
+    # records the rows read (data.next_step 2) apart from the updates
+    # (step 1), and the resumed run reads on from row 2, ending with the
+    # uninterrupted run's parameters.
+    ck = os.path.join(work, "skip_ck")
+    result = run(zero_run, mlp, "--steps", "2", "--data", big,
+                 "--skip-nonfinite-steps", "--checkpoint-dir", ck, "--quiet")
+    check(result.returncode == 0, "--skip-nonfinite-steps with "
+          "--checkpoint-dir (%s)" % result.stderr.strip())
+    with open(os.path.join(ck, "step-00000001", "manifest.json")) as file:
+        data = json.load(file)
+    check(data["step"] == 1 and data["data"]["next_step"] == 2,
+          "the checkpoint after a skipped step: step 1, data.next_step 2 "
+          "(%r, %r)" % (data["step"], data["data"]))
+    resumed = os.path.join(work, "skip_resumed")
+    result = run(zero_run, mlp, "--steps", "1", "--data", big, "--resume",
+                 ck, "--save", resumed, "--quiet")
+    check(result.returncode == 0 and sorted(os.listdir(resumed)) == names and
+          all(np.load(os.path.join(resumed, n)).tobytes() ==
+              np.load(os.path.join(skipped, n)).tobytes() for n in names),
+          "resumed after a skipped step: the uninterrupted run's "
+          "parameters, bit for bit (%s)" % result.stderr.strip())
+
     # Every step overflowing: the saved parameters are the initial ones.
     for name, flags in [("in process", []),
                         ("over MPI", ["--backend", "mpi", "--ranks", "2"])]:

@@ -282,8 +282,9 @@ TEST(ManifestParser, NamesTheBadTopLevelField) {
             "m.json: data.seed: missing");
   EXPECT_EQ(errorAfter([](Json &j) { j["data"]["seed"] = -1; }),
             "m.json: data.seed: expected a non-negative integer");
-  EXPECT_EQ(errorAfter([](Json &j) { j["data"]["next_step"] = 8; }),
-            "m.json: data.next_step: differs from step");
+  EXPECT_EQ(errorAfter([](Json &j) { j["data"]["next_step"] = 6; }),
+            "m.json: data.next_step: is less than step (every update read a "
+            "row)");
   EXPECT_EQ(errorAfter([](Json &j) { j["data"]["next_step"] = "7"; }),
             "m.json: data.next_step: expected an integer");
 }
