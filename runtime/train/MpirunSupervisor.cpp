@@ -12,14 +12,13 @@
 #include "runtime/train/MpirunSupervisor.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/core/ProcessTable.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <poll.h>
@@ -48,28 +47,9 @@ extern "C" void onSignal(int signal) {
 std::vector<pid_t> descendantsOf(pid_t root) {
   std::multimap<pid_t, pid_t> children;
   std::map<pid_t, char> states;
-  if (DIR *proc = ::opendir("/proc")) {
-    while (dirent *entry = ::readdir(proc)) {
-      char *end = nullptr;
-      long pid = std::strtol(entry->d_name, &end, 10);
-      if (pid <= 0 || *end != '\0')
-        continue;
-      std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
-      std::string text((std::istreambuf_iterator<char>(stat)),
-                       std::istreambuf_iterator<char>());
-      // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-      size_t close = text.rfind(')');
-      if (close == std::string::npos)
-        continue;
-      char state = 0;
-      long parent = 0;
-      if (std::sscanf(text.c_str() + close + 1, " %c %ld", &state, &parent) ==
-          2) {
-        children.emplace(static_cast<pid_t>(parent), static_cast<pid_t>(pid));
-        states[static_cast<pid_t>(pid)] = state;
-      }
-    }
-    ::closedir(proc);
+  for (const ProcessEntry &process : listProcesses()) {
+    children.emplace(process.parent, process.pid);
+    states[process.pid] = process.state;
   }
   std::vector<pid_t> found;
   std::vector<pid_t> queue = {root};
