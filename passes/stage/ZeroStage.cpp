@@ -379,15 +379,17 @@ LogicalResult StageRewriter::run() {
   if (micsShardSize < 0 || hpzPartitionSize < 0)
     return func.emitError("zero-stage: mics-shard-size and "
                           "hpz-partition-size must be non-negative");
-  // This pass alone decides what is split; a variable captured split would
-  // reach the rewrite with casts where it expects variables (and at stage 0
-  // leave rank-dependent B -> P casts a plan cannot run).
+  // At stage 0 a variable captured split is the user's layout (tensor
+  // parallelism, docs/design.md#tensor-parallelism): every op computes on
+  // it by its SBP signatures, and the update on each rank's part. Stages
+  // 1-3 partition Broadcast variables; a captured split would reach the
+  // rewrite with casts where it expects variables.
   for (auto variable : func.getOps<nn::VariableOp>()) {
     GlobalTensorAttr encoding =
         getGlobalEncoding(variable.getResult().getType());
-    if (!encoding || llvm::all_of(encoding.getSbp(), [](SbpAttr sbp) {
-          return sbp.isBroadcast();
-        }))
+    if (stage == 0 || !encoding ||
+        llvm::all_of(encoding.getSbp(),
+                     [](SbpAttr sbp) { return sbp.isBroadcast(); }))
       continue;
     std::string sbp;
     llvm::raw_string_ostream os(sbp);
@@ -396,8 +398,9 @@ LogicalResult StageRewriter::run() {
     return variable.emitError("zero-stage: ")
            << stringifyRole(variable.getRole()) << " variable '"
            << variable.getName() << "' is captured [" << sbp
-           << "]; variables must be captured Broadcast (B on every axis): "
-              "ZeRO splits them";
+           << "]; at stages 1-3 variables must be captured Broadcast (B "
+              "on every axis): ZeRO splits them (a layout split for model "
+              "parallelism trains at stage 0)";
   }
   func->setAttr(kStageAttr, builder.getI64IntegerAttr(stage));
   if (stage == 0)
