@@ -198,6 +198,11 @@ def test_device_options_reach_the_report(tmp_path):
      "--checkpoint-dir data/ck is inside --data data"),
     (["--backend", "mpi", "-n", "2", "--hostfile", "hosts", "--report-file",
       "hosts"], "--report-file hosts and --hostfile hosts are the same path"),
+    # Under MPI rank r > 0 writes its timeline to <--trace>.rank<r>.
+    (["--backend", "mpi", "-n", "3", "--trace", "t.json", "--report-file",
+      "t.json.rank2"],
+     "--report-file t.json.rank2 and --trace (rank 2) t.json.rank2 are the "
+     "same path"),
 ], ids=lambda value: value if isinstance(value, str) else None)
 def test_overlapping_outputs_are_one_line(args, message):
     assert run("m.zplan", "--steps=1", *args) == (

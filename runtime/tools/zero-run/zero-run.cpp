@@ -221,6 +221,11 @@ void checkPathsApart(const CommandLine &line) {
       {"--outputs", options.outputsDir},
       {"--report-file", line.reportFile},
       {"--trace", options.tracePath}};
+  // Under MPI every rank but 0 writes its timeline next to --trace.
+  if (options.tracePath && options.backend == "mpi")
+    for (int rank = 1; rank < options.ranks; ++rank)
+      outputs.push_back({"--trace (rank " + std::to_string(rank) + ")",
+                         *options.tracePath + ".rank" + std::to_string(rank)});
   tools::checkOutputsApart(outputs, {{"the plan", options.planPath},
                                      {"--init", options.initDir},
                                      {"--data", options.dataDir},
