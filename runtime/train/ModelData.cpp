@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace zerosbp::runtime {
 
@@ -111,12 +112,19 @@ InputFeed::InputFeed(const Plan &plan,
   integerBound.assign(plan.inputs.size(), std::numeric_limits<int64_t>::max());
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     // Reshapes have no instruction: a view of the input shares its bytes.
+    // A layout that splits the input further (a model axis slicing the
+    // labels) reads it through the slice's result.
     const PlanValue &input = plan.values[plan.inputs[i].value];
+    std::set<int> slices;
     auto readsInput = [&](int id) {
       const PlanValue &value = plan.values[id];
-      return value.buffer == input.buffer && value.offset == input.offset;
+      return (value.buffer == input.buffer && value.offset == input.offset) ||
+             slices.count(id);
     };
     for (const Instruction &instruction : plan.instructions) {
+      if (instruction.op == "shard.all_slice" &&
+          readsInput(instruction.operands[0]))
+        slices.insert(instruction.results[0]);
       if (instruction.kind != InstructionKind::Kernel ||
           instruction.operands.size() < 2 ||
           !readsInput(instruction.operands[1]))

@@ -16,6 +16,7 @@ over the data axis. With the same initial values and data:
   rank's gradients and of the loss: 2 (dp-1)/dp x 4 (Ψ_rank + 1) bytes,
   Ψ_rank the parameter elements a rank holds (split ones 1/tp); the model
   axis (axis 1) sends what the layout needs (gathers, reductions);
+* synthetic data (no --data) is the same at every layout;
 * a checkpoint saved at (2, 2) resumes at dp = 4 with ZeRO-2 and at
   (1, 4), continuing the uninterrupted losses;
 * stages 1-3 refuse a captured split in one line.
@@ -125,11 +126,11 @@ def main():
                       "-o", plan, "--report=none"])
         return plan, result
 
-    def train(plan, *flags, steps=STEPS):
+    def train(plan, *flags, steps=STEPS, synthetic=False):
         report = os.path.join(work, "report.json")
+        source = [] if synthetic else ["--data", data]
         result = run([zero_run, plan, "--ranks", "4", "--steps", str(steps),
-                      "--data", data, "--quiet", "--report-file", report,
-                      *flags])
+                      *source, "--quiet", "--report-file", report, *flags])
         if result.returncode != 0:
             return None, result.stderr.strip()
         with open(report) as file:
@@ -163,6 +164,17 @@ def main():
                   "(%d, %d) %s: bytes per rank and step by axis %s; the data "
                   "axis sends %g, the gradients' and the loss's all-reduce"
                   % (dp, tp, precision, axes, expected))
+
+    # Synthetic data is the same whatever the layout: the labels' bound is
+    # the class count, read through the model axis's slice of them.
+    flat_synthetic, _ = train(plans[(4, 1, "fp32")], "--init", init,
+                              synthetic=True)
+    tp_synthetic, error = train(plans[(2, 2, "fp32")], "--init", init,
+                                synthetic=True)
+    check(flat_synthetic is not None and tp_synthetic is not None and
+          max_rel(tp_synthetic["losses"], flat_synthetic["losses"]) <=
+          FP32_RTOL, "(2, 2) on synthetic data: the dp = 4 losses (%s)" %
+          (tp_synthetic["losses"] if tp_synthetic else error))
 
     # Over MPI: the in-process losses bit for bit.
     plan = plans[(2, 2, "fp32")]
