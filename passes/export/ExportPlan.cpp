@@ -287,7 +287,7 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
     });
     return success();
   }
-  bool known = isa<shard::AllSliceOp>(op) ||
+  bool known = isa<shard::AllSliceOp, ToPartialOp>(op) ||
                (op.getDialect() && isa<nn::NNDialect>(op.getDialect()));
   if (!known)
     return op.emitOpError("zero-export-plan: the runtime has no instruction "

@@ -76,7 +76,6 @@ private:
   void lowerCast(CastOp cast);
   Value lowerStep(const BoxingStep &step, Value value, PlacementAttr placement,
                   Location loc);
-  Value axisIndex(PlacementAttr placement, int64_t axis, Location loc);
   Value zeros(RankedTensorType type, Location loc);
   FlatSymbolRefAttr gridOf(PlacementAttr placement);
   RankedTensorType localType(Value value);
@@ -394,18 +393,6 @@ Value Partitioner::zeros(RankedTensorType type, Location loc) {
   return fill;
 }
 
-/// This rank's index along hierarchy axis `axis` (SPMD).
-Value Partitioner::axisIndex(PlacementAttr placement, int64_t axis,
-                             Location loc) {
-  FlatSymbolRefAttr grid = gridOf(placement);
-  if (placement.getNumHierarchyAxes() == 1)
-    return shard::ProcessLinearIndexOp::create(builder, loc, grid.getValue());
-  return shard::ProcessMultiIndexOp::create(
-             builder, loc, grid.getValue(),
-             ArrayRef<shard::GridAxis>{static_cast<shard::GridAxis>(axis)})
-      .getResult()[0];
-}
-
 static shard::ReductionKindAttr reductionOf(OpBuilder &builder, SbpAttr sbp) {
   return shard::ReductionKindAttr::get(builder.getContext(),
                                        sbp.getReduce() == ReduceKind::max
@@ -463,12 +450,9 @@ Value Partitioner::lowerStep(const BoxingStep &step, Value value,
     // Under sum, rank 0 of the axis keeps the value and the others zero.
     if (!isSpmd())
       return at[step.axis] == 0 ? value : zeros(step.result, loc);
-    Value index = axisIndex(placement, step.axis, loc);
-    Value first =
-        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, index,
-                              arith::ConstantIndexOp::create(builder, loc, 0));
-    return arith::SelectOp::create(builder, loc, first, value,
-                                   zeros(step.result, loc));
+    return ToPartialOp::create(builder, loc, step.result, value,
+                               builder.getI64IntegerAttr(step.axis),
+                               /*split_axis=*/nullptr);
   }
 
   // S(d) -> P(sum): the local part in place, zeros around it.
@@ -485,19 +469,9 @@ Value Partitioner::lowerStep(const BoxingStep &step, Value value,
                              builder.getDenseI64ArrayAttr(low),
                              builder.getDenseI64ArrayAttr(high));
   }
-  Value offset = arith::MulIOp::create(
-      builder, loc, axisIndex(placement, step.axis, loc),
-      arith::ConstantIndexOp::create(builder, loc, local));
-  SmallVector<OpFoldResult> offsets(step.input.getRank(),
-                                    builder.getIndexAttr(0));
-  offsets[dim] = offset;
-  SmallVector<OpFoldResult> sizes, strides;
-  for (int64_t size : step.input.getShape()) {
-    sizes.push_back(builder.getIndexAttr(size));
-    strides.push_back(builder.getIndexAttr(1));
-  }
-  return tensor::InsertSliceOp::create(
-      builder, loc, value, zeros(step.result, loc), offsets, sizes, strides);
+  return ToPartialOp::create(builder, loc, step.result, value,
+                             builder.getI64IntegerAttr(step.axis),
+                             builder.getI64IntegerAttr(dim));
 }
 
 void Partitioner::lowerCast(CastOp cast) {

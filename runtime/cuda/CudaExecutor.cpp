@@ -653,6 +653,10 @@ void CudaExecutor::enqueue(size_t index) {
                                   transferDone[instruction.transfer].get(false),
                                   0));
     break;
+  case InstructionKind::ToPartial:
+    runToPartial(instruction, thePlan, myRank, entry.operands[0],
+                 entry.results[0], *computeMemory);
+    break;
   case InstructionKind::AllSlice:
     runAllSlice(instruction, thePlan, myRank, entry.operands[0],
                 entry.results[0], *computeMemory);

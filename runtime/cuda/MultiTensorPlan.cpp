@@ -24,6 +24,7 @@ bool movableInSegment(const Plan &plan,
            !gpu::checksDeviceData(instruction.op) &&
            !(checkGradients && !entry.updatedParameter.empty());
   case InstructionKind::AllSlice:
+  case InstructionKind::ToPartial:
   case InstructionKind::Copy:
     return true;
   default:

@@ -17,6 +17,11 @@ void StreamMemory::copy(void *dst, const void *src, size_t bytes) {
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
 }
 
+void StreamMemory::zero(void *dst, size_t bytes) {
+  if (bytes)
+    checkCuda("collective zero", cudaMemsetAsync(dst, 0, bytes, stream));
+}
+
 void StreamMemory::copyRows(void *dst, size_t dstPitch, const void *src,
                             size_t srcPitch, size_t rowBytes, size_t rows) {
   if (rowBytes && rows)

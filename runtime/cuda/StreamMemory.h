@@ -24,6 +24,8 @@ public:
   void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
                 size_t rowBytes, size_t rows) override;
   /// The device's stream-ordered pool (cudaMallocAsync / cudaFreeAsync).
+  /// cudaMemsetAsync.
+  void zero(void *dst, size_t bytes) override;
   void *allocate(size_t bytes) override;
   void release(void *scratch) override;
 

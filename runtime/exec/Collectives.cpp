@@ -40,6 +40,7 @@ public:
                    static_cast<const unsigned char *>(src) + row * srcPitch,
                    rowBytes);
   }
+  void zero(void *dst, size_t bytes) override { std::memset(dst, 0, bytes); }
   void *allocate(size_t bytes) override {
     Cache &cache = threadCache();
     if (!cache.inUse && cache.bytes >= bytes && cache.block) {
@@ -359,6 +360,44 @@ void runAllSlice(const Instruction &instruction, const Plan &plan, int rank,
   memory.copyRows(bytesOf(result), rowBytes,
                   bytesOf(operand) + begin * in.inner * elementBytes,
                   in.dim * in.inner * elementBytes, rowBytes, in.outer);
+}
+
+void runToPartial(const Instruction &instruction, const Plan &plan, int rank,
+                  const TensorRef &operand, const TensorRef &result,
+                  CollectiveMemory &memory) {
+  int64_t gridAxis = instruction.attrs.getInt("grid_axis");
+  std::vector<int64_t> coords = plan.coordinates(rank);
+  if (gridAxis < 0 || gridAxis >= static_cast<int64_t>(coords.size()))
+    throw RuntimeError("sbp.to_partial: grid axis out of range");
+  int64_t index = coords[gridAxis], parts = plan.hierarchy[gridAxis];
+  size_t elementBytes = dtypeBytes(operand.dtype);
+  if (!instruction.attrs.has("split_axis")) {
+    if (result.numel() != operand.numel())
+      throw RuntimeError("sbp.to_partial: the result must be the operand's "
+                         "size");
+    if (index == 0)
+      memory.copy(bytesOf(result), bytesOf(operand),
+                  operand.numel() * elementBytes);
+    else
+      memory.zero(bytesOf(result), result.numel() * elementBytes);
+    return;
+  }
+  int axis = static_cast<int>(instruction.attrs.getInt("split_axis"));
+  if (axis < 0 || axis >= result.rank())
+    throw RuntimeError("sbp.to_partial: split_axis out of range");
+  AxisView out(result.shape, axis);
+  int64_t base = out.dim / parts, extra = out.dim % parts;
+  int64_t size = base + (index < extra ? 1 : 0);
+  int64_t begin = index * base + std::min(index, extra);
+  if (operand.shape[axis] != size ||
+      operand.numel() != out.outer * size * out.inner)
+    throw RuntimeError("sbp.to_partial: operand shape does not match part " +
+                       std::to_string(index) + " of " + std::to_string(parts));
+  memory.zero(bytesOf(result), result.numel() * elementBytes);
+  size_t rowBytes = size * out.inner * elementBytes;
+  memory.copyRows(bytesOf(result) + begin * out.inner * elementBytes,
+                  out.dim * out.inner * elementBytes, bytesOf(operand),
+                  rowBytes, rowBytes, out.outer);
 }
 
 } // namespace zerosbp::runtime

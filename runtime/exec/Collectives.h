@@ -22,6 +22,8 @@ public:
   /// Copies `rows` rows of `rowBytes`, `srcPitch` and `dstPitch` bytes apart.
   virtual void copyRows(void *dst, size_t dstPitch, const void *src,
                         size_t srcPitch, size_t rowBytes, size_t rows) = 0;
+  /// Sets `bytes` bytes at `dst` to zero.
+  virtual void zero(void *dst, size_t bytes) = 0;
   /// Scratch bytes that stay valid until release(), which the collective
   /// calls once its last use of them has been issued.
   virtual void *allocate(size_t bytes) = 0;
@@ -39,6 +41,13 @@ void runCollective(const Instruction &instruction,
                    const std::vector<TensorRef> &results, void *staging,
                    CommGroup &group, Communicator &comm,
                    CollectiveMemory &memory = hostCollectiveMemory());
+
+/// sbp.to_partial: this rank's share of a partial sum over `grid_axis`:
+/// the operand on coordinate 0 and zeros elsewhere, or with `split_axis`
+/// the operand placed at the rank's block of that dim, zeros around it.
+void runToPartial(const Instruction &instruction, const Plan &plan, int rank,
+                  const TensorRef &operand, const TensorRef &result,
+                  CollectiveMemory &memory = hostCollectiveMemory());
 
 /// shard.all_slice: this rank's balanced part of `slice_axis`, indexed by
 /// its coordinates on `grid_axes`.

@@ -205,6 +205,10 @@ void RankExecutor::execute(size_t index) {
   case InstructionKind::Kernel:
     kernels[index](attrs[index], entry.operands, entry.results);
     break;
+  case InstructionKind::ToPartial:
+    runToPartial(instruction, thePlan, myRank, entry.operands[0],
+                 entry.results[0]);
+    break;
   case InstructionKind::AllSlice:
     runAllSlice(instruction, thePlan, myRank, entry.operands[0],
                 entry.results[0]);

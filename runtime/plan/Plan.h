@@ -121,6 +121,7 @@ struct Segment {
 enum class InstructionKind {
   Kernel,
   AllSlice,
+  ToPartial,
   CollectiveStart,
   CollectiveWait,
   Copy,

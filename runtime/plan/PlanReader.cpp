@@ -586,6 +586,10 @@ private:
                 plan.values[plan.variables[instruction.variableIndex].value]
                     .bytes())
           item.fail("a copy takes one operand the size of its variable");
+      } else if (op == "sbp.to_partial") {
+        instruction.kind = InstructionKind::ToPartial;
+        if (instruction.operands.size() != 1 || instruction.results.size() != 1)
+          item.fail("sbp.to_partial takes one operand and one result");
       } else if (op == "shard.all_slice") {
         instruction.kind = InstructionKind::AllSlice;
         if (instruction.operands.size() != 1 || instruction.results.size() != 1)

@@ -80,6 +80,7 @@ public:
       switch (instruction.kind) {
       case InstructionKind::Kernel:
       case InstructionKind::AllSlice:
+      case InstructionKind::ToPartial:
       case InstructionKind::Copy:
         compute(instruction);
         break;

@@ -128,9 +128,16 @@ static void matmulEpilogueSignatures(Signatures &sig, bool transposeLhs,
   sig.add({sig.b(), sig.b(), sig.b()}, {sig.b()});
 }
 
+/// Without GELU the sum distributes: a contraction split gives partial
+/// products, and the bias, as P(sum), is added once over the ranks (the
+/// row-parallel layer of docs/design.md#tensor-parallelism).
 void MatmulBiasOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   Signatures sig(*this, out);
   matmulEpilogueSignatures(sig, getTransposeLhs(), getTransposeRhs());
+  int64_t lhsK = getTransposeLhs() ? 0 : 1;
+  int64_t rhsK = getTransposeRhs() ? 1 : 0;
+  sig.add({sig.s(lhsK), sig.s(rhsK), sig.p()}, {sig.p()});
+  sig.add({sig.p(), sig.b(), sig.p()}, {sig.p()});
 }
 
 void MatmulBiasGeluOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {

@@ -64,6 +64,30 @@ GlobalTensorAttr CastOp::getTargetEncoding() {
   return getGlobalEncoding(getResult().getType());
 }
 
+LogicalResult ToPartialOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (getGridAxis() < 0)
+    return emitOpError("grid_axis must be non-negative, got ") << getGridAxis();
+  if (input.getElementType() != result.getElementType() ||
+      input.getRank() != result.getRank())
+    return emitOpError("result must have the input's element type and rank");
+  std::optional<int64_t> split = getSplitAxis();
+  if (split && (*split < 0 || *split >= input.getRank()))
+    return emitOpError("split_axis ")
+           << *split << " is out of range for rank " << input.getRank();
+  for (int64_t dim = 0; dim < input.getRank(); ++dim) {
+    bool grows = split && dim == *split;
+    if (grows ? input.getDimSize(dim) > result.getDimSize(dim)
+              : input.getDimSize(dim) != result.getDimSize(dim))
+      return emitOpError("result dim ")
+             << dim << " must " << (grows ? "hold" : "equal")
+             << " the input's (" << input.getDimSize(dim) << "), got "
+             << result.getDimSize(dim);
+  }
+  return success();
+}
+
 LogicalResult CastOp::verify() {
   auto sourceType = getInput().getType();
   auto targetType = getResult().getType();

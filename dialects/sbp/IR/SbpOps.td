@@ -144,4 +144,30 @@ def Sbp_TransferWaitOp : Sbp_Op<"transfer_wait", [
   }];
 }
 
+def Sbp_ToPartialOp : Sbp_Op<"to_partial", [Pure]> {
+  let summary = "this rank's share of a partial sum over one hierarchy axis";
+  let description = [{
+    The SPMD lowering of a cast to `P(sum)` on hierarchy axis `grid_axis`
+    of the graph's placement, per rank:
+    - without `split_axis` (from `B`): the rank at coordinate 0 of the axis
+      holds the value and the others zeros, so the sum over the axis is
+      the value once;
+    - with `split_axis` d (from `S(d)`): the full-size tensor of zeros with
+      the rank's part at its block of dim d (balanced parts, larger first).
+
+    ```mlir
+    %p = sbp.to_partial %b on axis 1 : tensor<4xf32> -> tensor<4xf32>
+    %q = sbp.to_partial %s on axis 0 split 1 : tensor<8x2xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$grid_axis,
+                       OptionalAttr<I64Attr>:$split_axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `on` `axis` $grid_axis (`split` $split_axis^)? attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ZEROSBP_DIALECTS_SBP_IR_SBPOPS_TD

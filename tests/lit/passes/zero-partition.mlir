@@ -189,17 +189,9 @@ func.func @boxing(%ps: tensor<8x4xf32, #sbp.global<[P(sum)], #p>>, %pm: tensor<8
 // SPMD-NEXT: %[[R4:.*]] = shard.all_to_all %[[S]] on @cpus4 grid_axes = [0] split_axis = 1 concat_axis = 0 : tensor<2x4xf32> -> tensor<8x1xf32>
 // SPMD-NEXT: %[[R5:.*]] = shard.all_slice %[[B]] on @cpus4 grid_axes = [0] slice_axis = 0 : tensor<8x4xf32> -> tensor<2x4xf32>
 // B -> P(sum): rank 0 keeps the value, the others hold zeros.
-// SPMD-NEXT: %[[I:.*]] = shard.process_linear_index on @cpus4 : index
-// SPMD-NEXT: %[[C0:.*]] = arith.constant 0 : index
-// SPMD-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %[[C0]] : index
-// SPMD-NEXT: %[[ZEROS:.*]] = nn.fill 0.000000e+00 : tensor<8x4xf32>
-// SPMD-NEXT: %[[R6:.*]] = arith.select %[[FIRST]], %[[B]], %[[ZEROS]] : tensor<8x4xf32>
+// SPMD-NEXT: %[[R6:.*]] = sbp.to_partial %[[B]] on axis 0 : tensor<8x4xf32> -> tensor<8x4xf32>
 // S -> P(sum): the local rows in place, zeros around them.
-// SPMD-NEXT: %[[J:.*]] = shard.process_linear_index on @cpus4 : index
-// SPMD-NEXT: %[[C2:.*]] = arith.constant 2 : index
-// SPMD-NEXT: %[[OFF:.*]] = arith.muli %[[J]], %[[C2]] : index
-// SPMD-NEXT: %[[Z:.*]] = nn.fill 0.000000e+00 : tensor<8x4xf32>
-// SPMD-NEXT: %[[R8:.*]] = tensor.insert_slice %[[S]] into %[[Z]][%[[OFF]], 0] [2, 4] [1, 1] : tensor<2x4xf32> into tensor<8x4xf32>
+// SPMD-NEXT: %[[R8:.*]] = sbp.to_partial %[[S]] on axis 0 split 0 : tensor<2x4xf32> -> tensor<8x4xf32>
 // B -> P(max) keeps the value: equal copies reduce to it.
 // SPMD-NEXT: return %[[R0]], %[[R1]], %[[R2]], %[[R3]], %[[R4]], %[[R5]], %[[R6]], %[[B]], %[[R8]] :
 
@@ -227,11 +219,8 @@ func.func @grid_boxing(%s: tensor<8x4xf32, #sbp.global<[S(0), S(0)], #g>>, %b: t
 // GRIDBOX-SAME: %[[S:.*]]: tensor<2x4xf32>, %[[B:.*]]: tensor<8x4xf32>, %[[X:.*]]: tensor<4x2xf32>)
 // GRIDBOX-NEXT: %[[G1:.*]] = shard.all_gather %[[S]] on @cpus4_2x2 grid_axes = [1] gather_axis = 0 : tensor<2x4xf32> -> tensor<4x4xf32>
 // GRIDBOX-NEXT: %[[G0:.*]] = shard.all_gather %[[G1]] on @cpus4_2x2 grid_axes = [0] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
-// GRIDBOX-NEXT: %[[I0:.*]] = shard.process_multi_index on @cpus4_2x2 axes = [0] : index
-// GRIDBOX: arith.cmpi eq, %[[I0]],
-// GRIDBOX: %[[I1:.*]] = shard.process_multi_index on @cpus4_2x2 axes = [1] : index
-// GRIDBOX: arith.cmpi eq, %[[I1]],
-// GRIDBOX: %[[P:.*]] = arith.select
+// GRIDBOX-NEXT: %[[P0:.*]] = sbp.to_partial %[[B]] on axis 0 : tensor<8x4xf32> -> tensor<8x4xf32>
+// GRIDBOX-NEXT: %[[P:.*]] = sbp.to_partial %[[P0]] on axis 1 : tensor<8x4xf32> -> tensor<8x4xf32>
 // GRIDBOX-NEXT: %[[C:.*]] = shard.all_gather %[[X]] on @cpus4_2x2 grid_axes = [1] gather_axis = 1 : tensor<4x2xf32> -> tensor<4x4xf32>
 // GRIDBOX-NEXT: return %[[G0]], %[[P]], %[[C]], %[[X]] :
 

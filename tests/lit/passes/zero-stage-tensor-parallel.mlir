@@ -2,7 +2,8 @@
 // [dp, tp] = [2, 2] placement, variables captured split on the model axis
 // (axis 1) stay split, each rank holding and updating its part, and each
 // gradient is all-reduced over the data axis (axis 0) alone; what the next
-// op cannot read as it is crosses the model axis.
+// op cannot read as it is crosses the model axis: Megatron's column- and
+// row-parallel pair.
 // RUN: zero-opt %s --zero-pipeline='stage=0 world=4 optimizer=sgd' -zero-partition | FileCheck %s
 
 // CHECK: shard.grid @[[GRID:.*]](shape = 2x2)
@@ -11,9 +12,13 @@
 // CHECK-DAG: %[[W2:.*]] = nn.variable "fc2.weight" {{.*}}#sbp.global<[B, S(1)]{{.*}} : tensor<4x4xf32>
 // CHECK-DAG: %[[B2:.*]] = nn.variable "fc2.bias" {{.*}}#sbp.global<[B, B]{{.*}} : tensor<4xf32>
 // The column-parallel layer computes on the rank's columns.
-// CHECK: nn.matmul_bias_gelu %{{.*}}, %[[W1]], %[[B1]] {transpose_rhs} : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
-// The model axis carries the layout's collectives.
-// CHECK: shard.{{all_to_all|all_gather|reduce_scatter|all_reduce}} {{.*}} grid_axes = [1]
+// CHECK: %[[H:.*]], %{{.*}} = nn.matmul_bias_gelu %{{.*}}, %[[W1]], %[[B1]] {transpose_rhs} : (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+// The row-parallel layer reads the columns as they are and gives partial
+// sums; its bias is added once (the first rank of the model axis keeps it).
+// CHECK: %[[B2P:.*]] = sbp.to_partial %[[B2]] on axis 1 : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[Z:.*]] = nn.matmul_bias %[[H]], %[[W2]], %[[B2P]] {transpose_rhs} : (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>) -> tensor<4x4xf32>
+// The model axis reduces the partial sums.
+// CHECK-NEXT: shard.reduce_scatter %[[Z]] on @[[GRID]] grid_axes = [1]
 // Each update reads its gradient all-reduced over the data axis.
 // CHECK: %[[G1:.*]] = shard.all_reduce %{{.*}} on @[[GRID]] grid_axes = [0] : tensor<4x6xf32> -> tensor<4x6xf32>
 // CHECK-NEXT: nn.sgd %[[W1]], %[[G1]] {{.*}} -> tensor<4x6xf32>

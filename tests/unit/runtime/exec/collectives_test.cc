@@ -2,12 +2,14 @@
 //
 // The executor's collectives on shapes the integration tests do not reach
 // (split and gathered axes other than the leading one, all-to-all,
-// multi-segment buckets, shard.all_slice on a 2-D grid) against results
-// worked out here, and shardOf/placeShard against hand-written shards.
+// multi-segment buckets, shard.all_slice and sbp.to_partial on a 2-D grid)
+// against results worked out here, and shardOf/placeShard against
+// hand-written shards.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/InProcessComm.h"
+#include "runtime/core/Error.h"
 #include "runtime/exec/Collectives.h"
 #include "runtime/exec/Distribution.h"
 
@@ -174,6 +176,44 @@ TEST(AllSlice, PartsOfAGridAxis) {
   std::vector<float> first(4);
   runAllSlice(instruction, plan, 2, view(in, {2, 3}), view(first, {2, 2}));
   EXPECT_EQ(first, (std::vector<float>{0, 1, 10, 11}));
+}
+
+TEST(ToPartial, FromBroadcastTheFirstCoordinateKeepsTheValue) {
+  Plan plan;
+  plan.world = 4;
+  plan.hierarchy = {2, 2};
+  Instruction instruction;
+  instruction.attrs.set("grid_axis", int64_t(1));
+  std::vector<float> in = {1, 2, 3};
+  // Ranks 0 and 2 are at coordinate 0 of axis 1; 1 and 3 hold zeros, so
+  // the sum over the axis is the value once.
+  for (int rank = 0; rank < 4; ++rank) {
+    std::vector<float> out(3, -1);
+    runToPartial(instruction, plan, rank, view(in, {3}), view(out, {3}));
+    EXPECT_EQ(out, rank % 2 == 0 ? in : std::vector<float>(3, 0)) << rank;
+  }
+}
+
+TEST(ToPartial, FromSplitThePartAtItsBlock) {
+  Plan plan;
+  plan.world = 4;
+  plan.hierarchy = {2, 2};
+  Instruction instruction;
+  instruction.attrs.set("grid_axis", int64_t(0));
+  instruction.attrs.set("split_axis", int64_t(1));
+  // Three columns over the 2 ranks of axis 0: 2 and 1, larger first. Rank
+  // 3 is at (1, 1): its column goes to column 2.
+  std::vector<float> last = {5, 15}; // 2x1
+  std::vector<float> out(6, -1);
+  runToPartial(instruction, plan, 3, view(last, {2, 1}), view(out, {2, 3}));
+  EXPECT_EQ(out, (std::vector<float>{0, 0, 5, 0, 0, 15}));
+  std::vector<float> first = {1, 2, 11, 12}; // 2x2
+  runToPartial(instruction, plan, 1, view(first, {2, 2}), view(out, {2, 3}));
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 0, 11, 12, 0}));
+  // A part of the wrong size is refused.
+  EXPECT_THROW(runToPartial(instruction, plan, 3, view(first, {2, 2}),
+                            view(out, {2, 3})),
+               RuntimeError);
 }
 
 TEST(Distribution, ShardsOfAFlatPaddedPartition) {
