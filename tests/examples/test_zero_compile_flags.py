@@ -127,7 +127,9 @@ def test_train_batch_size_disagreeing_with_the_flags(tmp_path):
     (["--checkpoint-num-layers", "2"],
      ["--checkpoint-num-layers needs --checkpoint-activations"]),
     (["--model-parallel-size", "2"],
-     ["--model-parallel-size 2: only data parallelism"]),
+     ["--model-parallel-size 2: GPT-2 is built data parallel only (1); a "
+      "captured graph may split its variables on a [data, model] placement "
+      "(docs/design.md#tensor-parallelism)"]),
     (["--deepspeed_config", STAGE1, "--config", STAGE2],
      ["--config and --deepspeed_config", "give one"]),
     (["--deepspeed_config", STAGE1, "--pipeline", "stage=1"],

@@ -202,7 +202,9 @@ static llvm::Error checkMegatronFlags() {
                  "give one");
   if (modelParallelSize != 1)
     return error("--model-parallel-size " + llvm::Twine(modelParallelSize) +
-                 ": only data parallelism is supported (1)");
+                 ": GPT-2 is built data parallel only (1); a captured graph "
+                 "may split its variables on a [data, model] placement "
+                 "(docs/design.md#tensor-parallelism)");
   if (given(checkpointNumLayers) && checkpointNumLayers < 1)
     return error("--checkpoint-num-layers: expected an integer >= 1, got " +
                  llvm::Twine(checkpointNumLayers));
