@@ -564,3 +564,35 @@ func.func @buffer_unknown_role() attributes {b = #sbp.buffer<offset = 0, bytes =
 func.func @buffer_unknown_memory() attributes {b = #sbp.buffer<offset = 0, bytes = 16, live = [0, 1], role = activation, memory = disk>} {
   return
 }
+
+// -----
+
+func.func @to_partial_other_shape(%b: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{'sbp.to_partial' op result dim 0 must equal the input's (4), got 8}}
+  %p = sbp.to_partial %b on axis 0 : tensor<4xf32> -> tensor<8xf32>
+  return %p : tensor<8xf32>
+}
+
+// -----
+
+func.func @to_partial_shrinks(%s: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  // expected-error@+1 {{'sbp.to_partial' op result dim 0 must hold the input's (4), got 2}}
+  %p = sbp.to_partial %s on axis 0 split 0 : tensor<4x4xf32> -> tensor<2x4xf32>
+  return %p : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @to_partial_split_out_of_range(%s: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error@+1 {{'sbp.to_partial' op split_axis 1 is out of range for rank 1}}
+  %p = sbp.to_partial %s on axis 0 split 1 : tensor<4xf32> -> tensor<4xf32>
+  return %p : tensor<4xf32>
+}
+
+// -----
+
+func.func @to_partial_element_type(%b: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error@+1 {{'sbp.to_partial' op result must have the input's element type and rank}}
+  %p = sbp.to_partial %b on axis 0 : tensor<4xf32> -> tensor<4xbf16>
+  return %p : tensor<4xbf16>
+}

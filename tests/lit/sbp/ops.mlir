@@ -467,3 +467,16 @@ func.func @buffers() attributes {
 } {
   return
 }
+
+// -----
+
+// A cast to P(sum) on one hierarchy axis, per rank: from B, and from a
+// split (the rank's part placed in a zero tensor).
+// CHECK-LABEL: func.func @to_partial(
+// CHECK: sbp.to_partial %{{.*}} on axis 1 : tensor<4xf32> -> tensor<4xf32>
+// CHECK: sbp.to_partial %{{.*}} on axis 0 split 0 : tensor<2x4xf32> -> tensor<8x4xf32>
+func.func @to_partial(%b: tensor<4xf32>, %s: tensor<2x4xf32>) -> (tensor<4xf32>, tensor<8x4xf32>) {
+  %p = sbp.to_partial %b on axis 1 : tensor<4xf32> -> tensor<4xf32>
+  %q = sbp.to_partial %s on axis 0 split 0 : tensor<2x4xf32> -> tensor<8x4xf32>
+  return %p, %q : tensor<4xf32>, tensor<8x4xf32>
+}
