@@ -348,9 +348,8 @@ void runAllSlice(const Instruction &instruction, const Plan &plan, int rank,
     index = index * plan.hierarchy[gridAxis] + coords[gridAxis];
   }
   AxisView in(operand.shape, axis);
-  int64_t base = in.dim / parts, extra = in.dim % parts;
-  int64_t size = base + (index < extra ? 1 : 0);
-  int64_t begin = index * base + std::min(index, extra);
+  auto [begin, size] =
+      balancedPart(in.dim, static_cast<int>(parts), static_cast<int>(index));
   if (result.shape[axis] != size ||
       result.numel() != in.outer * size * in.inner)
     throw RuntimeError("shard.all_slice: result shape does not match part " +
@@ -386,9 +385,8 @@ void runToPartial(const Instruction &instruction, const Plan &plan, int rank,
   if (axis < 0 || axis >= result.rank())
     throw RuntimeError("sbp.to_partial: split_axis out of range");
   AxisView out(result.shape, axis);
-  int64_t base = out.dim / parts, extra = out.dim % parts;
-  int64_t size = base + (index < extra ? 1 : 0);
-  int64_t begin = index * base + std::min(index, extra);
+  auto [begin, size] =
+      balancedPart(out.dim, static_cast<int>(parts), static_cast<int>(index));
   if (operand.shape[axis] != size ||
       operand.numel() != out.outer * size * out.inner)
     throw RuntimeError("sbp.to_partial: operand shape does not match part " +
