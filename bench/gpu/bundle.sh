@@ -226,7 +226,7 @@ fi
 # --- scripts ----------------------------------------------------------------
 cp bench/gpu/gpu_bench.py bench/gpu/on_gpu.sh bench/pytorch/torch_gpt2.py \
   bench/pytorch/char_case.py "$OUT/scripts/"
-for check in cuda_training_check.py cuda_graph_check.py \
+for check in gpu_checks.py cuda_training_check.py cuda_graph_check.py \
     cuda_multi_tensor_check.py; do
   if [ -f tests/gpu/$check ]; then
     cp tests/gpu/$check "$OUT/scripts/"

@@ -33,12 +33,12 @@ Usage:
 """
 
 import argparse
-import filecmp
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from gpu_checks import check, failures, no_device, run, same_files
 
 # Relative loss difference allowed between --allow-tf32 and f32 on the tiny
 # GPT-2 over --steps steps: TF32 rounds the products' inputs to 10 mantissa
@@ -48,19 +48,6 @@ TF32_RTOL = 5e-3
 
 PLANS = ["tiny_f32_stage2", "tiny_bf16_stage2", "dropout_mlp_stage2",
          "tiny_f32_stage2_cpu_offload"]
-
-failures = []
-
-
-def check(condition, message):
-    print(("ok:   " if condition else "FAIL: ") + message, flush=True)
-    if not condition:
-        failures.append(message)
-
-
-def run(command, timeout=300):
-    return subprocess.run(command, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def compile_plans(zero_compile, workdir):
@@ -109,24 +96,6 @@ class Runs:
             return None, None, result
         with open(report) as file:
             return json.load(file), params, result.stderr
-
-
-def no_device(result):
-    """The reason when `result` is zero-run's clean no-GPU failure."""
-    lines = result.stderr.strip().splitlines()
-    prefix = "zero-run: rank 0: no CUDA device: "
-    if result.returncode == 1 and len(lines) == 1 and \
-            lines[0].startswith(prefix):
-        return lines[0][len(prefix):]
-    return None
-
-
-def same_files(a, b):
-    names = sorted(os.listdir(a))
-    if names != sorted(os.listdir(b)) or not names:
-        return False
-    match, mismatch, errors = filecmp.cmpfiles(a, b, names, shallow=False)
-    return not mismatch and not errors
 
 
 def graph_lines(stderr):

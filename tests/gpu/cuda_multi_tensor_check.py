@@ -27,12 +27,13 @@ Usage:
 """
 
 import argparse
-import filecmp
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+from gpu_checks import check, failures, no_device, run, same_files
 
 # name: zero-compile flags besides --preset=tiny --world=1; the precision
 # comes from a DeepSpeed config, as bench/gpu/bundle.sh writes it.
@@ -46,19 +47,6 @@ PLANS = {
     "tiny_sgd_stage0": ["--pipeline=stage=0 optimizer=sgd"],
     "tiny_fp16_stage0": ["--config=@fp16_stage0.json"],
 }
-
-failures = []
-
-
-def check(condition, message):
-    print(("ok:   " if condition else "FAIL: ") + message, flush=True)
-    if not condition:
-        failures.append(message)
-
-
-def run(command, timeout=300):
-    return subprocess.run(command, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def compile_plans(zero_compile, workdir):
@@ -120,24 +108,6 @@ class Runs:
             return None, None, result, tag
         with open(report) as file:
             return json.load(file), params, result.stderr, tag
-
-
-def no_device(result):
-    """The reason when `result` is zero-run's clean no-GPU failure."""
-    lines = result.stderr.strip().splitlines()
-    prefix = "zero-run: rank 0: no CUDA device: "
-    if result.returncode == 1 and len(lines) == 1 and \
-            lines[0].startswith(prefix):
-        return lines[0][len(prefix):]
-    return None
-
-
-def same_files(a, b):
-    names = sorted(os.listdir(a))
-    if names != sorted(os.listdir(b)) or not names:
-        return False
-    match, mismatch, errors = filecmp.cmpfiles(a, b, names, shallow=False)
-    return not mismatch and not errors
 
 
 def check_cpu_flag(runs, name):

@@ -21,22 +21,15 @@ Usage:
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-failures = []
+from gpu_checks import check, failures, no_device, run as run_tool
 
 
-def check(condition, message):
-    print(("ok:   " if condition else "FAIL: ") + message, flush=True)
-    if not condition:
-        failures.append(message)
-
-
-def run(command, timeout=600):
-    return subprocess.run(command, capture_output=True, text=True,
-                          timeout=timeout)
+def run(command):
+    """Training on a device takes longer than the other checks' runs."""
+    return run_tool(command, timeout=600)
 
 
 def compile_plans(zero_compile, workdir):
@@ -88,16 +81,6 @@ def train(zero_run, plan, device, steps, workdir, trace=False):
         return None, result
     with open(report) as file:
         return json.load(file), result
-
-
-def no_device(result):
-    """The reason when `result` is zero-run's clean no-GPU failure."""
-    lines = result.stderr.strip().splitlines()
-    prefix = "zero-run: rank 0: no CUDA device: "
-    if result.returncode == 1 and len(lines) == 1 and \
-            lines[0].startswith(prefix):
-        return lines[0][len(prefix):]
-    return None
 
 
 def compare(name, cpu, cuda, rtol):
