@@ -46,21 +46,6 @@ TEST(CudaKernelRegistry, UnknownOpsHaveNoKernel) {
     EXPECT_EQ(findCudaKernel(op), nullptr) << op;
 }
 
-/// Runs both kernels on the same (host) tensors and expects the same error.
-void expectRejected(std::string_view op, const AttrMap &attrs,
-                    const std::vector<const HostTensor *> &operands,
-                    const std::vector<const HostTensor *> &results) {
-  std::vector<TensorRef> operandRefs, resultRefs;
-  for (const HostTensor *tensor : operands)
-    operandRefs.push_back(tensor->ref);
-  for (const HostTensor *tensor : results)
-    resultRefs.push_back(tensor->ref);
-  CudaContext ctx;
-  std::string message = expectSameError(op, attrs, operandRefs, resultRefs,
-                                        operandRefs, resultRefs, ctx);
-  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-}
-
 TEST(CudaKernelChecks, EveryKernelRejectsACallWithoutTensors) {
   for (std::string_view op : cudaKernelNames())
     expectRejected(op, {}, {}, {});

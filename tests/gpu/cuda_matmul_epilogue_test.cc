@@ -359,22 +359,6 @@ TEST_F(CudaMatmulEpilogue, AlgorithmsAreReusedAndCapturable) {
 // Without a device
 //===----------------------------------------------------------------------===//
 
-/// Both kernels on the same host tensors: the same message, one line.
-void expectRejected(const char *op, const AttrMap &attrs,
-                    const std::vector<const HostTensor *> &operands,
-                    const std::vector<const HostTensor *> &results) {
-  std::vector<TensorRef> operandRefs, resultRefs;
-  for (const HostTensor *tensor : operands)
-    operandRefs.push_back(tensor->ref);
-  for (const HostTensor *tensor : results)
-    resultRefs.push_back(tensor->ref);
-  CudaContext ctx;
-  std::string message = expectSameError(op, attrs, operandRefs, resultRefs,
-                                        operandRefs, resultRefs, ctx);
-  EXPECT_EQ(message.rfind(std::string(op) + ": ", 0), 0u) << message;
-  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-}
-
 TEST(CudaMatmulEpilogueChecks, TheCpuKernelsMessages) {
   HostTensor a = randomTensor(DType::F32, {2, 3}, 1);
   HostTensor b = randomTensor(DType::F32, {3, 5}, 2);
@@ -395,26 +379,28 @@ TEST(CudaMatmulEpilogueChecks, TheCpuKernelsMessages) {
       wrongShape = {&c, &wrong};
       wrongType = {&c, &c16};
     }
-    expectRejected(op, {}, {}, {});
-    expectRejected(op, {}, {&a, &b}, results);
-    expectRejected(op, {}, {&a, &b, &bias}, {&c, &pre, &pre});
-    expectRejected(op, {}, {&a64, &b, &bias}, results);
-    expectRejected(op, {}, {&a, &b16, &bias}, results);
-    expectRejected(op, {}, {&a, &b, &bias}, wrongType);
-    expectRejected(op, {}, {&a3, &b, &bias}, results);
-    expectRejected(op, {}, {&a, &b45, &bias}, results);
-    expectRejected(op, transposes(true, false), {&a, &b, &bias}, results);
-    expectRejected(op, {}, {&a, &b, &bias4}, results);
-    expectRejected(op, {}, {&a, &b, &bias}, wrongShape);
+    expectRejectedNamingOp(op, {}, {}, {});
+    expectRejectedNamingOp(op, {}, {&a, &b}, results);
+    expectRejectedNamingOp(op, {}, {&a, &b, &bias}, {&c, &pre, &pre});
+    expectRejectedNamingOp(op, {}, {&a64, &b, &bias}, results);
+    expectRejectedNamingOp(op, {}, {&a, &b16, &bias}, results);
+    expectRejectedNamingOp(op, {}, {&a, &b, &bias}, wrongType);
+    expectRejectedNamingOp(op, {}, {&a3, &b, &bias}, results);
+    expectRejectedNamingOp(op, {}, {&a, &b45, &bias}, results);
+    expectRejectedNamingOp(op, transposes(true, false), {&a, &b, &bias},
+                           results);
+    expectRejectedNamingOp(op, {}, {&a, &b, &bias4}, results);
+    expectRejectedNamingOp(op, {}, {&a, &b, &bias}, wrongShape);
   }
   // Results over operands, or over each other.
   HostTensor square = randomTensor(DType::F32, {3, 3}, 9);
   HostTensor squareBias = randomTensor(DType::F32, {3}, 10);
   HostTensor out(DType::F32, {3, 3});
-  expectRejected(kBias, {}, {&square, &out, &squareBias}, {&square});
-  expectRejected(kBiasGelu, {}, {&square, &square, &squareBias}, {&out, &out});
-  expectRejected(kBiasGelu, {}, {&square, &square, &squareBias},
-                 {&out, &square});
+  expectRejectedNamingOp(kBias, {}, {&square, &out, &squareBias}, {&square});
+  expectRejectedNamingOp(kBiasGelu, {}, {&square, &square, &squareBias},
+                         {&out, &out});
+  expectRejectedNamingOp(kBiasGelu, {}, {&square, &square, &squareBias},
+                         {&out, &square});
 }
 
 TEST(CudaMatmulEpilogueChecks, WithoutADeviceTheFirstCudaCallFailsNamingTheOp) {

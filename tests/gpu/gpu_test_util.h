@@ -251,6 +251,34 @@ inline std::string expectSameError(std::string_view op, const AttrMap &attrs,
   return cpuMessage;
 }
 
+/// Both kernels on the same host tensors (no device is touched): each
+/// refuses the call with the same message, one line; returns it.
+inline std::string
+expectRejected(std::string_view op, const AttrMap &attrs,
+               const std::vector<const HostTensor *> &operands,
+               const std::vector<const HostTensor *> &results) {
+  std::vector<TensorRef> operandRefs, resultRefs;
+  for (const HostTensor *tensor : operands)
+    operandRefs.push_back(tensor->ref);
+  for (const HostTensor *tensor : results)
+    resultRefs.push_back(tensor->ref);
+  CudaContext ctx;
+  std::string message = expectSameError(op, attrs, operandRefs, resultRefs,
+                                        operandRefs, resultRefs, ctx);
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  return message;
+}
+
+/// expectRejected, for a kernel whose checks begin each message with its
+/// op's name.
+inline void
+expectRejectedNamingOp(std::string_view op, const AttrMap &attrs,
+                       const std::vector<const HostTensor *> &operands,
+                       const std::vector<const HostTensor *> &results) {
+  std::string message = expectRejected(op, attrs, operands, results);
+  EXPECT_EQ(message.rfind(std::string(op) + ": ", 0), 0u) << message;
+}
+
 } // namespace zerosbp::runtime::gputest
 
 #endif // ZEROSBP_TESTS_GPU_GPU_TEST_UTIL_H
