@@ -23,17 +23,6 @@ namespace zerosbp::runtime::gpu {
 
 namespace {
 
-cudaDataType_t cudaType(DType type) {
-  switch (type) {
-  case DType::F16:
-    return CUDA_R_16F;
-  case DType::BF16:
-    return CUDA_R_16BF;
-  default:
-    return CUDA_R_32F;
-  }
-}
-
 void checkCublas(std::string_view op, cublasStatus_t status) {
   if (status == CUBLAS_STATUS_SUCCESS)
     return;
@@ -119,10 +108,10 @@ void runMatmul(std::string_view op, const AttrMap &attrs,
                       handle, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                       transA ? CUBLAS_OP_T : CUBLAS_OP_N, asInt(op, n, "dim"),
                       asInt(op, m, "dim"), asInt(op, k, "dim"), &alpha,
-                      rhsValues.data(), cudaType(inputType), ldb, k * n,
-                      lhsValues.data(), cudaType(inputType), lda, m * k, &beta,
-                      output.data, cudaType(output.dtype), asInt(op, n, "dim"),
-                      m * n, asInt(op, batch, "batch"),
+                      rhsValues.data(), cudaDataTypeOf(inputType), ldb, k * n,
+                      lhsValues.data(), cudaDataTypeOf(inputType), lda, m * k,
+                      &beta, output.data, cudaDataTypeOf(output.dtype),
+                      asInt(op, n, "dim"), m * n, asInt(op, batch, "batch"),
                       tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                       CUBLAS_GEMM_DEFAULT));
   if (directOutput)

@@ -49,17 +49,6 @@ namespace {
 /// fallback).
 bool cublasLtAllowed = true;
 
-cudaDataType_t cudaType(DType type) {
-  switch (type) {
-  case DType::F16:
-    return CUDA_R_16F;
-  case DType::BF16:
-    return CUDA_R_16BF;
-  default:
-    return CUDA_R_32F;
-  }
-}
-
 void checkCublas(std::string_view op, const char *library,
                  cublasStatus_t status) {
   if (status == CUBLAS_STATUS_SUCCESS)
@@ -223,7 +212,7 @@ std::unique_ptr<EpiloguePlan> makePlan(const Problem &p, EpilogueCache &cache) {
   std::string_view op = p.op;
   const checks::MatmulShape &s = p.shape;
   auto plan = std::make_unique<EpiloguePlan>();
-  cudaDataType_t type = cudaType(p.type);
+  cudaDataType_t type = cudaDataTypeOf(p.type);
   checkLt(op, cublasLtMatmulDescCreate(&plan->desc,
                                        p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                               : CUBLAS_COMPUTE_32F,
@@ -329,9 +318,9 @@ void runFallback(const Problem &p, const Tensors &operands,
         cublasGemmEx(ctx.blas(op), s.transposeRhs ? CUBLAS_OP_T : CUBLAS_OP_N,
                      s.transposeLhs ? CUBLAS_OP_T : CUBLAS_OP_N,
                      asInt(op, s.n, "dim"), asInt(op, s.m, "dim"),
-                     asInt(op, s.k, "dim"), &alpha, p.rhs, cudaType(p.type),
-                     ldb, p.lhs, cudaType(p.type), lda, &beta, z.data,
-                     CUDA_R_32F, asInt(op, s.n, "dim"),
+                     asInt(op, s.k, "dim"), &alpha, p.rhs,
+                     cudaDataTypeOf(p.type), ldb, p.lhs, cudaDataTypeOf(p.type),
+                     lda, &beta, z.data, CUDA_R_32F, asInt(op, s.n, "dim"),
                      p.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                      CUBLAS_GEMM_DEFAULT));
   }

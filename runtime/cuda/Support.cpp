@@ -99,4 +99,15 @@ void ResultTarget::finish() {
                                  cudaMemcpyDeviceToDevice, ctx_.stream()));
 }
 
+cudaDataType_t cudaDataTypeOf(DType type) {
+  switch (type) {
+  case DType::F16:
+    return CUDA_R_16F;
+  case DType::BF16:
+    return CUDA_R_16BF;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
 } // namespace zerosbp::runtime::gpu

@@ -18,6 +18,7 @@
 #include "runtime/kernels/StridedDims.h"
 
 #include <cuda_runtime_api.h>
+#include <library_types.h>
 
 #include <cstdint>
 #include <optional>
@@ -72,6 +73,10 @@ void checkLaunch(std::string_view op);
 /// Blocks of `threads` for a grid-stride loop over `n` items, capped so a
 /// launch never exceeds the grid limit.
 unsigned gridFor(int64_t n, int threads);
+
+/// The CUDA library type of a floating `type` (cuBLAS and cuBLASLt
+/// operands): f16, bf16, else f32.
+cudaDataType_t cudaDataTypeOf(DType type);
 
 //===----------------------------------------------------------------------===//
 // Device memory
