@@ -13,7 +13,7 @@
 #ifndef ZEROSBP_RUNTIME_CHECKPOINT_MANIFEST_H
 #define ZEROSBP_RUNTIME_CHECKPOINT_MANIFEST_H
 
-#include "runtime/checkpoint/ShardRuns.h"
+#include "runtime/exec/ShardRuns.h"
 #include "runtime/core/DType.h"
 #include "runtime/plan/Plan.h"
 

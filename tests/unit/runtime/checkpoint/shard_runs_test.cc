@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/checkpoint/ShardRuns.h"
+#include "runtime/exec/ShardRuns.h"
 
 #include "test_plans.h"
 

@@ -10,7 +10,7 @@
 #ifndef ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_PLANS_H
 #define ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_PLANS_H
 
-#include "runtime/checkpoint/ShardRuns.h"
+#include "runtime/exec/ShardRuns.h"
 #include "runtime/core/DType.h"
 #include "runtime/plan/Plan.h"
 

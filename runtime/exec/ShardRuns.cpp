@@ -1,6 +1,6 @@
 //===- ShardRuns.cpp - which model elements a shard holds -----------------===//
 
-#include "runtime/checkpoint/ShardRuns.h"
+#include "runtime/exec/ShardRuns.h"
 
 #include "runtime/exec/Distribution.h"
 

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ZEROSBP_RUNTIME_CHECKPOINT_SHARDRUNS_H
-#define ZEROSBP_RUNTIME_CHECKPOINT_SHARDRUNS_H
+#ifndef ZEROSBP_RUNTIME_EXEC_SHARDRUNS_H
+#define ZEROSBP_RUNTIME_EXEC_SHARDRUNS_H
 
 #include "runtime/plan/Plan.h"
 
@@ -64,4 +64,4 @@ ShardLayout layoutOf(const PlanVariable &variable);
 
 } // namespace zerosbp::runtime
 
-#endif // ZEROSBP_RUNTIME_CHECKPOINT_SHARDRUNS_H
+#endif // ZEROSBP_RUNTIME_EXEC_SHARDRUNS_H
