@@ -96,6 +96,19 @@ struct DistributedTensor {
   std::vector<DimRange> shard(int rank) const;
 };
 
+/// Where a flat ZeRO partition of a variable that tensor parallelism splits
+/// comes from (docs/plan-format.md#variables-and-inputs): its global tensor
+/// is [P, N] with P = hierarchy[axis], and row t is part t of the model
+/// tensor along dim `dim`, flattened and zero-padded to N.
+struct ModelSplit {
+  int axis = 0; // The hierarchy axis (the model axis).
+  int dim = 0;  // The model tensor's dim it splits.
+  bool operator==(const ModelSplit &other) const {
+    return axis == other.axis && dim == other.dim;
+  }
+  bool operator!=(const ModelSplit &other) const { return !(*this == other); }
+};
+
 struct PlanVariable : DistributedTensor {
   Role role = Role::Param;
   std::string init = "zeros";
@@ -104,6 +117,8 @@ struct PlanVariable : DistributedTensor {
   /// The model tensor's shape when the variable is a flat, padded ZeRO
   /// partition of it.
   std::optional<std::vector<int64_t>> logicalShape;
+  /// With logicalShape: the partition is split along a model dim first.
+  std::optional<ModelSplit> modelSplit;
   std::optional<std::string> copyOf;
   /// The model tensor's shape: logicalShape, else globalShape.
   const std::vector<int64_t> &modelShape() const {

@@ -4,7 +4,8 @@
 // local elements in row-major order, each mapped to its model element), and
 // runOverlaps against copying a tensor element by element from one random
 // layout (boxes split along random dims, replicas, flat padded partitions
-// of random world sizes) to another.
+// of random world sizes, flat partitions split along a model dim first) to
+// another.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,16 +49,16 @@ std::vector<int64_t> modelIndicesOfRuns(const ShardLayout &layout,
     for (int64_t k = 0; k < run.length; ++k)
       model[run.local + k] = run.model + k;
   }
-  if (!runs.empty())
-    EXPECT_EQ(shardRunCount(layout, ranges), static_cast<int64_t>(runs.size()));
-  else
-    EXPECT_GE(shardRunCount(layout, ranges), 0);
+  EXPECT_EQ(shardRunCount(layout, ranges), static_cast<int64_t>(runs.size()));
   return model;
 }
 
 std::string describe(const ShardLayout &layout,
                      const std::vector<DimRange> &ranges) {
   std::string text = layout.flat ? "flat model (" : "model (";
+  if (layout.modelSplit)
+    text = "model split on dim " + std::to_string(layout.modelSplit->dim) +
+           " in " + std::to_string(layout.modelSplit->parts) + " parts (";
   for (int64_t dim : layout.modelShape)
     text += std::to_string(dim) + ",";
   text += ") ranges";
@@ -80,6 +81,28 @@ ShardLayout flatLayout(std::vector<int64_t> shape, int64_t padded) {
   layout.globalShape = {padded};
   layout.flat = true;
   return layout;
+}
+
+/// `parts` parts of `shape` along `dim`, each flattened and padded to
+/// `padded`: the global tensor is [parts, padded].
+ShardLayout splitLayout(std::vector<int64_t> shape, int dim, int64_t parts,
+                        int64_t padded) {
+  ShardLayout layout;
+  layout.modelShape = std::move(shape);
+  layout.globalShape = {parts, padded};
+  layout.flat = true;
+  layout.modelSplit = SplitParts{dim, parts};
+  return layout;
+}
+
+/// A random divisor of `size` (any of 1..4 when it is 0).
+int64_t randomDivisor(int64_t size, std::mt19937 &gen) {
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= std::max<int64_t>(size, 4); ++d)
+    if (size % d == 0)
+      divisors.push_back(d);
+  return divisors[std::uniform_int_distribution<size_t>(0, divisors.size() -
+                                                               1)(gen)];
 }
 
 TEST(ShardRuns, BoxOfA3DTensor) {
@@ -141,6 +164,84 @@ TEST(ShardRuns, FlatPartitionsLeavePaddingOut) {
   EXPECT_TRUE(shardRuns(layout, {{4, 4}}).empty());
 }
 
+TEST(ShardRuns, ModelSplitAlongColumns) {
+  // 4x6 split on dim 1 in two parts of 4x3 (12 elements), padded to 14;
+  // each row's columns split in two for the data axis.
+  ShardLayout layout = splitLayout({4, 6}, 1, 2, 14);
+  std::vector<ShardRun> runs = shardRuns(layout, {{0, 1}, {0, 7}});
+  // Part 0 is columns 0-2 of every row: model 0-2, 6-8, then 12.
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].model, 0);
+  EXPECT_EQ(runs[0].length, 3);
+  EXPECT_EQ(runs[1].model, 6);
+  EXPECT_EQ(runs[1].local, 3);
+  EXPECT_EQ(runs[1].length, 3);
+  EXPECT_EQ(runs[2].model, 12);
+  EXPECT_EQ(runs[2].local, 6);
+  EXPECT_EQ(runs[2].length, 1);
+  // Part 1 from its element 7 (row 2, column 4): 16-17, 21-23, then
+  // padding at columns 12 and 13.
+  runs = shardRuns(layout, {{1, 2}, {7, 14}});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].model, 16);
+  EXPECT_EQ(runs[0].local, 0);
+  EXPECT_EQ(runs[0].length, 2);
+  EXPECT_EQ(runs[1].model, 21);
+  EXPECT_EQ(runs[1].local, 2);
+  EXPECT_EQ(runs[1].length, 3);
+  EXPECT_EQ(shardRunCount(layout, {{1, 2}, {7, 14}}), 2);
+  // Both rows: in model order, the parts interleave row by row.
+  runs = shardRuns(layout, {{0, 2}, {0, 14}});
+  ASSERT_EQ(runs.size(), 8u);
+  EXPECT_EQ(runs[1].model, 3);
+  EXPECT_EQ(runs[1].local, 14);
+  EXPECT_EQ(shardRunCount(layout, {{0, 2}, {0, 14}}), 8);
+  for (std::vector<DimRange> ranges : {std::vector<DimRange>{{0, 1}, {0, 7}},
+                                       {{1, 2}, {7, 14}},
+                                       {{0, 2}, {0, 14}},
+                                       {{0, 2}, {5, 9}},
+                                       {{1, 2}, {12, 14}}})
+    EXPECT_EQ(modelIndicesOfRuns(layout, ranges),
+              bruteForceModelIndices(layout, ranges))
+        << describe(layout, ranges);
+  EXPECT_TRUE(shardRuns(layout, {{1, 2}, {12, 14}}).empty());
+  // One whole block of both rows (no padding): one run.
+  ShardLayout unpadded = splitLayout({4, 6}, 1, 2, 12);
+  runs = shardRuns(unpadded, {{0, 2}, {3, 6}});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].model, 6);
+  EXPECT_EQ(runs[0].length, 6);
+  EXPECT_EQ(shardRunCount(unpadded, {{0, 2}, {3, 6}}), 1);
+  // One part: the plain flat layout, in one run.
+  runs = shardRuns(splitLayout({4, 6}, 1, 1, 30), {{0, 1}, {5, 30}});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].model, 5);
+  EXPECT_EQ(runs[0].length, 19);
+}
+
+TEST(ShardRuns, ModelSplitAlongRows) {
+  // 4x6 split on dim 0: part t is rows 2t and 2t+1, 12 consecutive model
+  // elements.
+  ShardLayout layout = splitLayout({4, 6}, 0, 2, 14);
+  std::vector<ShardRun> runs = shardRuns(layout, {{1, 2}, {7, 14}});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].model, 19);
+  EXPECT_EQ(runs[0].local, 0);
+  EXPECT_EQ(runs[0].length, 5);
+  runs = shardRuns(layout, {{0, 2}, {0, 7}});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[1].model, 12);
+  EXPECT_EQ(runs[1].local, 7);
+  EXPECT_EQ(runs[1].length, 7);
+  for (std::vector<DimRange> ranges : {std::vector<DimRange>{{0, 1}, {0, 7}},
+                                       {{1, 2}, {7, 14}},
+                                       {{0, 2}, {0, 14}},
+                                       {{0, 2}, {3, 12}}})
+    EXPECT_EQ(modelIndicesOfRuns(layout, ranges),
+              bruteForceModelIndices(layout, ranges))
+        << describe(layout, ranges);
+}
+
 TEST(ShardRuns, MatchesBruteForceOnRandomBoxesAndRanges) {
   std::mt19937 generator(7);
   auto uniform = [&](int64_t low, int64_t high) {
@@ -150,10 +251,16 @@ TEST(ShardRuns, MatchesBruteForceOnRandomBoxesAndRanges) {
     std::vector<int64_t> shape(static_cast<size_t>(uniform(0, 4)));
     for (int64_t &dim : shape)
       dim = uniform(trial % 7 == 0 ? 0 : 1, 6);
-    bool flat = uniform(0, 3) == 0;
-    ShardLayout layout = flat
+    int kind = static_cast<int>(uniform(0, 5));
+    ShardLayout layout = kind == 0
                              ? flatLayout(shape, product(shape) + uniform(0, 5))
                              : boxLayout(shape);
+    if (kind == 1 && !shape.empty()) {
+      int dim = static_cast<int>(uniform(0, shape.size() - 1));
+      int64_t parts = randomDivisor(shape[dim], generator);
+      layout = splitLayout(shape, dim, parts,
+                           product(shape) / parts + uniform(0, 5));
+    }
     std::vector<DimRange> ranges;
     for (int64_t dim : layout.globalShape) {
       int64_t a = uniform(0, dim), b = uniform(0, dim);
@@ -215,6 +322,24 @@ RandomLayout randomLayout(const std::vector<int64_t> &shape,
   };
   RandomLayout result;
   int64_t count = product(shape);
+  if (uniform(0, 3) == 0) {
+    // A ZeRO partition of a tensor-parallel variable: the model split
+    // along one dim, each part flattened and padded to a multiple of the
+    // data ranks; a row's columns split over them, or (a box layout of
+    // the global tensor) a range of columns of every row.
+    int dim = static_cast<int>(uniform(0, shape.size() - 1));
+    int64_t parts = randomDivisor(shape[dim], gen);
+    int64_t data = uniform(1, 4);
+    int64_t chunk = (count / parts + data - 1) / data + uniform(0, 1);
+    result.layout = splitLayout(shape, dim, parts, chunk * data);
+    bool rows = uniform(0, 2) != 0;
+    for (int64_t t = 0; t < (rows ? parts : 1); ++t)
+      for (int64_t d = 0; d < data; ++d)
+        result.shards.push_back({rows ? DimRange{t, t + 1} : DimRange{0, parts},
+                                 {d * chunk, (d + 1) * chunk}});
+    std::shuffle(result.shards.begin(), result.shards.end(), gen);
+    return result;
+  }
   if (uniform(0, 2) == 0) {
     // A ZeRO partition: flattened, padded to a multiple of the world size
     // (sometimes more), an equal range per rank.
@@ -332,6 +457,15 @@ TEST(LayoutOf, ReadsFlatnessFromTheLogicalShape) {
   EXPECT_TRUE(layout.flat);
   EXPECT_EQ(layout.modelShape, (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(layout.globalShape, (std::vector<int64_t>{16}));
+  EXPECT_FALSE(layout.modelSplit);
+  // Split on model dim 1 over a model axis of 3: the rows are its parts.
+  variable.globalShape = {3, 6};
+  variable.modelSplit = ModelSplit{1, 1};
+  layout = layoutOf(variable);
+  EXPECT_TRUE(layout.flat);
+  ASSERT_TRUE(layout.modelSplit);
+  EXPECT_EQ(layout.modelSplit->dim, 1);
+  EXPECT_EQ(layout.modelSplit->parts, 3);
 }
 
 } // namespace

@@ -10,8 +10,8 @@
 #ifndef ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_PLANS_H
 #define ZEROSBP_TESTS_UNIT_RUNTIME_CHECKPOINT_TEST_PLANS_H
 
-#include "runtime/exec/ShardRuns.h"
 #include "runtime/core/DType.h"
+#include "runtime/exec/ShardRuns.h"
 #include "runtime/plan/Plan.h"
 
 #include <cstdint>
@@ -44,6 +44,29 @@ bruteForceModelIndices(const ShardLayout &layout,
                        const std::vector<DimRange> &ranges) {
   std::vector<int64_t> model;
   int64_t modelCount = product(layout.modelShape);
+  if (layout.modelSplit) {
+    // Row t: the model's part t along the split dim, flattened; columns
+    // past it are padding.
+    size_t dim = static_cast<size_t>(layout.modelSplit->dim);
+    std::vector<int64_t> part = layout.modelShape;
+    part[dim] /= layout.modelSplit->parts;
+    for (int64_t t = ranges[0].first; t < ranges[0].second; ++t)
+      for (int64_t c = ranges[1].first; c < ranges[1].second; ++c) {
+        if (c >= product(part)) {
+          model.push_back(-1);
+          continue;
+        }
+        int64_t rest = c, index = 0, stride = 1;
+        for (size_t d = part.size(); d-- > 0;) {
+          int64_t coordinate = rest % part[d] + (d == dim ? t * part[d] : 0);
+          rest /= part[d];
+          index += coordinate * stride;
+          stride *= layout.modelShape[d];
+        }
+        model.push_back(index);
+      }
+    return model;
+  }
   if (layout.flat) {
     for (int64_t i = ranges[0].first; i < ranges[0].second; ++i)
       model.push_back(i < modelCount ? i : -1);
