@@ -163,12 +163,12 @@ Value GraphBuilder::variable(StringRef name, ArrayRef<int64_t> shape,
   }
   auto type = globalType(shape, builder.getF32Type(),
                          sbp::SbpAttr::getBroadcast(&context), role);
-  return nn::VariableOp::create(builder, loc(), type,
-                                builder.getStringAttr(name),
-                                sbp::RoleAttr::get(&context, role),
-                                nn::InitializerAttr::get(&context, init),
-                                builder.getF64FloatAttr(initScale),
-                                /*frozen=*/nullptr, /*logical_shape=*/nullptr);
+  return nn::VariableOp::create(
+      builder, loc(), type, builder.getStringAttr(name),
+      sbp::RoleAttr::get(&context, role),
+      nn::InitializerAttr::get(&context, init),
+      builder.getF64FloatAttr(initScale),
+      /*frozen=*/nullptr, /*logical_shape=*/nullptr, /*model_split=*/nullptr);
 }
 
 void GraphBuilder::freeze(Value variable) {

@@ -84,7 +84,7 @@ LogicalResult ZeroAmpPass::addMasters(func::FuncOp func, OpBuilder &builder) {
         builder, param.getLoc(), masterType, builder.getStringAttr(masterName),
         RoleAttr::get(builder.getContext(), Role::master), param.getInitAttr(),
         param.getInitScaleAttr(), /*frozen=*/nullptr,
-        /*logical_shape=*/nullptr);
+        /*logical_shape=*/nullptr, /*model_split=*/nullptr);
     // The runtime draws the master's initial value as the parameter's.
     master->setAttr(kCopyOfAttr, param.getNameAttr());
 
@@ -174,7 +174,7 @@ void ZeroAmpPass::addDynamicScale(func::FuncOp func, OpBuilder &builder) {
         nn::InitializerAttr::get(builder.getContext(),
                                  nn::Initializer::constant),
         builder.getF64FloatAttr(value), /*frozen=*/nullptr,
-        /*logical_shape=*/nullptr);
+        /*logical_shape=*/nullptr, /*model_split=*/nullptr);
   };
   auto scale = state("amp.loss_scale", std::ldexp(1.0, initialScalePower));
   state("amp.good_steps", 0.0);

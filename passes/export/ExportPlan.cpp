@@ -452,6 +452,11 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
           if (std::optional<ArrayRef<int64_t>> logical =
                   variable.getLogicalShape())
             json.attribute("logical_shape", llvm::json::Array(*logical));
+          if (std::optional<ArrayRef<int64_t>> split = variable.getModelSplit())
+            json.attributeObject("model_split", [&] {
+              json.attribute("axis", (*split)[0]);
+              json.attribute("dim", (*split)[1]);
+            });
           if (auto copyOf = variable->getAttrOfType<StringAttr>(kCopyOfAttr))
             json.attribute("copy_of", copyOf.getValue());
         });

@@ -60,16 +60,22 @@ nn::VariableOp ZeroOptimizerPass::createState(OpBuilder &builder,
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointAfter(after);
   auto type = cast<RankedTensorType>(param.getResult().getType());
-  // A state variable has the parameter's shape but no SBP yet; propagation
-  // gives it one.
-  type = RankedTensorType::get(type.getShape(), type.getElementType());
+  // A state variable has the parameter's shape and, where the parameter was
+  // captured with one, its layout (a model-axis split, tensor parallelism):
+  // each rank keeps the states of its part. Otherwise propagation gives it
+  // one.
+  if (auto encoding = sbp::getGlobalEncoding(type))
+    type = RankedTensorType::get(type.getShape(), type.getElementType(),
+                                 encoding.withRole(sbp::Role::opt_state));
+  else
+    type = RankedTensorType::get(type.getShape(), type.getElementType());
   return nn::VariableOp::create(
       builder, param.getLoc(), type,
       builder.getStringAttr((param.getName() + suffix).str()),
       sbp::RoleAttr::get(builder.getContext(), sbp::Role::opt_state),
       nn::InitializerAttr::get(builder.getContext(), nn::Initializer::zeros),
       builder.getF64FloatAttr(0.0), /*frozen=*/nullptr,
-      /*logical_shape=*/nullptr);
+      /*logical_shape=*/nullptr, /*model_split=*/nullptr);
 }
 
 void ZeroOptimizerPass::runOnOperation() {

@@ -21,6 +21,11 @@
 // and the forward's gather of a parameter also keeps its `[B, S(0)]` slice,
 // a secondary shard the backward gathers from within the node.
 //
+// Tensor parallelism: a variable captured split on a model axis keeps its
+// model part there; its shard is a `(parts, n)` tensor, row t the model part
+// t flattened and padded, split over the other (data) axes
+// (docs/design.md#zero-on-the-data-axis).
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -42,6 +47,16 @@ using namespace zerosbp;
 
 namespace {
 
+/// Where a variable captured split on a model axis (tensor parallelism) is
+/// cut: hierarchy axis `axis` splits its dim `dim` into `parts` equal parts.
+struct ModelSplit {
+  int64_t axis = -1, dim = 0, parts = 1;
+  explicit operator bool() const { return axis >= 0; }
+  bool operator==(const ModelSplit &other) const {
+    return axis == other.axis && dim == other.dim && parts == other.parts;
+  }
+};
+
 class StageRewriter {
 public:
   StageRewriter(func::FuncOp func, int64_t stage, int64_t shardMinSize,
@@ -54,16 +69,35 @@ public:
   LogicalResult run();
 
 private:
-  /// Elements of a tensor padded to a multiple of the ranks that share it.
-  int64_t paddedSize(int64_t numel) const {
-    return (numel + shardRanks - 1) / shardRanks * shardRanks;
+  /// Elements of one model part of a tensor (the whole tensor when it is
+  /// not model-split), padded to a multiple of the ranks that share it.
+  int64_t paddedSize(int64_t numel, ModelSplit split) const {
+    int64_t ranks = shardRanks / split.parts;
+    int64_t part = numel / split.parts;
+    return (part + ranks - 1) / ranks * ranks;
   }
-  /// The SBP of a shard: S(0) on every axis, or MiCS's [B, S(0)].
-  SmallVector<SbpAttr> shardSbp() const {
+  /// The SBP of a shard: S(0) on every axis, or MiCS's [B, S(0)]; a model
+  /// split keeps its rows on the model axis and splits them elsewhere.
+  SmallVector<SbpAttr> shardSbp(ModelSplit split) const {
     MLIRContext *context = builder.getContext();
     if (micsShardSize > 0)
       return {SbpAttr::getBroadcast(context), SbpAttr::getSplit(context, 0)};
-    return uniformSbp(SbpAttr::getSplit(context, 0), placement);
+    if (!split)
+      return uniformSbp(SbpAttr::getSplit(context, 0), placement);
+    SmallVector<SbpAttr> sbp =
+        uniformSbp(SbpAttr::getSplit(context, 1), placement);
+    sbp[split.axis] = SbpAttr::getSplit(context, 0);
+    return sbp;
+  }
+  /// The SBP of a whole (gathered) tensor: Broadcast, but for the model
+  /// axis of a split one, which keeps its rows.
+  SmallVector<SbpAttr> wholeSbp(ModelSplit split) const {
+    MLIRContext *context = builder.getContext();
+    SmallVector<SbpAttr> sbp =
+        uniformSbp(SbpAttr::getBroadcast(context), placement);
+    if (split)
+      sbp[split.axis] = SbpAttr::getSplit(context, 0);
+    return sbp;
   }
   /// Checks that the placement is [nodes, `size`], for the `option`'s
   /// groups.
@@ -76,15 +110,28 @@ private:
            type.getNumElements() >= persistenceThreshold;
   }
 
-  RankedTensorType flatType(RankedTensorType type, Role role);
-  /// reshape -> pad -> cast to S(0): the shard of `value` on this rank.
-  Value toShard(Location loc, Value value, Role role);
-  /// cast S(0) -> B -> slice -> reshape: the whole tensor from shards.
+  RankedTensorType flatType(RankedTensorType type, Role role, ModelSplit split);
+  /// reshape -> pad -> cast to the shard SBP: the shard of `value` on this
+  /// rank.
+  Value toShard(Location loc, Value value, Role role, ModelSplit split);
+  /// cast to the whole SBP -> slice -> reshape: the model tensor from
+  /// shards.
   Value fromShard(Location loc, Value shard, RankedTensorType logicalType,
-                  Role role);
+                  Role role, ModelSplit split);
   /// slice -> reshape: the model tensor of a whole flat one.
   Value toLogical(Location loc, Value whole, RankedTensorType logicalType,
-                  Role role);
+                  Role role, ModelSplit split);
+  /// A model-split `value` (S(dim) on the model axis) as `(parts, n)` rows
+  /// of role `role`, row t its part t flattened; and back.
+  Value toModelRows(Location loc, Value value, ModelSplit split, Role role);
+  Value fromModelRows(Location loc, Value rows, RankedTensorType logicalType,
+                      Role role, ModelSplit split);
+  /// The model split of a captured variable, or failure (with an error) for
+  /// a layout the rewrite cannot partition.
+  FailureOr<ModelSplit> modelSplitOf(nn::VariableOp variable);
+  ModelSplit splitOf(nn::VariableOp variable) const {
+    return modelSplits.lookup(variable);
+  }
   void partitionVariable(nn::VariableOp variable);
   void gatherUses(nn::VariableOp param, RankedTensorType logicalType);
   LogicalResult rewriteUpdate(nn::OptimizerUpdateOpInterface update);
@@ -105,15 +152,20 @@ private:
   llvm::DenseSet<Operation *> forward;
   /// Logical (model) types of the variables this pass partitioned.
   llvm::DenseMap<Operation *, RankedTensorType> logicalTypes;
+  /// The captured model splits, by variable.
+  llvm::DenseMap<Operation *, ModelSplit> modelSplits;
 };
 
 } // namespace
 
-RankedTensorType StageRewriter::flatType(RankedTensorType type, Role role) {
-  return globalTensorType(
-      RankedTensorType::get({paddedSize(type.getNumElements())},
-                            type.getElementType()),
-      shardSbp(), placement, role);
+RankedTensorType StageRewriter::flatType(RankedTensorType type, Role role,
+                                         ModelSplit split) {
+  int64_t padded = paddedSize(type.getNumElements(), split);
+  SmallVector<int64_t, 2> shape{padded};
+  if (split)
+    shape.insert(shape.begin(), split.parts);
+  return globalTensorType(RankedTensorType::get(shape, type.getElementType()),
+                          shardSbp(split), placement, role);
 }
 
 LogicalResult StageRewriter::checkGroupedPlacement(StringRef option,
@@ -130,43 +182,147 @@ LogicalResult StageRewriter::checkGroupedPlacement(StringRef option,
          << func.getName() << " is placed on " << shape;
 }
 
-Value StageRewriter::toShard(Location loc, Value value, Role role) {
+/// `value` with the same SBP (its model-axis split renumbered to `dim`)
+/// and role `role`, retyped to `shape`.
+static RankedTensorType retyped(Value value, ArrayRef<int64_t> shape,
+                                ModelSplit split, int64_t dim, Role role) {
+  auto type = cast<RankedTensorType>(value.getType());
+  GlobalTensorAttr encoding = getGlobalEncoding(type).withRole(role);
+  if (split) {
+    SmallVector<SbpAttr> sbp(encoding.getSbp());
+    sbp[split.axis] = SbpAttr::getSplit(type.getContext(), dim);
+    encoding = encoding.withSbp(sbp);
+  }
+  return RankedTensorType::get(shape, type.getElementType(), encoding);
+}
+
+Value StageRewriter::toModelRows(Location loc, Value value, ModelSplit split,
+                                 Role role) {
+  auto type = cast<RankedTensorType>(value.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t numel = type.getNumElements();
+  SmallVector<int64_t, 2> rows{split.parts, numel / split.parts};
+  if (split.dim == 0)
+    return nn::ReshapeOp::create(builder, loc,
+                                 retyped(value, rows, split, 0, role), value);
+  // Cut the split dim in two, (parts, size / parts), and move the parts to
+  // the front: locally a reshape and a transpose of a unit dim.
+  SmallVector<int64_t> cut(shape.take_front(split.dim));
+  cut.push_back(split.parts);
+  cut.push_back(shape[split.dim] / split.parts);
+  llvm::append_range(cut, shape.drop_front(split.dim + 1));
+  Value result = nn::ReshapeOp::create(
+      builder, loc, retyped(value, cut, split, split.dim, role), value);
+  SmallVector<int64_t> permutation{split.dim};
+  SmallVector<int64_t> moved{split.parts};
+  for (int64_t i = 0; i < (int64_t)cut.size(); ++i)
+    if (i != split.dim) {
+      permutation.push_back(i);
+      moved.push_back(cut[i]);
+    }
+  result = nn::TransposeOp::create(
+      builder, loc, retyped(result, moved, split, 0, role), result,
+      builder.getDenseI64ArrayAttr(permutation));
+  return nn::ReshapeOp::create(builder, loc,
+                               retyped(result, rows, split, 0, role), result);
+}
+
+Value StageRewriter::fromModelRows(Location loc, Value rows,
+                                   RankedTensorType logicalType, Role role,
+                                   ModelSplit split) {
+  ArrayRef<int64_t> shape = logicalType.getShape();
+  if (split.dim == 0)
+    return nn::ReshapeOp::create(
+        builder, loc, retyped(rows, shape, split, split.dim, role), rows);
+  SmallVector<int64_t> moved{split.parts};
+  llvm::append_range(moved, shape.take_front(split.dim));
+  moved.push_back(shape[split.dim] / split.parts);
+  llvm::append_range(moved, shape.drop_front(split.dim + 1));
+  Value result = nn::ReshapeOp::create(
+      builder, loc, retyped(rows, moved, split, 0, role), rows);
+  // The inverse of toModelRows's permutation.
+  SmallVector<int64_t> permutation;
+  SmallVector<int64_t> cut;
+  for (int64_t i = 1; i <= split.dim; ++i) {
+    permutation.push_back(i);
+    cut.push_back(moved[i]);
+  }
+  permutation.push_back(0);
+  cut.push_back(split.parts);
+  for (int64_t i = split.dim + 1; i < (int64_t)moved.size(); ++i) {
+    permutation.push_back(i);
+    cut.push_back(moved[i]);
+  }
+  result = nn::TransposeOp::create(
+      builder, loc, retyped(result, cut, split, split.dim, role), result,
+      builder.getDenseI64ArrayAttr(permutation));
+  return nn::ReshapeOp::create(
+      builder, loc, retyped(result, shape, split, split.dim, role), result);
+}
+
+Value StageRewriter::toShard(Location loc, Value value, Role role,
+                             ModelSplit split) {
   auto type = cast<RankedTensorType>(value.getType());
   GlobalTensorAttr encoding = getGlobalEncoding(type);
   int64_t numel = type.getNumElements();
-  auto flat = RankedTensorType::get({numel}, type.getElementType(),
-                                    encoding.withRole(role));
   Value result = value;
-  if (type.getRank() != 1 || encoding.getRole() != role)
-    result = nn::ReshapeOp::create(builder, loc, flat, value);
-  if (int64_t padding = paddedSize(numel) - numel)
-    result = nn::PadOp::create(builder, loc,
-                               RankedTensorType::get({numel + padding},
-                                                     type.getElementType(),
-                                                     encoding.withRole(role)),
-                               result, builder.getDenseI64ArrayAttr({0}),
-                               builder.getDenseI64ArrayAttr({padding}));
-  return castTo(builder, loc, result, shardSbp());
+  if (split) {
+    // The model axis holds the variable's part; other axes stay as they are
+    // (Broadcast, or a partial sum for a gradient).
+    SmallVector<SbpAttr> sbp(encoding.getSbp());
+    sbp[split.axis] = SbpAttr::getSplit(builder.getContext(), split.dim);
+    result = castTo(builder, loc, result, sbp);
+    result = toModelRows(loc, result, split, role);
+  } else if (type.getRank() != 1 || encoding.getRole() != role) {
+    result = nn::ReshapeOp::create(
+        builder, loc,
+        RankedTensorType::get({numel}, type.getElementType(),
+                              encoding.withRole(role)),
+        value);
+  }
+  auto rowsType = cast<RankedTensorType>(result.getType());
+  int64_t length = rowsType.getShape().back();
+  if (int64_t padding = paddedSize(numel, split) - length) {
+    SmallVector<int64_t, 2> shape(rowsType.getShape());
+    shape.back() += padding;
+    SmallVector<int64_t, 2> low(shape.size(), 0), high(shape.size(), 0);
+    high.back() = padding;
+    result =
+        nn::PadOp::create(builder, loc,
+                          RankedTensorType::get(shape, type.getElementType(),
+                                                rowsType.getEncoding()),
+                          result, builder.getDenseI64ArrayAttr(low),
+                          builder.getDenseI64ArrayAttr(high));
+  }
+  return castTo(builder, loc, result, shardSbp(split));
 }
 
 Value StageRewriter::fromShard(Location loc, Value shard,
-                               RankedTensorType logicalType, Role role) {
-  Value whole = castTo(
-      builder, loc, shard,
-      uniformSbp(SbpAttr::getBroadcast(builder.getContext()), placement));
-  return toLogical(loc, whole, logicalType, role);
+                               RankedTensorType logicalType, Role role,
+                               ModelSplit split) {
+  Value whole = castTo(builder, loc, shard, wholeSbp(split));
+  return toLogical(loc, whole, logicalType, role, split);
 }
 
 Value StageRewriter::toLogical(Location loc, Value whole,
-                               RankedTensorType logicalType, Role role) {
-  auto encoding = getGlobalEncoding(whole.getType()).withRole(role);
+                               RankedTensorType logicalType, Role role,
+                               ModelSplit split) {
+  auto wholeType = cast<RankedTensorType>(whole.getType());
+  auto encoding = getGlobalEncoding(wholeType).withRole(role);
   int64_t numel = logicalType.getNumElements();
-  if (paddedSize(numel) != numel)
+  int64_t length = numel / split.parts;
+  if (paddedSize(numel, split) != length) {
+    SmallVector<int64_t, 2> shape(wholeType.getShape());
+    shape.back() = length;
+    SmallVector<int64_t, 2> offsets(shape.size(), 0);
     whole = nn::SliceOp::create(
         builder, loc,
-        RankedTensorType::get({numel}, logicalType.getElementType(), encoding),
-        whole, builder.getDenseI64ArrayAttr({0}),
-        builder.getDenseI64ArrayAttr({numel}), /*strides=*/nullptr);
+        RankedTensorType::get(shape, logicalType.getElementType(), encoding),
+        whole, builder.getDenseI64ArrayAttr(offsets),
+        builder.getDenseI64ArrayAttr(shape), /*strides=*/nullptr);
+  }
+  if (split)
+    return fromModelRows(loc, whole, logicalType, role, split);
   if (logicalType.getRank() != 1)
     whole = nn::ReshapeOp::create(
         builder, loc,
@@ -181,8 +337,12 @@ void StageRewriter::partitionVariable(nn::VariableOp variable) {
     return;
   auto type = cast<RankedTensorType>(variable.getResult().getType());
   logicalTypes[variable] = type;
-  variable.getResult().setType(flatType(type, variable.getRole()));
+  ModelSplit split = splitOf(variable);
+  variable.getResult().setType(flatType(type, variable.getRole(), split));
   variable.setLogicalShapeAttr(builder.getDenseI64ArrayAttr(type.getShape()));
+  if (split)
+    variable.setModelSplitAttr(
+        builder.getDenseI64ArrayAttr({split.axis, split.dim}));
 }
 
 void StageRewriter::gatherUses(nn::VariableOp param,
@@ -210,14 +370,15 @@ void StageRewriter::gatherUses(nn::VariableOp param,
     builder.setInsertionPoint(first);
     Location loc = first->getLoc();
     MLIRContext *context = builder.getContext();
+    ModelSplit split = splitOf(param);
     Value whole =
         castTo(builder, loc, secondary ? secondary : param.getResult(),
-               uniformSbp(SbpAttr::getBroadcast(context), placement));
+               wholeSbp(split));
     if (phase == 0 && hpzPartitionSize > 0 && !phaseUses[1].empty())
       secondary = castTo(
           builder, loc, whole,
           {SbpAttr::getBroadcast(context), SbpAttr::getSplit(context, 0)});
-    Value gathered = toLogical(loc, whole, logicalType, Role::param);
+    Value gathered = toLogical(loc, whole, logicalType, Role::param, split);
     for (OpOperand *use : uses)
       use->set(gathered);
   }
@@ -263,7 +424,7 @@ LogicalResult StageRewriter::routeToAssigns(Value oldValue, Value shard) {
     if (!logicalTypes.count(target))
       value = fromShard(assign.getLoc(), shard,
                         cast<RankedTensorType>(target.getResult().getType()),
-                        target.getRole());
+                        target.getRole(), splitOf(target));
     assign.getValueMutable().assign(value);
   }
   return success();
@@ -301,7 +462,8 @@ StageRewriter::rewriteUpdate(nn::OptimizerUpdateOpInterface update) {
     builder.setInsertionPointAfter(producer);
   else
     builder.setInsertionPoint(update);
-  Value gradShard = toShard(loc, partialGrad, Role::grad);
+  ModelSplit split = splitOf(param);
+  Value gradShard = toShard(loc, partialGrad, Role::grad, split);
 
   // An fp32 master weight is optimizer state: stage 1 splits it.
   if (param.getRole() == Role::master)
@@ -309,7 +471,7 @@ StageRewriter::rewriteUpdate(nn::OptimizerUpdateOpInterface update) {
   builder.setInsertionPoint(update);
   Value paramShard = logicalTypes.count(param)
                          ? param.getResult()
-                         : toShard(loc, paramValue, Role::param);
+                         : toShard(loc, paramValue, Role::param, split);
   // The update again, on the shards: the parameter, the gradient and the
   // states are replaced; other operands (the step counter) pass through.
   SmallVector<Value> operands(update->getOperands());
@@ -326,6 +488,10 @@ StageRewriter::rewriteUpdate(nn::OptimizerUpdateOpInterface update) {
              << operand.getOperandNumber()
              << " is not an opt_state variable; zero-stage expects "
                 "zero-optimizer's output";
+    if (!(splitOf(variable) == split))
+      return update->emitOpError("zero-stage: state '")
+             << variable.getName()
+             << "' is laid out unlike its parameter on the model axis";
     partitionVariable(variable);
     operands[operand.getOperandNumber()] = variable.getResult();
     resultTypes[result.getResultNumber()] = variable.getResult().getType();
@@ -350,6 +516,52 @@ StageRewriter::rewriteUpdate(nn::OptimizerUpdateOpInterface update) {
         "zero-stage: a result is still read after the rewrite");
   update->erase();
   return success();
+}
+
+FailureOr<ModelSplit> StageRewriter::modelSplitOf(nn::VariableOp variable) {
+  GlobalTensorAttr encoding = getGlobalEncoding(variable.getResult().getType());
+  ModelSplit split;
+  if (!encoding)
+    return split;
+  auto describe = [&]() {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << stringifyRole(variable.getRole()) << " variable '"
+       << variable.getName() << "' is captured [";
+    llvm::interleaveComma(encoding.getSbp(), os,
+                          [&](SbpAttr entry) { os << entry.str(); });
+    os << "]";
+    return text;
+  };
+  SmallVector<int64_t, 2> hierarchy =
+      encoding.getPlacement().getHierarchyShape();
+  for (auto [axis, sbp] : llvm::enumerate(encoding.getSbp())) {
+    if (sbp.isBroadcast())
+      continue;
+    if (!sbp.isSplit() || split)
+      return variable.emitError("zero-stage: ")
+             << describe()
+             << "; at stages 1-3 a variable is Broadcast, or split on one "
+                "model axis (tensor parallelism) and Broadcast on the others";
+    split =
+        ModelSplit{static_cast<int64_t>(axis), sbp.getAxis(), hierarchy[axis]};
+  }
+  if (!split)
+    return split;
+  if (micsShardSize > 0 || (hpzPartitionSize > 0 && stage >= 3))
+    return variable.emitError("zero-stage: ")
+           << describe() << "; MiCS and hpZ make their own 2-D placement and "
+           << "do not compose with a model axis (use mics-shard-size=0 and "
+              "hpz-partition-size=0)";
+  int64_t size = cast<RankedTensorType>(variable.getResult().getType())
+                     .getDimSize(split.dim);
+  if (size % split.parts != 0)
+    return variable.emitError("zero-stage: ")
+           << describe() << "; its dim " << split.dim << " (" << size
+           << ") does not divide by the " << split.parts << " ranks of axis "
+           << split.axis
+           << ", and ZeRO over the other axes needs equal model parts";
+  return split;
 }
 
 /// Drops the casts, reshapes and pads the rewrite left without users.
@@ -379,29 +591,18 @@ LogicalResult StageRewriter::run() {
   if (micsShardSize < 0 || hpzPartitionSize < 0)
     return func.emitError("zero-stage: mics-shard-size and "
                           "hpz-partition-size must be non-negative");
-  // At stage 0 a variable captured split is the user's layout (tensor
-  // parallelism, docs/design.md#tensor-parallelism): every op computes on
-  // it by its SBP signatures, and the update on each rank's part. Stages
-  // 1-3 partition Broadcast variables; a captured split would reach the
-  // rewrite with casts where it expects variables.
-  for (auto variable : func.getOps<nn::VariableOp>()) {
-    GlobalTensorAttr encoding =
-        getGlobalEncoding(variable.getResult().getType());
-    if (stage == 0 || !encoding ||
-        llvm::all_of(encoding.getSbp(),
-                     [](SbpAttr sbp) { return sbp.isBroadcast(); }))
-      continue;
-    std::string sbp;
-    llvm::raw_string_ostream os(sbp);
-    llvm::interleaveComma(encoding.getSbp(), os,
-                          [&](SbpAttr entry) { os << entry.str(); });
-    return variable.emitError("zero-stage: ")
-           << stringifyRole(variable.getRole()) << " variable '"
-           << variable.getName() << "' is captured [" << sbp
-           << "]; at stages 1-3 variables must be captured Broadcast (B "
-              "on every axis): ZeRO splits them (a layout split for model "
-              "parallelism trains at stage 0)";
-  }
+  // A variable captured split is the user's layout (tensor parallelism,
+  // docs/design.md#tensor-parallelism): at stage 0 every op computes on it
+  // by its SBP signatures; stages 1-3 partition its model part over the
+  // other axes.
+  if (stage > 0)
+    for (auto variable : func.getOps<nn::VariableOp>()) {
+      FailureOr<ModelSplit> split = modelSplitOf(variable);
+      if (failed(split))
+        return failure();
+      if (*split)
+        modelSplits[variable] = *split;
+    }
   func->setAttr(kStageAttr, builder.getI64IntegerAttr(stage));
   if (stage == 0)
     return success();

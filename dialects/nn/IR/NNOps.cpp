@@ -244,6 +244,28 @@ LogicalResult VariableOp::verify() {
       return emitOpError("role '")
              << sbp::stringifyRole(role) << "' differs from the result's '"
              << sbp::stringifyRole(encoding.getRole()) << "'";
+  if (std::optional<ArrayRef<int64_t>> split = getModelSplit()) {
+    std::optional<ArrayRef<int64_t>> logical = getLogicalShape();
+    auto type = cast<RankedTensorType>(getResult().getType());
+    if (split->size() != 2 || !logical || type.getRank() != 2 ||
+        (*split)[1] < 0 || (*split)[1] >= (int64_t)logical->size())
+      return emitOpError("model_split must be [axis, dim] with dim a dim of "
+                         "logical_shape, on a 2-D (parts, n) result");
+    int64_t parts = type.getDimSize(0);
+    if (parts < 1 || (*logical)[(*split)[1]] % parts != 0)
+      return emitOpError("model_split: dim ")
+             << (*split)[1] << " of logical_shape does not divide into "
+             << parts << " parts";
+    if (auto encoding = sbp::getGlobalEncoding(type)) {
+      int64_t axis = (*split)[0];
+      if (axis < 0 || axis >= (int64_t)encoding.getSbp().size() ||
+          encoding.getSbp()[axis] != sbp::SbpAttr::getSplit(getContext(), 0) ||
+          encoding.getPlacement().getHierarchyShape()[axis] != parts)
+        return emitOpError("model_split: hierarchy axis ")
+               << axis << " must split dim 0 of the result into its " << parts
+               << " rows";
+    }
+  }
   double scale = getInitScale().convertToDouble();
   if (!(scale >= 0) || std::isinf(scale))
     return emitOpError("init_scale must be finite and non-negative, got ")

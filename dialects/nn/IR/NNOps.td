@@ -106,7 +106,10 @@ def NN_VariableOp : NN_Op<"variable", [Pure]> {
     it; an `#sbp.global` encoding on the result must carry the same role.
     A `frozen` parameter gets no gradient. A variable the ZeRO passes have
     flattened and padded for partitioning keeps its model shape in
-    `logical_shape`.
+    `logical_shape`. One that tensor parallelism also splits on a model
+    axis names it and the split dim in `model_split = [axis, dim]`: row t
+    of its `(parts, n)` global tensor is part t of the model tensor along
+    `dim`, flattened and padded (docs/ir.md#variables-split-on-a-model-axis).
   }];
   let arguments = (ins
     StrAttr:$name,
@@ -114,7 +117,8 @@ def NN_VariableOp : NN_Op<"variable", [Pure]> {
     DefaultValuedAttr<NN_InitializerAttr, "Initializer::zeros">:$init,
     DefaultValuedAttr<F64Attr, "0.0">:$init_scale,
     UnitAttr:$frozen,
-    OptionalAttr<DenseI64ArrayAttr>:$logical_shape
+    OptionalAttr<DenseI64ArrayAttr>:$logical_shape,
+    OptionalAttr<DenseI64ArrayAttr>:$model_split
   );
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = [{

@@ -362,21 +362,30 @@ void ReshapeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
     }
     return product;
   };
-  // Merging axis i with the axes after it (or splitting it) keeps each
-  // rank's elements only when the split axis divides evenly over the ranks;
-  // the rank count comes from the annotated operand.
-  int64_t ranks = 0;
-  if (auto encoding = sbp::getGlobalEncoding(getInput().getType()))
-    ranks = encoding.getPlacement().getNumRanks();
-  // True when some prefix of `shape` multiplies to `product`.
-  auto hasPrefix = [&](ArrayRef<int64_t> shape, int64_t product) {
-    for (int64_t m = 0; m <= (int64_t)shape.size(); ++m) {
-      std::optional<int64_t> value = prefixProduct(shape.take_front(m));
-      if (value && *value == product)
-        return true;
-    }
-    return false;
-  };
+  // Axis i of the input and axis j of the result that start at the same
+  // row-major position (equal prefix products) cover the same elements per
+  // index of the dims before them; cutting both into n equal parts gives
+  // every rank the same elements in the same order, whatever the dims after
+  // them are. Unequal sizes need both to divide by n, the parts a split
+  // axis makes: the hierarchy axes that split the operand or the result
+  // (their product divides by each axis's parts, nested or not), else
+  // every rank.
+  int64_t parts = 1;
+  auto inputEncoding = sbp::getGlobalEncoding(getInput().getType());
+  auto resultEncoding = sbp::getGlobalEncoding(getResult().getType());
+  if (inputEncoding) {
+    SmallVector<int64_t, 2> hierarchy =
+        inputEncoding.getPlacement().getHierarchyShape();
+    auto splitsOn = [](sbp::GlobalTensorAttr encoding, size_t axis) {
+      return encoding && axis < encoding.getSbp().size() &&
+             encoding.getSbp()[axis].isSplit();
+    };
+    for (size_t axis = 0; axis < hierarchy.size(); ++axis)
+      if (splitsOn(inputEncoding, axis) || splitsOn(resultEncoding, axis))
+        parts *= hierarchy[axis];
+    if (parts == 1)
+      parts = inputEncoding.getPlacement().getNumRanks();
+  }
   for (int64_t i = 0; i < (int64_t)in.size(); ++i) {
     std::optional<int64_t> before = prefixProduct(in.take_front(i));
     if (!before)
@@ -387,14 +396,9 @@ void ReshapeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
         break;
       if (*prefix != *before || in[i] < 1 || res[j] < 1)
         continue;
-      std::optional<int64_t> end = llvm::checkedMul(*before, res[j]);
       bool same = res[j] == in[i];
-      bool merge = ranks > 0 && res[j] % in[i] == 0 && in[i] % ranks == 0 &&
-                   end && hasPrefix(in, *end);
-      std::optional<int64_t> inEnd = llvm::checkedMul(*before, in[i]);
-      bool split = ranks > 0 && in[i] % res[j] == 0 && res[j] % ranks == 0 &&
-                   inEnd && hasPrefix(res, *inEnd);
-      if (same || merge || split) {
+      bool evenParts = parts > 1 && in[i] % parts == 0 && res[j] % parts == 0;
+      if (same || evenParts) {
         sig.add({sig.s(i)}, {sig.s(j)});
         break;
       }

@@ -5,6 +5,54 @@
 // op cannot read as it is crosses the model axis: Megatron's column- and
 // row-parallel pair.
 // RUN: zero-opt %s --zero-pipeline='stage=0 world=4 optimizer=sgd' -zero-partition | FileCheck %s
+//
+// At stages 1-3 ZeRO partitions each model part over the data axis
+// (docs/design.md#zero-on-the-data-axis): a split variable's shard is a
+// (tp, n) tensor [S(1), S(0)], row t its model part t flattened and padded;
+// a row-parallel weight's part is cut out of its columns by a reshape and a
+// transpose (locally of a unit dim). Broadcast variables shard over every
+// rank as without a model axis.
+// RUN: zero-opt %s --zero-pipeline='stage=3 world=4 optimizer=adam stage3-param-persistence-threshold=0' | FileCheck %s --check-prefix=STAGE3
+// RUN: zero-opt %s --zero-pipeline='stage=3 world=4 optimizer=adam stage3-param-persistence-threshold=0' -zero-partition | FileCheck %s --check-prefix=LOCAL3
+// RUN: zero-opt %s --zero-pipeline='stage=1 world=4 optimizer=adam' -zero-partition | FileCheck %s --check-prefix=LOCAL1
+
+// STAGE3-DAG: nn.variable "fc1.weight" param {{.*}}{logical_shape = array<i64: 8, 6>, model_split = array<i64: 1, 0>} : tensor<2x24xf32, #sbp.global<[S(1), S(0)], #{{.*}}, param>>
+// STAGE3-DAG: nn.variable "fc1.weight.exp_avg" opt_state {logical_shape = array<i64: 8, 6>, model_split = array<i64: 1, 0>} : tensor<2x24xf32, #sbp.global<[S(1), S(0)], #{{.*}}, opt_state>>
+// STAGE3-DAG: nn.variable "fc1.bias" param {{.*}}{logical_shape = array<i64: 8>, model_split = array<i64: 1, 0>} : tensor<2x4xf32, #sbp.global<[S(1), S(0)], #{{.*}}, param>>
+// STAGE3-DAG: %[[W2:.*]] = nn.variable "fc2.weight" param {{.*}}{logical_shape = array<i64: 4, 8>, model_split = array<i64: 1, 1>} : tensor<2x16xf32, #sbp.global<[S(1), S(0)], #{{.*}}, param>>
+// STAGE3-DAG: nn.variable "fc2.bias" param {{.*}}{logical_shape = array<i64: 4>} : tensor<4xf32, #sbp.global<[S(0), S(0)], #{{.*}}, param>>
+// The forward gathers fc2.weight over the data axis and moves its rows back
+// to columns.
+// STAGE3: %[[G:.*]] = sbp.cast %[[W2]] : tensor<2x16xf32, #sbp.global<[S(1), S(0)], #{{.*}}, param>> to tensor<2x16xf32, #sbp.global<[B, S(0)], #{{.*}}, param>>
+// STAGE3-NEXT: %[[R:.*]] = nn.reshape %[[G]] : {{.*}} to tensor<2x4x4xf32, #sbp.global<[B, S(0)], #{{.*}}, param>>
+// STAGE3-NEXT: %[[T:.*]] = nn.transpose %[[R]] {permutation = array<i64: 1, 0, 2>} : {{.*}} -> tensor<4x2x4xf32, #sbp.global<[B, S(1)], #{{.*}}, param>>
+// STAGE3-NEXT: %[[FULL:.*]] = nn.reshape %[[T]] : {{.*}} to tensor<4x8xf32, #sbp.global<[B, S(1)], #{{.*}}, param>>
+// STAGE3-NEXT: nn.matmul_bias %{{.*}}, %[[FULL]], %{{.*}} {transpose_rhs}
+// Its gradient, a partial sum over the data axis, goes the other way and
+// is reduce-scattered over the data axis.
+// STAGE3: nn.reshape %{{.*}} : tensor<4x8xf32, #sbp.global<[P(sum), S(1)], #{{.*}}, grad>> to tensor<4x2x4xf32, #sbp.global<[P(sum), S(1)], #{{.*}}, grad>>
+// STAGE3-NEXT: nn.transpose %{{.*}} {permutation = array<i64: 1, 0, 2>} : {{.*}} -> tensor<2x4x4xf32, #sbp.global<[P(sum), S(0)], #{{.*}}, grad>>
+// STAGE3-NEXT: nn.reshape %{{.*}} to tensor<2x16xf32, #sbp.global<[P(sum), S(0)], #{{.*}}, grad>>
+// STAGE3-NEXT: sbp.cast %{{.*}} to tensor<2x16xf32, #sbp.global<[S(1), S(0)], #{{.*}}, grad>>
+
+// Locally: a rank holds 1/dp of its model part; the data axis (axis 0)
+// gathers and reduce-scatters it along the row.
+// LOCAL3-DAG: %[[LW2:.*]] = nn.variable "fc2.weight" {{.*}} : tensor<1x8xf32>
+// LOCAL3-DAG: %[[LW1:.*]] = nn.variable "fc1.weight" {{.*}} : tensor<1x12xf32>
+// LOCAL3: shard.all_gather %[[LW1]] on @{{.*}} grid_axes = [0] gather_axis = 1 : tensor<1x12xf32> -> tensor<1x24xf32>
+// LOCAL3: shard.all_gather %[[LW2]] on @{{.*}} grid_axes = [0] gather_axis = 1 : tensor<1x8xf32> -> tensor<1x16xf32>
+// LOCAL3-NEXT: nn.reshape %{{.*}} : tensor<1x16xf32> to tensor<1x4x4xf32>
+// LOCAL3-NEXT: nn.transpose %{{.*}} {permutation = array<i64: 1, 0, 2>} : (tensor<1x4x4xf32>) -> tensor<4x1x4xf32>
+// LOCAL3: %[[RS:.*]] = shard.reduce_scatter %{{.*}} on @{{.*}} grid_axes = [0] scatter_axis = 1 : tensor<1x16xf32> -> tensor<1x8xf32>
+// LOCAL3: nn.adam %[[LW2]], %[[RS]], {{.*}} : (tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32>, tensor<i64>)
+
+// Stage 1: the parameters stay whole model parts; the update runs on the
+// shard and its result is gathered over the data axis.
+// LOCAL1-DAG: nn.variable "fc1.weight" {{.*}} : tensor<4x6xf32>
+// LOCAL1-DAG: nn.variable "fc1.weight.exp_avg" opt_state {{.*}} : tensor<1x12xf32>
+// LOCAL1: %[[RS1:.*]] = shard.reduce_scatter %{{.*}} on @{{.*}} grid_axes = [0] scatter_axis = 1 : tensor<1x24xf32> -> tensor<1x12xf32>
+// LOCAL1: %[[NEW:[a-z_0-9]*]], %{{.*}}, %{{.*}} = nn.adam %{{.*}}, %[[RS1]], {{.*}} -> (tensor<1x12xf32>, tensor<1x12xf32>, tensor<1x12xf32>)
+// LOCAL1-NEXT: shard.all_gather %[[NEW]] on @{{.*}} grid_axes = [0] gather_axis = 1 : tensor<1x12xf32> -> tensor<1x24xf32>
 
 // CHECK: shard.grid @[[GRID:.*]](shape = 2x2)
 // CHECK-DAG: %[[W1:.*]] = nn.variable "fc1.weight" {{.*}}#sbp.global<[B, S(0)]{{.*}} : tensor<4x6xf32>
