@@ -328,9 +328,12 @@ def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
     stage 3 also parameters, over the data-parallel ranks: each such tensor
     is flattened and padded to a multiple of the rank count and held
     `S(0)`, so every rank owns an equal contiguous shard. Variables with
-    fewer than `shard-min-size` elements stay broadcast. Only this pass
-    splits variables: one captured with another SBP than `B` on every axis
-    is an error at every stage. With `mics-shard-size` m (MiCS), the
+    fewer than `shard-min-size` elements stay broadcast. A variable
+    captured split on one axis (tensor parallelism) keeps its model part
+    on that axis and is partitioned over the others: a `(parts, n)` shard
+    `[S(1), S(0)]` with `model_split` (docs/design.md#zero-on-the-data-axis);
+    a split on two axes or into unequal parts is an error. With
+    `mics-shard-size` m (MiCS), the
     placement must be 2-D `[nodes, m]`: shards are `[B, S(0)]`, padded to a
     multiple of m, so gathers stay within a node and gradients are
     reduce-scattered within it, then all-reduced across nodes. With
