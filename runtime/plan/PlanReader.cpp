@@ -146,6 +146,14 @@ AttrValue readAttr(const Reader &reader) {
   reader.fail("unsupported attribute value");
 }
 
+/// "[4, 6]", for messages.
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 std::string hex8(uint32_t value) {
   char text[9];
   std::snprintf(text, sizeof(text), "%08x", value);
@@ -509,6 +517,8 @@ private:
         if (logical > global)
           item.at("logical_shape").fail("larger than the global shape");
       }
+      if (item.has("model_split"))
+        variable.modelSplit = readModelSplit(item, variable);
       if (item.has("copy_of"))
         variable.copyOf = item.at("copy_of").string();
       if (!names.insert(variable.name).second)
@@ -519,6 +529,45 @@ private:
       if (variable.copyOf && !names.count(*variable.copyOf))
         root.fail("variable '" + variable.name + "' is a copy of unknown '" +
                   *variable.copyOf + "'");
+  }
+
+  // A flat partition of a tensor-parallel variable: row t of its [P, N]
+  // global tensor is part t of the model tensor along `dim`, P the parts of
+  // hierarchy axis `axis` (docs/plan-format.md#variables-and-inputs).
+  ModelSplit readModelSplit(const Reader &item, const PlanVariable &variable) {
+    Reader field = item.at("model_split");
+    if (!variable.logicalShape)
+      field.fail("needs logical_shape, the model shape it splits");
+    const std::vector<int64_t> &model = *variable.logicalShape;
+    const std::vector<int64_t> &global = variable.globalShape;
+    ModelSplit split;
+    int64_t axis = field.at("axis").integer();
+    if (axis < 0 || axis >= static_cast<int64_t>(plan.hierarchy.size()))
+      field.at("axis").fail("axis " + std::to_string(axis) +
+                            " is not an axis of the hierarchy " +
+                            shapeText(plan.hierarchy));
+    int64_t dim = field.at("dim").integer();
+    if (dim < 0 || dim >= static_cast<int64_t>(model.size()))
+      field.at("dim").fail("dim " + std::to_string(dim) +
+                           " is not a dim of logical_shape " +
+                           shapeText(model));
+    split.axis = static_cast<int>(axis);
+    split.dim = static_cast<int>(dim);
+    int64_t parts = plan.hierarchy[axis];
+    if (global.size() != 2 || global[0] != parts)
+      field.fail("global_shape " + shapeText(global) + " is not [" +
+                 std::to_string(parts) + ", N], a row per part");
+    if (model[dim] % parts != 0)
+      field.fail("dim " + std::to_string(dim) + " of logical_shape " +
+                 shapeText(model) + " does not split into " +
+                 std::to_string(parts) + " equal parts");
+    // Rows hold a part (N >= numel / P): the logical_shape check above,
+    // as P divides the model's elements.
+    std::string sbp = variable.sbp.empty() ? "absent" : variable.sbp[axis];
+    if (sbp != "S(0)")
+      field.fail("sbp on hierarchy axis " + std::to_string(axis) + " is " +
+                 sbp + ", not S(0)");
+    return split;
   }
 
   void readInputs() {

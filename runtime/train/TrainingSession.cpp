@@ -121,7 +121,8 @@ int sharedVariableIndex(const PlanVariable &variable, const Plan &owner) {
     sameShards = match->shard(rank) == variable.shard(rank);
   if (match->dtype != variable.dtype || !sameShards ||
       match->globalShape != variable.globalShape ||
-      match->modelShape() != variable.modelShape())
+      match->modelShape() != variable.modelShape() ||
+      match->modelSplit != variable.modelSplit)
     throw RuntimeError(
         what + " is laid out as " + std::string(dtypeName(variable.dtype)) +
         " " + npyShapeText(variable.localShape) + " per rank here and as " +

@@ -438,6 +438,71 @@ TEST(PlanReader, ComputesShardsFromTheSbp) {
                 "P(sum) or P(max), got 'S(1)'"));
 }
 
+/// kValidPlan with w a flat partition split along model dim 1: the 2x4
+/// model's two 2x2 parts, one per row of [2, 4], a row per rank.
+std::string splitReplaced(const std::string &from, const std::string &to) {
+  std::string text = replaced(
+      "\"local_shape\": [4],\n                 \"global_shape\": [4], \"sbp\": "
+      "[\"B\"],\n                 \"shards\": [[[0, 4]], [[0, 4]]], ",
+      "\"local_shape\": [1, 4], \"global_shape\": [2, 4], \"sbp\": "
+      "[\"S(0)\"], \"logical_shape\": [2, 4], \"model_split\": {\"axis\": "
+      "0, \"dim\": 1}, ");
+  text = replacedIn(text, "\"shape\": [4]}", "\"shape\": [1, 4]}");
+  return from.empty() ? text : replacedIn(text, from, to);
+}
+
+TEST(PlanReader, ReadsAModelSplit) {
+  Plan plan = parsePlan(sealed(splitReplaced("", "")), "model.zplan");
+  const PlanVariable &w = plan.variables[0];
+  ASSERT_TRUE(w.modelSplit);
+  EXPECT_EQ(w.modelSplit->axis, 0);
+  EXPECT_EQ(w.modelSplit->dim, 1);
+  EXPECT_EQ(w.modelShape(), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(w.shard(1), (std::vector<DimRange>{{1, 2}, {0, 4}}));
+  EXPECT_FALSE(
+      parsePlan(sealed(kValidPlan), "model.zplan").variables[0].modelSplit);
+}
+
+TEST(PlanReader, RefusesBadModelSplits) {
+  const std::string at = "model.zplan: variables[0].model_split";
+  EXPECT_EQ(errorOf(splitReplaced("\"logical_shape\": [2, 4], ", "")),
+            at + ": needs logical_shape, the model shape it splits");
+  EXPECT_EQ(errorOf(splitReplaced("\"axis\": 0", "\"axis\": 1")),
+            at + ".axis: axis 1 is not an axis of the hierarchy [2]");
+  EXPECT_EQ(errorOf(splitReplaced("\"dim\": 1", "\"dim\": 2")),
+            at + ".dim: dim 2 is not a dim of logical_shape [2, 4]");
+  EXPECT_EQ(errorOf(splitReplaced("\"dim\": 1", "\"dim\": -1")),
+            at + ".dim: dim -1 is not a dim of logical_shape [2, 4]");
+  EXPECT_EQ(errorOf(splitReplaced("{\"axis\": 0, \"dim\": 1}", "[0, 1]")),
+            at + ": expected an object");
+  // Not a row per part: a flat [8].
+  std::string flat =
+      replacedIn(replacedIn(splitReplaced("\"global_shape\": [2, 4]",
+                                          "\"global_shape\": [8]"),
+                            "\"local_shape\": [1, 4]", "\"local_shape\": [4]"),
+                 "\"shape\": [1, 4]}", "\"shape\": [4]}");
+  EXPECT_EQ(errorOf(flat),
+            at + ": global_shape [8] is not [2, N], a row per part");
+  EXPECT_EQ(
+      errorOf(splitReplaced("\"logical_shape\": [2, 4]",
+                            "\"logical_shape\": [2, 3]")),
+      at + ": dim 1 of logical_shape [2, 3] does not split into 2 equal parts");
+  // Rows too short for a part: more model than global elements.
+  EXPECT_EQ(errorOf(splitReplaced("\"logical_shape\": [2, 4]",
+                                  "\"logical_shape\": [4, 4]")),
+            "model.zplan: variables[0].logical_shape: larger than the global "
+            "shape");
+  // Each rank's row must be its part: S(0) on the model axis.
+  std::string replicated = replacedIn(
+      replacedIn(splitReplaced("\"sbp\": [\"S(0)\"]", "\"sbp\": [\"B\"]"),
+                 "\"local_shape\": [1, 4]", "\"local_shape\": [2, 4]"),
+      "\"shape\": [1, 4]}", "\"shape\": [2, 4]}");
+  EXPECT_EQ(errorOf(replicated),
+            at + ": sbp on hierarchy axis 0 is B, not S(0)");
+  EXPECT_EQ(errorOf(replacedIn(replicated, "\"sbp\": [\"B\"], ", "")),
+            at + ": sbp on hierarchy axis 0 is absent, not S(0)");
+}
+
 TEST(PlanReader, ReadsTheArenas) {
   Plan plan = parsePlan(sealed(kOffloadPlan), "model.zplan");
   ASSERT_EQ(plan.arenas.size(), 3u);
