@@ -586,6 +586,20 @@ func.func @relu_illegal_sbp_2d(%x: tensor<8x16xf32, #sbp.global<[S(0), P(sum)], 
 
 // -----
 
+#g = #sbp.placement<cpu, [0, 1, 2, 3], hierarchy = [2, 2]>
+
+// A reshape keeps a split where both dims divide by the ranks of the axes
+// that split: the model axis's 2 here. 6 rows into 3: rank 0 would hold
+// rows 0-2 of the input but row 0 of the result (elements 0-7, not 0-11).
+func.func @reshape_uneven_parts(%x: tensor<6x4xf32, #sbp.global<[B, S(0)], #g>>) {
+  // expected-error@+1 {{'nn.reshape' op SBP signature (S(0)) -> (S(0)) is not legal on hierarchy axis 1; legal signatures: (B) -> (B), (P(sum)) -> (P(sum)), (P(max)) -> (P(max))}}
+  %0 = nn.reshape %x : tensor<6x4xf32, #sbp.global<[B, S(0)], #g>>
+      to tensor<3x8xf32, #sbp.global<[B, S(0)], #g>>
+  return
+}
+
+// -----
+
 #p = #sbp.placement<cpu, [0, 1, 2, 3]>
 #q = #sbp.placement<cpu, [4, 5, 6, 7]>
 

@@ -390,6 +390,11 @@ func.func @shapes_annotated(
   // CHECK: nn.transpose %{{.*}} {permutation = array<i64: 1, 0>} : (tensor<8x16xf32, #sbp.global<[S(0)], #cpus4>>) -> tensor<16x8xf32, #sbp.global<[S(1)], #cpus4>>
   %2 = nn.transpose %x {permutation = array<i64: 1, 0>}
       : (tensor<8x16xf32, #sbp.global<[S(0)], #p>>) -> tensor<16x8xf32, #sbp.global<[S(1)], #p>>
+  // Axes at the same row-major position that both divide by the ranks
+  // keep the split whatever their sizes: 8 rows of 16 as 4 rows of 32.
+  // CHECK: nn.reshape %{{.*}} : tensor<8x16xf32, #sbp.global<[S(0)], #cpus4>> to tensor<4x32xf32, #sbp.global<[S(0)], #cpus4>>
+  %r = nn.reshape %x : tensor<8x16xf32, #sbp.global<[S(0)], #p>>
+                    to tensor<4x32xf32, #sbp.global<[S(0)], #p>>
   // A slice keeps the split of an axis it takes whole.
   // CHECK: nn.slice %{{.*}} {offsets = array<i64: 0, 4>, sizes = array<i64: 8, 8>} : (tensor<8x16xf32, #sbp.global<[S(0)], #cpus4>>) -> tensor<8x8xf32, #sbp.global<[S(0)], #cpus4>>
   %3 = nn.slice %x {offsets = array<i64: 0, 4>, sizes = array<i64: 8, 8>}
@@ -593,5 +598,19 @@ func.func @matmul_2d(%x: tensor<8x16xf32, #sbp.global<[S(0), S(1)], #g>>,
   %0 = nn.matmul %x, %w {transpose_rhs}
       : (tensor<8x16xf32, #sbp.global<[S(0), S(1)], #g>>, tensor<32x16xf32, #sbp.global<[B, S(1)], #g, param>>)
       -> tensor<8x32xf32, #sbp.global<[S(0), P(sum)], #g>>
+  return
+}
+
+// -----
+
+#g = #sbp.placement<cpu, [0, 1, 2, 3], hierarchy = [2, 2]>
+
+// On [data, model], a split on the model axis needs its 2 parts to divide,
+// not all 4 ranks: a column-parallel weight as one row per model part.
+// CHECK-LABEL: func.func @reshape_model_axis(
+func.func @reshape_model_axis(%w: tensor<8x6xf32, #sbp.global<[B, S(0)], #g, param>>) {
+  // CHECK: nn.reshape %{{.*}} : tensor<8x6xf32, #sbp.global<[B, S(0)], #cpus4, param>> to tensor<2x24xf32, #sbp.global<[B, S(0)], #cpus4, param>>
+  %0 = nn.reshape %w : tensor<8x6xf32, #sbp.global<[B, S(0)], #g, param>>
+                    to tensor<2x24xf32, #sbp.global<[B, S(0)], #g, param>>
   return
 }
