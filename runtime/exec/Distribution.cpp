@@ -3,6 +3,7 @@
 #include "runtime/exec/Distribution.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/exec/ShardRuns.h"
 
 #include <cmath>
 #include <cstring>
@@ -90,6 +91,26 @@ void placeShard(const DistributedTensor &tensor, int rank,
     std::memcpy(global.data() + at, local.data() + from,
                 count * sizeof(double));
   });
+}
+
+std::vector<double> shardOf(const PlanVariable &variable, int rank,
+                            const std::vector<double> &model) {
+  std::vector<double> local(numElements(variable.localShape), 0.0);
+  int64_t available = static_cast<int64_t>(model.size());
+  for (const ShardRun &run :
+       shardRuns(layoutOf(variable), variable.shard(rank)))
+    for (int64_t i = 0; i < run.length; ++i)
+      local[run.local + i] =
+          run.model + i < available ? model[run.model + i] : 0.0;
+  return local;
+}
+
+void placeShard(const PlanVariable &variable, int rank,
+                const std::vector<double> &local, std::vector<double> &model) {
+  for (const ShardRun &run :
+       shardRuns(layoutOf(variable), variable.shard(rank)))
+    std::memcpy(model.data() + run.model, local.data() + run.local,
+                run.length * sizeof(double));
 }
 
 std::vector<double> initialValues(const PlanVariable &variable, uint64_t seed) {

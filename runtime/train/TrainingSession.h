@@ -111,8 +111,9 @@ public:
   /// Inference runs so far.
   int64_t evaluationsRun() const { return evaluations; }
 
-  /// The global elements of variable `index` (the model tensor, padded at
-  /// the end for a ZeRO partition). Over a communicator, collective.
+  /// The model tensor of variable `index`, followed by zeros up to its
+  /// global element count (a ZeRO partition's padding). Over a
+  /// communicator, collective.
   std::vector<double> globalValue(int index);
 
   /// Saves the whole training state after stepsRun() steps as a checkpoint

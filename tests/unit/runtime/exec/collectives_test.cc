@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <thread>
 
 using namespace zerosbp::runtime;
@@ -226,10 +227,60 @@ TEST(Distribution, ShardsOfAFlatPaddedPartition) {
   std::vector<double> model = {1, 2, 3, 4, 5, 6};
   EXPECT_EQ(shardOf(variable, 2, model), (std::vector<double>{5, 6}));
   EXPECT_EQ(shardOf(variable, 3, model), (std::vector<double>{0, 0}));
+  // Back into the model tensor; the padding is left out.
   std::vector<double> global(8, -1);
   for (int rank = 0; rank < 4; ++rank)
     placeShard(variable, rank, shardOf(variable, rank, model), global);
-  EXPECT_EQ(global, (std::vector<double>{1, 2, 3, 4, 5, 6, 0, 0}));
+  EXPECT_EQ(global, (std::vector<double>{1, 2, 3, 4, 5, 6, -1, -1}));
+}
+
+/// A 4x6 model tensor split on dim `dim` over the model axis `modelAxis` of
+/// a 2x2 hierarchy, each part flattened and padded to 14 (two 7s for the
+/// data axis): global [2, 14], a row per part, shards from the SBP.
+PlanVariable modelSplitVariable(int modelAxis, int dim) {
+  PlanVariable variable;
+  variable.globalShape = {2, 14};
+  variable.localShape = {1, 7};
+  variable.logicalShape = std::vector<int64_t>{4, 6};
+  variable.modelSplit = ModelSplit{modelAxis, dim};
+  variable.hierarchy = {2, 2};
+  variable.sbp = modelAxis == 0 ? std::vector<std::string>{"S(0)", "S(1)"}
+                                : std::vector<std::string>{"S(1)", "S(0)"};
+  variable.splitDims =
+      modelAxis == 0 ? std::vector<int>{0, 1} : std::vector<int>{1, 0};
+  return variable;
+}
+
+TEST(Distribution, ShardsOfAModelSplitPartition) {
+  std::vector<double> model(24);
+  for (size_t i = 0; i < model.size(); ++i)
+    model[i] = static_cast<double>(i + 1); // Distinct, and never 0.
+  // Split on columns, model axis 1: rank 0 is (data 0, model 0), the first
+  // 7 elements of part 0 (columns 0-2); rank 3 is (1, 1), part 1 (columns
+  // 3-5) from its element 7 on, two of them padding.
+  PlanVariable columns = modelSplitVariable(1, 1);
+  EXPECT_EQ(shardOf(columns, 0, model),
+            (std::vector<double>{1, 2, 3, 7, 8, 9, 13}));
+  EXPECT_EQ(shardOf(columns, 3, model),
+            (std::vector<double>{17, 18, 22, 23, 24, 0, 0}));
+  // The same with the model axis first: rank 1 is (model 0, data 1).
+  PlanVariable first = modelSplitVariable(0, 1);
+  EXPECT_EQ(shardOf(first, 1, model),
+            (std::vector<double>{14, 15, 19, 20, 21, 0, 0}));
+  // Split on rows: part 1 is rows 2-3, model elements 12-23.
+  PlanVariable rows = modelSplitVariable(1, 0);
+  EXPECT_EQ(shardOf(rows, 1, model),
+            (std::vector<double>{13, 14, 15, 16, 17, 18, 19}));
+  for (const PlanVariable *variable : {&columns, &first, &rows}) {
+    // Every rank's shard, back in place, is the model tensor; the padding
+    // is left out (the last four elements of the global count).
+    std::vector<double> global(28, -1);
+    for (int rank = 0; rank < 4; ++rank)
+      placeShard(*variable, rank, shardOf(*variable, rank, model), global);
+    std::vector<double> expected = model;
+    expected.resize(28, -1);
+    EXPECT_EQ(global, expected);
+  }
 }
 
 TEST(Distribution, ShardsOfASecondAxisSplit) {
