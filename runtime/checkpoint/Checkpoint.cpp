@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace zerosbp::runtime {
 
@@ -529,27 +530,32 @@ void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
                         int rank, const WriteVariableBytes &write,
                         LoadStats *stats) {
   CheckpointReader reader(checkpoint);
-  int64_t zeroBuffer = 0;
+  std::vector<unsigned char> zeros;
   for (size_t index = 0; index < plan.variables.size(); ++index) {
     const PlanVariable &variable = plan.variables[index];
     int variableIndex = static_cast<int>(index);
     int64_t elementBytes = static_cast<int64_t>(dtypeBytes(variable.dtype));
     std::vector<ShardRun> target =
         shardRuns(layoutOf(variable), variable.shard(rank));
-    // Padding past the model (the tail of a flat partition) reads as zero.
-    int64_t localCount = shardElements(variable.shard(rank));
-    int64_t filled = 0;
+    // What no run fills is padding (the tail of a flat partition, of each
+    // row of a model-split one): it reads as zero.
+    std::vector<std::pair<int64_t, int64_t>> filled; // Local [begin, end).
     for (const ShardRun &run : target)
-      filled = std::max(filled, run.local + run.length);
-    if (filled < localCount) {
-      int64_t bytes = (localCount - filled) * elementBytes;
-      std::vector<unsigned char> zeros(
-          static_cast<size_t>(std::min(bytes, kCheckpointChunkBytes)), 0);
-      zeroBuffer = std::max(zeroBuffer, static_cast<int64_t>(zeros.size()));
-      for (int64_t done = 0; done < bytes;
-           done += static_cast<int64_t>(zeros.size()))
-        write(variableIndex, filled * elementBytes + done, zeros.data(),
-              std::min(bytes - done, static_cast<int64_t>(zeros.size())));
+      filled.emplace_back(run.local, run.local + run.length);
+    std::sort(filled.begin(), filled.end());
+    filled.emplace_back(shardElements(variable.shard(rank)), 0);
+    int64_t at = 0;
+    for (const auto &range : filled) {
+      int64_t bytes = (range.first - at) * elementBytes;
+      if (bytes > 0) {
+        int64_t size = std::min(bytes, kCheckpointChunkBytes);
+        if (static_cast<int64_t>(zeros.size()) < size)
+          zeros.resize(static_cast<size_t>(size), 0);
+        for (int64_t done = 0; done < bytes; done += size)
+          write(variableIndex, at * elementBytes + done, zeros.data(),
+                std::min(bytes - done, size));
+      }
+      at = std::max(at, range.second);
     }
     reader.read(*checkpoint.manifest.findTensor(variable.name), target,
                 [&](int64_t element, const void *data, int64_t count) {
@@ -559,8 +565,9 @@ void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
   }
   if (stats) {
     stats->bytesRead += reader.stats().bytesRead;
-    stats->bufferBytes = std::max(
-        stats->bufferBytes, std::max(zeroBuffer, reader.stats().bufferBytes));
+    stats->bufferBytes = std::max(stats->bufferBytes,
+                                  std::max(static_cast<int64_t>(zeros.size()),
+                                           reader.stats().bufferBytes));
   }
 }
 

@@ -6,6 +6,7 @@
 #include "runtime/core/Limits.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/io/DurableFile.h"
+#include "runtime/io/Npy.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -115,6 +116,36 @@ public:
   std::string path;
 };
 
+/// A flat layout split along a model dim first: `"model_split": {"dim": k,
+/// "parts": P}`, the global shape [P, N] with N at least a part.
+SplitParts parseModelSplit(const Json &json, const ShardLayout &layout,
+                           const FieldReader &in) {
+  const std::vector<int64_t> &model = layout.modelShape;
+  const std::vector<int64_t> &global = layout.globalShape;
+  if (!layout.flat)
+    in.fail("model_split", "needs flat true");
+  if (model.empty())
+    in.fail("model_split", "a 0-D tensor has no dim to split");
+  FieldReader splitIn(in.source, in.path + "model_split.");
+  const Json &split = in.get(json, "model_split");
+  SplitParts parts;
+  parts.dim = static_cast<int>(
+      splitIn.integer(split, "dim", 0, static_cast<int64_t>(model.size()) - 1));
+  parts.parts = splitIn.integer(split, "parts", 1, kMaxElements);
+  if (model[parts.dim] % parts.parts != 0)
+    splitIn.fail("parts", "dimension " + std::to_string(parts.dim) +
+                              " of shape " + npyShapeText(model) +
+                              " does not split into " +
+                              std::to_string(parts.parts) + " equal parts");
+  if (global.size() != 2 || global[0] != parts.parts ||
+      global[1] < numElements(model) / parts.parts)
+    in.fail("global_shape",
+            "a model split needs [" + std::to_string(parts.parts) +
+                ", N] with N at least a part's " +
+                std::to_string(numElements(model) / parts.parts) + " elements");
+  return parts;
+}
+
 CheckpointTensor parseTensor(const Json &json, const FieldReader &top,
                              int index, int world, int64_t &runsLeft) {
   FieldReader in(top.source, "tensors[" + std::to_string(index) + "].");
@@ -139,7 +170,9 @@ CheckpointTensor parseTensor(const Json &json, const FieldReader &top,
     in.fail("flat", "expected true or false");
   tensor.layout.flat = flat.get<bool>();
   int64_t modelCount = numElements(tensor.layout.modelShape);
-  if (tensor.layout.flat) {
+  if (json.contains("model_split")) {
+    tensor.layout.modelSplit = parseModelSplit(json, tensor.layout, in);
+  } else if (tensor.layout.flat) {
     if (tensor.layout.globalShape.size() != 1 ||
         tensor.layout.globalShape[0] < modelCount)
       in.fail("global_shape",
@@ -331,6 +364,9 @@ std::string manifestJson(const CheckpointManifest &manifest) {
                   {"flat", tensor.layout.flat},
                   {"sbp", tensor.sbp},
                   {"pieces", pieces}};
+    if (tensor.layout.modelSplit)
+      entry["model_split"] = {{"dim", tensor.layout.modelSplit->dim},
+                              {"parts", tensor.layout.modelSplit->parts}};
     if (tensor.copyOf)
       entry["copy_of"] = *tensor.copyOf;
     tensors.push_back(entry);

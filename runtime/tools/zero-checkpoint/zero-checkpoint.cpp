@@ -6,8 +6,9 @@
 // `inspect` prints what a checkpoint (a step directory, or a directory with
 // `latest`) holds: the run it came from, every file with its size and
 // whether its CRC-32 checks, and every tensor with its role, dtype, model
-// shape, SBP and the ranks that hold it, and any partial directory beside
-// it. It exits 1 if a file does not check.
+// shape, SBP (of the rows, for a flat partition split along a model dim:
+// `[S(1),S(0)] of 2 parts of dim 1`) and the ranks that hold it, and any
+// partial directory beside it. It exits 1 if a file does not check.
 //
 // `to-fp32` writes the full parameters as one safetensors file of float32
 // tensors under their PyTorch names (from the fp32 master where the run
@@ -30,6 +31,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -113,10 +115,15 @@ int inspect(const std::string &path) {
     std::string ranks;
     for (const CheckpointPiece &piece : tensor.pieces)
       ranks += (ranks.empty() ? "" : ",") + std::to_string(piece.rank);
+    // A model split's SBP is of its [parts, N] rows, not of the shape.
+    std::string sbp = joined(tensor.sbp);
+    if (const std::optional<SplitParts> &split = tensor.layout.modelSplit)
+      sbp += " of " + std::to_string(split->parts) + " parts of dim " +
+             std::to_string(split->dim);
     std::printf("%-40s %-9s %-5s %-16s %-10s %s\n", tensor.name.c_str(),
                 roleName(tensor.role), dtypeName(tensor.dtype),
-                npyShapeText(tensor.layout.modelShape).c_str(),
-                joined(tensor.sbp).c_str(), ranks.c_str());
+                npyShapeText(tensor.layout.modelShape).c_str(), sbp.c_str(),
+                ranks.c_str());
     if (tensor.role == Role::Param)
       parameters += numElements(tensor.layout.modelShape);
   }

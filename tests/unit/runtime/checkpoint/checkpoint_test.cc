@@ -184,6 +184,38 @@ TEST(Checkpoint, LoadsIntoEveryLayout) {
   }
 }
 
+// Tensor parallelism with ZeRO: a row per part of the model tensor,
+// flattened and padded, its columns split over the data axis. Its
+// checkpoints load into every other layout, and every layout's into it.
+TEST(Checkpoint, ReshardsModelSplitPartitions) {
+  std::vector<std::pair<std::string, Plan>> others = {
+      {"four model parts", planOfFourModelParts()},
+      {"flat partitions", planOfFlatPartitions()},
+      {"whole tensors", planOfWholeTensors()},
+      {"column boxes", planOfColumnBoxes()}};
+  std::string directory = makeTestDirectory() + "/ckpt";
+  saveCheckpoint(planOfModelSplits(), directory, 5, 0);
+  OpenedCheckpoint opened = openCheckpoint(directory);
+  const CheckpointTensor &w = *opened.manifest.findTensor("w");
+  ASSERT_TRUE(w.layout.modelSplit);
+  EXPECT_EQ(w.layout.modelSplit->dim, 1);
+  EXPECT_EQ(w.layout.modelSplit->parts, 2);
+  {
+    SCOPED_TRACE("same layout");
+    expectLoadsExactly(opened, planOfModelSplits());
+  }
+  for (const auto &[name, plan] : others) {
+    SCOPED_TRACE("model splits to " + name);
+    expectLoadsExactly(opened, plan);
+  }
+  for (const auto &[name, plan] : others) {
+    SCOPED_TRACE(name + " to model splits");
+    std::string other = makeTestDirectory() + "/ckpt";
+    saveCheckpoint(plan, other, 6, 0);
+    expectLoadsExactly(openCheckpoint(other), planOfModelSplits());
+  }
+}
+
 TEST(Checkpoint, ReadsOnlyTheFilesARankNeeds) {
   std::string directory = makeTestDirectory() + "/ckpt";
   saveCheckpoint(planOnTwoRanks(), directory, 1, 0);

@@ -69,6 +69,7 @@ void expectSameManifest(const CheckpointManifest &a,
     EXPECT_EQ(x.layout.modelShape, y.layout.modelShape) << x.name;
     EXPECT_EQ(x.layout.globalShape, y.layout.globalShape) << x.name;
     EXPECT_EQ(x.layout.flat, y.layout.flat) << x.name;
+    EXPECT_EQ(x.layout.modelSplit, y.layout.modelSplit) << x.name;
     EXPECT_EQ(x.sbp, y.sbp) << x.name;
     EXPECT_EQ(x.copyOf, y.copyOf) << x.name;
     ASSERT_EQ(x.pieces.size(), y.pieces.size()) << x.name;
@@ -190,6 +191,89 @@ TEST(Manifest, RoundTripsEveryField) {
   std::swap(reordered["files"][0], reordered["files"][1]);
   parsed = parseManifest(reordered.dump(), "m.json");
   expectSameManifest(manifest, parsed);
+}
+
+TEST(Manifest, RoundTripsAModelSplit) {
+  CheckpointManifest manifest = manifestOfPlan(planOfModelSplits(), 3, 1);
+  std::string text = manifestJson(manifest);
+  CheckpointManifest parsed = parseManifest(text, "m.json");
+  expectSameManifest(manifest, parsed);
+  EXPECT_EQ(manifestJson(parsed), text);
+  Json json = Json::parse(text);
+  EXPECT_EQ(json["tensors"][2]["name"], "u");
+  EXPECT_EQ(json["tensors"][2]["flat"], true);
+  EXPECT_EQ(json["tensors"][2]["model_split"],
+            Json({{"dim", 1}, {"parts", 2}}));
+  EXPECT_EQ(json["tensors"][2]["global_shape"], Json({2, 14}));
+  // u's rows are split on axis 0: rank 1 holds columns 7-13 of row 0.
+  EXPECT_EQ(json["tensors"][2]["pieces"][1],
+            Json({{"rank", 1}, {"ranges", {{0, 1}, {7, 14}}}}));
+  // Only a model split has the key.
+  EXPECT_FALSE(
+      Json::parse(manifestJson(sampleManifest()))["tensors"][1].contains(
+          "model_split"));
+}
+
+/// The message parseManifest gives for the model-split manifest after
+/// `edit`.
+std::string splitErrorAfter(const std::function<void(Json &)> &edit) {
+  Json json =
+      Json::parse(manifestJson(manifestOfPlan(planOfModelSplits(), 3, 1)));
+  edit(json);
+  try {
+    parseManifest(json.dump(), "m.json");
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+TEST(ManifestParser, NamesTheBadModelSplit) {
+  EXPECT_EQ(splitErrorAfter([](Json &j) {}), "(no error)");
+  EXPECT_EQ(splitErrorAfter([](Json &j) { j["tensors"][0]["flat"] = false; }),
+            "m.json: tensor 'w': model_split: needs flat true");
+  EXPECT_EQ(
+      splitErrorAfter([](Json &j) { j["tensors"][0]["model_split"] = 1; }),
+      "m.json: tensor 'w': model_split.dim: missing");
+  EXPECT_EQ(splitErrorAfter(
+                [](Json &j) { j["tensors"][0]["model_split"]["dim"] = 2; }),
+            "m.json: tensor 'w': model_split.dim: 2 is outside [0, 1]");
+  EXPECT_EQ(splitErrorAfter(
+                [](Json &j) { j["tensors"][0]["model_split"].erase("parts"); }),
+            "m.json: tensor 'w': model_split.parts: missing");
+  EXPECT_EQ(splitErrorAfter(
+                [](Json &j) { j["tensors"][0]["model_split"]["parts"] = 0; }),
+            "m.json: tensor 'w': model_split.parts: 0 is outside [1, "
+            "281474976710656]");
+  EXPECT_EQ(splitErrorAfter(
+                [](Json &j) { j["tensors"][0]["model_split"]["parts"] = 3; }),
+            "m.json: tensor 'w': model_split.parts: dimension 1 of shape "
+            "(4, 8) does not split into 3 equal parts");
+  EXPECT_EQ(splitErrorAfter(
+                [](Json &j) { j["tensors"][0]["model_split"]["parts"] = 4; }),
+            "m.json: tensor 'w': global_shape: a model split needs [4, N] "
+            "with N at least a part's 8 elements");
+  EXPECT_EQ(splitErrorAfter([](Json &j) {
+              j["tensors"][0]["global_shape"] = {2, 15};
+            }),
+            "m.json: tensor 'w': global_shape: a model split needs [2, N] "
+            "with N at least a part's 16 elements");
+  EXPECT_EQ(
+      splitErrorAfter([](Json &j) { j["tensors"][0]["global_shape"] = {36}; }),
+      "m.json: tensor 'w': global_shape: a model split needs [2, N] "
+      "with N at least a part's 16 elements");
+  EXPECT_EQ(splitErrorAfter([](Json &j) {
+              j["tensors"][0]["shape"] = Json::array();
+              j["tensors"][0]["global_shape"] = Json::array();
+            }),
+            "m.json: tensor 'w': model_split: a 0-D tensor has no dim to "
+            "split");
+  // The pieces must still cover the model: without rank 3's (row 1 from
+  // column 9: part 1's elements 9-15, the first model element 21), the
+  // model from 21 on is not all there.
+  EXPECT_EQ(
+      splitErrorAfter([](Json &j) { j["tensors"][0]["pieces"].erase(3); }),
+      "m.json: tensor 'w': pieces: model elements from 21 on are in no piece");
 }
 
 /// The message parseManifest gives for the sample manifest after `edit`.

@@ -2,8 +2,10 @@
 //
 // Plans built in memory with only what checkpoints read (world, stage,
 // hierarchy, configuration, variables and their shards), the same five
-// variables laid out three ways, and the brute-force map from a shard's
-// local elements to model elements that the tests check runs against.
+// variables laid out three ways, three others laid out five ways (two of
+// them model-split flat partitions), and the brute-force map from a
+// shard's local elements to model elements that the tests check runs
+// against.
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,6 +137,36 @@ inline PlanVariable flatVariable(const std::string &name, Role role,
   return variable;
 }
 
+/// A ZeRO partition of a tensor-parallel variable: the model tensor split
+/// along `dim` over hierarchy axis `modelAxis`, each part flattened and
+/// padded to `padded`, a row per part (S(0) on the model axis) and each
+/// row's columns split over the other axes (S(1)). The shards follow from
+/// the SBP.
+inline PlanVariable modelSplitVariable(const std::string &name, Role role,
+                                       DType dtype,
+                                       std::vector<int64_t> modelShape, int dim,
+                                       std::vector<int64_t> hierarchy,
+                                       int modelAxis, int64_t padded) {
+  PlanVariable variable;
+  variable.name = name;
+  variable.role = role;
+  variable.dtype = dtype;
+  variable.globalShape = {hierarchy[modelAxis], padded};
+  variable.logicalShape = std::move(modelShape);
+  variable.modelSplit = runtime::ModelSplit{modelAxis, dim};
+  for (int axis = 0; axis < static_cast<int>(hierarchy.size()); ++axis) {
+    variable.sbp.push_back(axis == modelAxis ? "S(0)" : "S(1)");
+    variable.splitDims.push_back(axis == modelAxis ? 0 : 1);
+  }
+  variable.hierarchy = std::move(hierarchy);
+  Shards shards;
+  for (int rank = 0; rank < product(variable.hierarchy); ++rank)
+    shards.push_back(variable.shard(rank));
+  variable.shards = std::move(shards);
+  variable.localShape = extentsOf(variable.shards[0]);
+  return variable;
+}
+
 inline Plan emptyPlan(int world, std::optional<int> stage) {
   Plan plan;
   plan.source = "test.zplan";
@@ -204,6 +236,92 @@ inline Plan planOnOneRank() {
                                        {"B"}, {{{0, 3}, {0, 4}}}));
   plan.variables.push_back(
       boxVariable("e", Role::OptState, DType::F64, {7}, {"B"}, {{{0, 7}}}));
+  return plan;
+}
+
+/// Three variables of a tensor-parallel ZeRO run on a [2, 2] hierarchy, as
+/// model-split flat partitions: w (4x8, split by columns on model axis 1,
+/// parts of 16 padded to 18), v (8x4, by rows, parts of 16, no padding)
+/// and u (2x4x3, along dim 1 on axis 0, parts of 12 padded to 14).
+inline Plan planOfModelSplits() {
+  Plan plan = emptyPlan(4, 2);
+  plan.hierarchy = {2, 2};
+  plan.variables.push_back(modelSplitVariable(
+      "w", Role::Param, DType::F32, {4, 8}, 1, plan.hierarchy, 1, 18));
+  plan.variables.push_back(modelSplitVariable(
+      "v", Role::OptState, DType::BF16, {8, 4}, 0, plan.hierarchy, 1, 16));
+  plan.variables.push_back(modelSplitVariable(
+      "u", Role::OptState, DType::F64, {2, 4, 3}, 1, plan.hierarchy, 0, 14));
+  return plan;
+}
+
+/// The same split in four parts on a [1, 4] hierarchy: a row per rank.
+inline Plan planOfFourModelParts() {
+  Plan plan = emptyPlan(4, 3);
+  plan.hierarchy = {1, 4};
+  plan.variables.push_back(modelSplitVariable("w", Role::Param, DType::F32,
+                                              {4, 8}, 1, plan.hierarchy, 1, 9));
+  plan.variables.push_back(modelSplitVariable("v", Role::OptState, DType::BF16,
+                                              {8, 4}, 0, plan.hierarchy, 1, 8));
+  plan.variables.push_back(modelSplitVariable(
+      "u", Role::OptState, DType::F64, {2, 4, 3}, 1, plan.hierarchy, 1, 7));
+  return plan;
+}
+
+/// The same variables as plain flat ZeRO partitions on four ranks.
+inline Plan planOfFlatPartitions() {
+  Plan plan = emptyPlan(4, 3);
+  plan.variables.push_back(
+      flatVariable("w", Role::Param, DType::F32, {4, 8}, 32, 4));
+  plan.variables.push_back(
+      flatVariable("v", Role::OptState, DType::BF16, {8, 4}, 36, 4));
+  plan.variables.push_back(
+      flatVariable("u", Role::OptState, DType::F64, {2, 4, 3}, 28, 4));
+  return plan;
+}
+
+/// The same variables whole on each of four ranks (B).
+inline Plan planOfWholeTensors() {
+  Plan plan = emptyPlan(4, 0);
+  auto whole = [](std::vector<int64_t> shape) {
+    std::vector<DimRange> box;
+    for (int64_t dim : shape)
+      box.emplace_back(0, dim);
+    return Shards(4, box);
+  };
+  plan.variables.push_back(
+      boxVariable("w", Role::Param, DType::F32, {4, 8}, {"B"}, whole({4, 8})));
+  plan.variables.push_back(boxVariable("v", Role::OptState, DType::BF16, {8, 4},
+                                       {"B"}, whole({8, 4})));
+  plan.variables.push_back(boxVariable("u", Role::OptState, DType::F64,
+                                       {2, 4, 3}, {"B"}, whole({2, 4, 3})));
+  return plan;
+}
+
+/// The same variables as boxes split by dim 1 over the model axis of a
+/// [2, 2] hierarchy ([B, S(1)], tensor parallelism at stage 0).
+inline Plan planOfColumnBoxes() {
+  Plan plan = emptyPlan(4, 0);
+  plan.hierarchy = {2, 2};
+  auto columns = [](std::vector<int64_t> shape) {
+    Shards shards;
+    for (int rank = 0; rank < 4; ++rank) {
+      std::vector<DimRange> box;
+      for (int64_t dim : shape)
+        box.emplace_back(0, dim);
+      int64_t half = shape[1] / 2;
+      box[1] = {rank % 2 * half, (rank % 2 + 1) * half};
+      shards.push_back(box);
+    }
+    return shards;
+  };
+  plan.variables.push_back(boxVariable("w", Role::Param, DType::F32, {4, 8},
+                                       {"B", "S(1)"}, columns({4, 8})));
+  plan.variables.push_back(boxVariable("v", Role::OptState, DType::BF16, {8, 4},
+                                       {"B", "S(1)"}, columns({8, 4})));
+  plan.variables.push_back(boxVariable("u", Role::OptState, DType::F64,
+                                       {2, 4, 3}, {"B", "S(1)"},
+                                       columns({2, 4, 3})));
   return plan;
 }
 
