@@ -60,6 +60,19 @@ std::optional<int64_t> product(int64_t a, int64_t b, int64_t c) {
   return abc;
 }
 
+/// "world (8)", or with model axes "world (8) / model-parallel-size (2)":
+/// the data-parallel ranks the batch sizes count, as DeepSpeed counts them
+/// with model parallelism.
+std::string dataParallelText(FieldNamer name, const ZeroConfig &config) {
+  std::string text =
+      llvm::formatv("{0} ({1})", name(ConfigField::World), config.world);
+  if (config.modelParallelSize != 1)
+    text += llvm::formatv(" / {0} ({1})", name(ConfigField::ModelParallelSize),
+                          config.modelParallelSize)
+                .str();
+  return text;
+}
+
 void checkBatchRule(Checker &check, const ZeroConfig &config) {
   int64_t train = config.trainBatchSize;
   int64_t micro = config.trainMicroBatchSizePerGpu;
@@ -74,17 +87,18 @@ void checkBatchRule(Checker &check, const ZeroConfig &config) {
                             " is set, got 0");
     return;
   }
+  int64_t ranks = config.dataParallelSize();
   std::optional<int64_t> expected =
-      product(micro, config.gradientAccumulationSteps, config.world);
+      product(micro, config.gradientAccumulationSteps, ranks);
   if (expected && *expected == train)
     return;
   check.fail(ConfigField::TrainBatchSize,
-             llvm::formatv("{0} != {1} ({2}) * {3} ({4}) * {5} ({6}){7}", train,
+             llvm::formatv("{0} != {1} ({2}) * {3} ({4}) * {5}{6}", train,
                            check.name(ConfigField::TrainMicroBatchSizePerGpu),
                            micro,
                            check.name(ConfigField::GradientAccumulationSteps),
                            config.gradientAccumulationSteps,
-                           check.name(ConfigField::World), config.world,
+                           dataParallelText(check.name, config),
                            expected ? " = " + std::to_string(*expected)
                                     : std::string(", which overflows")));
 }
@@ -136,6 +150,7 @@ bool zerosbp::optionApplies(const ConfigOption &option,
   case OptionWhen::Always:
   case OptionWhen::PrintedNotSgd:
   case OptionWhen::NonZero:
+  case OptionWhen::NotOne:
     return true;
   }
   llvm_unreachable("unknown OptionWhen");
@@ -185,6 +200,13 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
                      formatNumber(config.optimizer.weightDecay));
     if (option.field == ConfigField::TrainBatchSize)
       checkBatchRule(check, config);
+    if (option.field == ConfigField::ModelParallelSize &&
+        config.modelParallelSize > 1 &&
+        config.world % config.modelParallelSize != 0)
+      check.fail(ConfigField::ModelParallelSize,
+                 llvm::formatv("expected a divisor of {0} ({1}), got {2}",
+                               name(ConfigField::World), config.world,
+                               config.modelParallelSize));
     // Offload moves the stage's optimizer-state partitions: stage 0 has
     // none (DeepSpeed: "ZeRO-Offload requires ZeRO stage >= 1").
     if (option.field == ConfigField::OffloadOptimizer &&
@@ -257,7 +279,9 @@ llvm::Error zerosbp::resolveBatchSizes(ZeroConfig &config,
   if (gas && *gas < 1)
     return notPositive(ConfigField::GradientAccumulationSteps, gas);
 
-  int64_t world = config.world;
+  // Batch sizes count the data-parallel ranks (DeepSpeed with model
+  // parallelism).
+  int64_t world = config.dataParallelSize();
   // `train` must be a multiple of `by * world`; returns the quotient.
   auto divide = [&](ConfigField byField,
                     int64_t by) -> llvm::Expected<int64_t> {
@@ -265,9 +289,9 @@ llvm::Error zerosbp::resolveBatchSizes(ZeroConfig &config,
     if (denominator && *train % *denominator == 0)
       return *train / *denominator;
     return configError(
-        llvm::formatv("{0}: {1} is not divisible by {2} ({3}) * {4} ({5})",
+        llvm::formatv("{0}: {1} is not divisible by {2} ({3}) * {4}",
                       name(ConfigField::TrainBatchSize), *train, name(byField),
-                      by, name(ConfigField::World), world));
+                      by, dataParallelText(name, config)));
   };
 
   if (train && micro && gas) {

@@ -52,6 +52,7 @@ enum class OptionWhen {
   PrintedNotSgd,
   Fp16,
   NonZero,
+  NotOne,
   Offload,
   Nvme,
   ParamOffload,

@@ -143,7 +143,10 @@ const char *const kOptimizerTypes = "\"Adam\", \"AdamW\" or \"SGD\"";
 
 class DeepSpeedParser {
 public:
-  explicit DeepSpeedParser(int64_t world) { config.world = world; }
+  DeepSpeedParser(int64_t world, int64_t modelParallelSize) {
+    config.world = world;
+    config.modelParallelSize = modelParallelSize;
+  }
 
   llvm::Expected<ZeroConfig> parse(const llvm::json::Object &root);
 
@@ -342,7 +345,8 @@ void DeepSpeedParser::readActivationCheckpointing(JsonObjectReader &root) {
   };
   refuseTrue("partition_activations",
              "true is not supported: checkpoints are split across "
-             "model-parallel ranks, and there is no model parallelism here");
+             "model-parallel ranks, which is not built (each model rank keeps "
+             "its checkpoints whole)");
   refuseTrue("cpu_checkpointing",
              "true is not supported: checkpoints stay in device memory "
              "(offload is not implemented)");
@@ -511,11 +515,16 @@ void DeepSpeedParser::readBatchSizes(JsonObjectReader &root) {
 
 } // namespace
 
-llvm::Expected<ZeroConfig> zerosbp::parseDeepSpeedConfig(llvm::StringRef json,
-                                                         int64_t world) {
+llvm::Expected<ZeroConfig>
+zerosbp::parseDeepSpeedConfig(llvm::StringRef json, int64_t world,
+                              int64_t modelParallelSize) {
   if (world < 1)
     return configError(
         llvm::formatv("world: expected an integer >= 1, got {0}", world));
+  if (modelParallelSize < 1 || world % modelParallelSize != 0)
+    return configError(llvm::formatv(
+        "model_parallel_size: expected a divisor of world ({0}), got {1}",
+        world, modelParallelSize));
   llvm::Expected<llvm::json::Value> root = parseJsonStrictly(json);
   if (!root)
     return root.takeError();
@@ -523,5 +532,5 @@ llvm::Expected<ZeroConfig> zerosbp::parseDeepSpeedConfig(llvm::StringRef json,
   if (!object)
     return configError("expected a JSON object at the top level, got " +
                        describeJson(*root));
-  return DeepSpeedParser(world).parse(*object);
+  return DeepSpeedParser(world, modelParallelSize).parse(*object);
 }

@@ -52,6 +52,8 @@ static bool isPrinted(const ConfigOption &option, const ZeroConfig &config) {
     return config.optimizer.kind != OptimizerKind::SGD;
   case OptionWhen::NonZero:
     return *optionMember<int64_t>(config, option.field) != 0;
+  case OptionWhen::NotOne:
+    return *optionMember<int64_t>(config, option.field) != 1;
   default:
     return optionApplies(option, config);
   }
@@ -154,6 +156,9 @@ llvm::json::Value ZeroConfig::toJson() const {
       {"gradient_clipping", gradientClipping},
       {"zero_optimization", std::move(zeroOptimization)},
   };
+  if (modelParallelSize != 1)
+    result.getObject("zerosbp")->try_emplace("model_parallel_size",
+                                             modelParallelSize);
   if (trainMicroBatchSizePerGpu != 0)
     result["train_micro_batch_size_per_gpu"] = trainMicroBatchSizePerGpu;
   if (trainBatchSize != 0)

@@ -78,6 +78,14 @@ struct ZeroConfig {
   PrecisionConfig precision;
   ZeroKnobs zero;
 
+  /// The data-parallel ranks, that the batch sizes count: the world over
+  /// the model axes (verify() checks that they divide it).
+  int64_t dataParallelSize() const {
+    return modelParallelSize > 0 && world % modelParallelSize == 0
+               ? world / modelParallelSize
+               : world;
+  }
+
   /// The config as `key=value` pairs in the syntax parsePipelineOptions
   /// reads back; keys that do not apply (betas for SGD, loss scaling without
   /// fp16, batch sizes not given) are left out.

@@ -44,6 +44,38 @@ llvm::Error checkTrainBatchSize(func::FuncOp func, const ZeroConfig &config) {
   return llvm::Error::success();
 }
 
+/// The model-parallel size of a graph whose inputs are annotated: its ranks
+/// over those that split the inputs' batch (docs/design.md#tensor-
+/// parallelism). A config that counts batch sizes over another number of
+/// data-parallel ranks is refused; one that leaves it at 1 takes the
+/// graph's.
+llvm::Error adoptModelParallelSize(func::FuncOp func, ZeroConfig &config) {
+  for (auto input : func.getOps<nn::InputOp>()) {
+    auto encoding = sbp::getGlobalEncoding(input.getType());
+    if (!encoding)
+      continue;
+    int64_t ranks = encoding.getPlacement().getNumRanks();
+    int64_t data = 1;
+    for (auto [sbp, size] : llvm::zip_equal(
+             encoding.getSbp(), encoding.getPlacement().getHierarchyShape()))
+      if (sbp.isSplit())
+        data *= size;
+    int64_t model = ranks / data;
+    if (config.modelParallelSize == model)
+      return llvm::Error::success();
+    if (config.modelParallelSize == 1 && config.trainBatchSize == 0) {
+      config.modelParallelSize = model;
+      return llvm::Error::success();
+    }
+    return driverError(llvm::formatv(
+        "model-parallel-size {0}, but input '{1}' is split over {2} of the "
+        "graph's {3} ranks (model-parallel size {4}); the batch sizes count "
+        "its data-parallel ranks",
+        config.modelParallelSize, input.getName(), data, ranks, model));
+  }
+  return llvm::Error::success();
+}
+
 /// Where `op` is, as `file:line:col: ` (empty for other locations).
 std::string locationPrefix(Operation *op) {
   auto loc = dyn_cast<FileLineColLoc>(op->getLoc());
@@ -101,10 +133,11 @@ llvm::Error checkSizes(func::FuncOp func) {
 } // namespace
 
 llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
-                                                const ZeroConfig &config,
+                                                const ZeroConfig &givenConfig,
                                                 const CompileOptions &options) {
-  if (llvm::Error error = checkPipelineConfig(config))
+  if (llvm::Error error = checkPipelineConfig(givenConfig))
     return std::move(error);
+  ZeroConfig config = givenConfig;
   func::FuncOp func;
   for (auto candidate : module.getOps<func::FuncOp>())
     if (!candidate.isExternal()) {
@@ -114,6 +147,8 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
     }
   if (!func)
     return driverError("the model has no graph function");
+  if (llvm::Error error = adoptModelParallelSize(func, config))
+    return std::move(error);
   // An inference graph's batch is its own, not the training step's.
   if (options.kind == GraphKind::Training)
     if (llvm::Error error = checkTrainBatchSize(func, config))

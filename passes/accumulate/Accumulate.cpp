@@ -143,11 +143,21 @@ void ZeroAccumulatePass::runOnOperation() {
     ranks = 1;
   for (nn::InputOp input : inputs) {
     auto type = cast<RankedTensorType>(input.getResult().getType());
-    if (type.getRank() == 0 || type.getDimSize(0) % (ranks * steps) != 0) {
+    // The batch is split over the axes that split the input (the data
+    // axes; a model axis holds it whole), or over every rank.
+    int64_t parts = ranks;
+    if (auto encoding = sbp::getGlobalEncoding(type)) {
+      parts = 1;
+      for (auto [sbp, size] : llvm::zip_equal(
+               encoding.getSbp(), encoding.getPlacement().getHierarchyShape()))
+        if (sbp.isSplit())
+          parts *= size;
+    }
+    if (type.getRank() == 0 || type.getDimSize(0) % (parts * steps) != 0) {
       input.emitOpError("batch of ")
           << (type.getRank() ? type.getDimSize(0) : 0)
           << " does not split into " << steps.getValue()
-          << " micro-batches on each of " << ranks << " ranks";
+          << " micro-batches on each of " << parts << " ranks";
       return signalPassFailure();
     }
   }

@@ -162,4 +162,4 @@ def test_refused_config_key_names_the_file_and_key(tmp_path):
         "activation_checkpointing": {"partition_activations": True}})
     expect_error(SMALL + ["--deepspeed_config", config],
                  "ds.config", "activation_checkpointing.partition_activations",
-                 "there is no model parallelism here")
+                 "each model rank keeps its checkpoints whole")

@@ -484,6 +484,35 @@ TEST(DeepSpeedConfigErrors, BatchSizes) {
             "gradient_accumulation_steps (4) * world (4) overflows");
 }
 
+// With model parallelism the batch sizes count the data-parallel ranks,
+// world / model_parallel_size, as DeepSpeed's do.
+TEST(DeepSpeedConfig, BatchSizesCountDataParallelRanks) {
+  ZeroConfig config = configOf(parseDeepSpeedConfig(
+      R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4})", 4,
+      2));
+  EXPECT_EQ(config.modelParallelSize, 2);
+  EXPECT_EQ(config.dataParallelSize(), 2);
+  EXPECT_EQ(config.gradientAccumulationSteps, 1);
+  EXPECT_EQ(errorOf(parseDeepSpeedConfig(R"({"train_batch_size": 6,
+      "train_micro_batch_size_per_gpu": 2})",
+                                         4, 2)),
+            "train_batch_size: 6 is not divisible by "
+            "train_micro_batch_size_per_gpu (2) * world (4) / "
+            "model_parallel_size (2)");
+  EXPECT_EQ(errorOf(parseDeepSpeedConfig("{}", 4, 3)),
+            "model_parallel_size: expected a divisor of world (4), got 3");
+  EXPECT_EQ(optionsError("world=4 model-parallel-size=2 "
+                         "train-batch-size=8 train-micro-batch-size-per-gpu=2 "
+                         "gradient-accumulation-steps=1"),
+            "train-batch-size: 8 != train-micro-batch-size-per-gpu (2) * "
+            "gradient-accumulation-steps (1) * world (4) / "
+            "model-parallel-size (2) = 4");
+  EXPECT_EQ(optionsError("world=4 model-parallel-size=3"),
+            "model-parallel-size: expected a divisor of world (4), got 3");
+  // Printed only when there are model axes.
+  EXPECT_EQ(ZeroConfig().str().find("model-parallel-size"), std::string::npos);
+}
+
 TEST(DeepSpeedConfig, OffloadOptimizer) {
   ZeroConfig cpu = configOf(parseDeepSpeedConfig(
       R"({"zero_optimization": {"stage": 2,
@@ -549,7 +578,8 @@ TEST(DeepSpeedConfigErrors, UnsupportedFeatures) {
       "partition_activations": true}})"),
             "activation_checkpointing.partition_activations: true is not "
             "supported: checkpoints are split across model-parallel ranks, "
-            "and there is no model parallelism here");
+            "which is not built (each model rank keeps its checkpoints "
+            "whole)");
   EXPECT_EQ(deepSpeedError(R"({"activation_checkpointing": {
       "cpu_checkpointing": true}})"),
             "activation_checkpointing.cpu_checkpointing: true is not "
@@ -1080,6 +1110,9 @@ Context contextOf(const ConfigOption &option) {
     context.pairs = " stage=1";
   if (option.field == ConfigField::HpzPartitionSize)
     context.pairs = " stage=3";
+  // The model axes divide the ranks.
+  if (option.field == ConfigField::ModelParallelSize)
+    context.pairs = " world=6";
   if (option.when == OptionWhen::ParamOffload ||
       option.when == OptionWhen::ParamNvme) {
     context.pairs = " stage=3";
@@ -1163,6 +1196,7 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
         llvm::formatv("{0}", llvm::json::Value(std::move(*object)));
     ZeroConfig fromJson = configOf(parseDeepSpeedConfig(text, config.world));
     fromJson.shardMinSize = config.shardMinSize;
+    fromJson.modelParallelSize = config.modelParallelSize;
     fromJson.shardRestoreLevel = config.shardRestoreLevel;
     fromJson.fuseAttention = config.fuseAttention;
     fromJson.fuseEpilogues = config.fuseEpilogues;

@@ -109,7 +109,11 @@ static cl::opt<bool>
                     cl::init(false), cl::cat(category));
 static zerosbp::DecimalOpt modelParallelSize(
     "model-parallel-size", cl::init(1), cl::cat(category),
-    cl::desc("Megatron's tensor-parallel degree: 1 only (data parallel)"));
+    cl::desc("Megatron's tensor-parallel degree: the ranks of a captured "
+             "graph's model axes; batch sizes count world / this"));
+static cl::alias tensorModelParallelSize(
+    "tensor-model-parallel-size", cl::aliasopt(modelParallelSize),
+    cl::desc("alias for --model-parallel-size (Megatron-DeepSpeed)"));
 static cl::opt<bool> evalGraph(
     "eval", cl::init(false), cl::cat(category),
     cl::desc("compile for inference: the forward only, returning the "
@@ -200,7 +204,10 @@ static llvm::Error checkMegatronFlags() {
   if (!configFile.empty() && !deepspeedConfig.empty())
     return error("--config and --deepspeed_config name the same thing; "
                  "give one");
-  if (modelParallelSize != 1)
+  if (modelParallelSize < 1)
+    return error("--model-parallel-size: expected an integer >= 1, got " +
+                 llvm::Twine(modelParallelSize));
+  if (modelParallelSize != 1 && inputFile.empty())
     return error("--model-parallel-size " + llvm::Twine(modelParallelSize) +
                  ": GPT-2 is built data parallel only (1); a captured graph "
                  "may split its variables on a [data, model] placement "
@@ -247,7 +254,8 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
         path, zerosbp::runtime::kMaxConfigFileBytes, "the config");
     if (!file)
       return file.takeError();
-    config = zerosbp::parseDeepSpeedConfig((*file)->getBuffer(), world);
+    config = zerosbp::parseDeepSpeedConfig((*file)->getBuffer(), world,
+                                           modelParallelSize);
     if (!config)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      path + ": " +
@@ -263,6 +271,10 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
       flagPairs += " stage=" + std::to_string(static_cast<int64_t>(stage));
     if (!statesPair(pipelineOptions, "world"))
       flagPairs += " world=" + std::to_string(static_cast<int64_t>(world));
+    if (given(modelParallelSize) &&
+        !statesPair(pipelineOptions, "model-parallel-size"))
+      flagPairs += " model-parallel-size=" +
+                   std::to_string(static_cast<int64_t>(modelParallelSize));
     config = zerosbp::parsePipelineOptions(pipelineOptions + flagPairs);
     if (!config)
       return config.takeError();
@@ -276,6 +288,7 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
                         static_cast<int64_t>(world)));
   } else {
     config->world = world;
+    config->modelParallelSize = modelParallelSize;
   }
   if (given(stage)) {
     if (!stageSource.empty() && config->stage != stage)
