@@ -53,6 +53,10 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
       auto in = cast<RankedTensorType>(input.getType());
       auto out = cast<RankedTensorType>(result.getType());
       int64_t full = std::max(tensorBytes(in), tensorBytes(out));
+      // The full-size side of an all-to-all is the group's tensor: each
+      // rank holds 1/group of it on both sides.
+      if (start.getKind() == CollectiveKind::all_to_all)
+        full *= group;
       sent += collectiveBytes(start.getKind(), full, group);
       elements += std::max(in.getNumElements(), out.getNumElements());
     }
