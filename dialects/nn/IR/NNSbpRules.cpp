@@ -370,7 +370,8 @@ void ReshapeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   // axis makes: the hierarchy axes that split the operand or the result
   // (their product divides by each axis's parts, nested or not), else
   // every rank.
-  int64_t parts = 1;
+  // 0 without an encoding: only equal sizes keep a split.
+  int64_t parts = 0;
   auto inputEncoding = sbp::getGlobalEncoding(getInput().getType());
   auto resultEncoding = sbp::getGlobalEncoding(getResult().getType());
   if (inputEncoding) {
@@ -380,10 +381,14 @@ void ReshapeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
       return encoding && axis < encoding.getSbp().size() &&
              encoding.getSbp()[axis].isSplit();
     };
+    bool splits = false;
+    parts = 1;
     for (size_t axis = 0; axis < hierarchy.size(); ++axis)
-      if (splitsOn(inputEncoding, axis) || splitsOn(resultEncoding, axis))
+      if (splitsOn(inputEncoding, axis) || splitsOn(resultEncoding, axis)) {
         parts *= hierarchy[axis];
-    if (parts == 1)
+        splits = true;
+      }
+    if (!splits)
       parts = inputEncoding.getPlacement().getNumRanks();
   }
   for (int64_t i = 0; i < (int64_t)in.size(); ++i) {
@@ -397,7 +402,7 @@ void ReshapeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
       if (*prefix != *before || in[i] < 1 || res[j] < 1)
         continue;
       bool same = res[j] == in[i];
-      bool evenParts = parts > 1 && in[i] % parts == 0 && res[j] % parts == 0;
+      bool evenParts = parts > 0 && in[i] % parts == 0 && res[j] % parts == 0;
       if (same || evenParts) {
         sig.add({sig.s(i)}, {sig.s(j)});
         break;

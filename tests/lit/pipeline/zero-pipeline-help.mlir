@@ -6,7 +6,8 @@
 // CHECK: --zero-pipeline
 // CHECK-SAME: The whole global-view ZeRO pipeline
 // CHECK-DAG: --stage=<long> {{.*}}- ZeRO stage, 0 to 3
-// CHECK-DAG: --world=<long> {{.*}}- data-parallel ranks
+// CHECK-DAG: --world=<long> {{.*}}- ranks in all
+// CHECK-DAG: --model-parallel-size=<long> {{.*}}- ranks of the model axes (tensor parallelism)
 // CHECK-DAG: --optimizer=<string> {{.*}}- sgd, adam or adamw
 // CHECK-DAG: --precision=<string> {{.*}}- fp32, fp16 or bf16
 // CHECK-DAG: --overlap-comm {{.*}}- overlap reductions with the backward
