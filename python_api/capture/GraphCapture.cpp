@@ -78,12 +78,35 @@ std::string checkConfig(const ConfigSpec &spec, int64_t world) {
   return buildConfig(spec, world).str();
 }
 
+/// Ranks 0..world-1 of `device`, laid out as `hierarchy` (empty: one axis).
+static sbp::PlacementAttr placementOf(MLIRContext &context,
+                                      sbp::DeviceKind device, int64_t world,
+                                      llvm::ArrayRef<int64_t> hierarchy) {
+  // Loads the dialects too.
+  sbp::PlacementAttr flat = GraphBuilder::makePlacement(context, device, world);
+  if (hierarchy.empty())
+    return flat;
+  return sbp::PlacementAttr::get(&context, device, flat.getRanks(), hierarchy);
+}
+
 struct GraphCapture::Impl {
-  Impl(const std::string &name, int64_t world, sbp::DeviceKind device)
+  Impl(const std::string &name, int64_t world, sbp::DeviceKind device,
+       llvm::ArrayRef<int64_t> hierarchy)
       : world(world),
-        builder(context, name,
-                GraphBuilder::makePlacement(context, device, world)) {
+        hierarchy(hierarchy.empty() ? std::vector<int64_t>{world}
+                                    : std::vector<int64_t>(hierarchy.begin(),
+                                                           hierarchy.end())),
+        builder(context, name, placementOf(context, device, world, hierarchy)) {
     context.disableMultithreading();
+  }
+
+  /// Gives the freshly built source `value` the SBP list `sbp`: the
+  /// builder lays sources out the same way on every axis.
+  void setSbp(Value value, llvm::ArrayRef<sbp::SbpAttr> sbp) {
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    auto encoding = llvm::cast<sbp::GlobalTensorAttr>(type.getEncoding());
+    value.setType(RankedTensorType::get(type.getShape(), type.getElementType(),
+                                        encoding.withSbp(sbp)));
   }
 
   Value value(int handle) const {
@@ -117,20 +140,39 @@ struct GraphCapture::Impl {
 
   MLIRContext context;
   int64_t world;
+  std::vector<int64_t> hierarchy; // One size per axis.
   GraphBuilder builder;
   std::vector<Value> values;
   bool finished = false;
 };
 
 GraphCapture::GraphCapture(const std::string &name, int64_t world,
-                           const std::string &device) {
+                           const std::string &device,
+                           const std::vector<int64_t> &hierarchy) {
   if (world < 1)
     fail("a placement needs at least one rank");
   if (device != "cpu" && device != "cuda")
     fail("unknown device '" + device + "' (expected cpu or cuda)");
+  if (!hierarchy.empty()) {
+    // Checked before the attribute is built, whose verifier would abort.
+    if (hierarchy.size() > 2)
+      fail("a placement hierarchy has at most 2 axes, got " +
+           llvm::Twine(hierarchy.size()));
+    int64_t product = 1;
+    for (int64_t size : hierarchy) {
+      if (size < 1 || size > world)
+        fail("placement hierarchy axis size " + llvm::Twine(size) +
+             " is not in [1, " + llvm::Twine(world) + "]");
+      product *= size;
+    }
+    if (product != world)
+      fail("placement hierarchy holds " + llvm::Twine(product) +
+           " ranks, not " + llvm::Twine(world));
+  }
   impl = std::make_unique<Impl>(name, world,
                                 device == "cuda" ? sbp::DeviceKind::cuda
-                                                 : sbp::DeviceKind::cpu);
+                                                 : sbp::DeviceKind::cpu,
+                                hierarchy);
 }
 
 GraphCapture::~GraphCapture() = default;
@@ -140,12 +182,48 @@ int64_t GraphCapture::world() const { return impl->world; }
 int GraphCapture::input(const std::string &name,
                         const std::vector<int64_t> &shape,
                         const std::string &dtype) {
-  return impl->add(impl->builder.input(name, shape, impl->elementType(dtype)));
+  int handle =
+      impl->add(impl->builder.input(name, shape, impl->elementType(dtype)));
+  // The batch is split over the data axis alone: the other axes (the model
+  // axis) hold the same rows.
+  if (impl->hierarchy.size() > 1 && !shape.empty()) {
+    SmallVector<sbp::SbpAttr> sbp(impl->hierarchy.size(),
+                                  sbp::SbpAttr::getBroadcast(&impl->context));
+    sbp[0] = sbp::SbpAttr::getSplit(&impl->context, 0);
+    impl->setSbp(impl->values[handle], sbp);
+  }
+  return handle;
 }
 
 int GraphCapture::parameter(const std::string &name,
-                            const std::vector<int64_t> &shape, bool trainable) {
+                            const std::vector<int64_t> &shape, bool trainable,
+                            const std::vector<int64_t> &splits) {
+  size_t axes = impl->hierarchy.size();
+  if (!splits.empty() && splits.size() != axes)
+    fail("parameter '" + name + "': " + llvm::Twine(splits.size()) +
+         " SBP entries for a placement of " + llvm::Twine(axes) +
+         " hierarchy axes");
+  SmallVector<sbp::SbpAttr> sbp(axes,
+                                sbp::SbpAttr::getBroadcast(&impl->context));
+  std::vector<int64_t> parts = shape; // What each axis cuts.
+  for (auto [axis, dim] : llvm::enumerate(splits)) {
+    if (dim == -1)
+      continue;
+    if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
+      fail("parameter '" + name + "': axis " + llvm::Twine(axis) +
+           " splits dim " + llvm::Twine(dim) + " of a " +
+           llvm::Twine(shape.size()) + "-D tensor");
+    if (parts[dim] % impl->hierarchy[axis] != 0)
+      fail("parameter '" + name + "': axis " + llvm::Twine(axis) +
+           " cuts dim " + llvm::Twine(dim) + " (" + llvm::Twine(parts[dim]) +
+           ") into " + llvm::Twine(impl->hierarchy[axis]) +
+           " parts; it must divide evenly");
+    parts[dim] /= impl->hierarchy[axis];
+    sbp[axis] = sbp::SbpAttr::getSplit(&impl->context, dim);
+  }
   int handle = impl->add(impl->builder.variable(name, shape));
+  if (!splits.empty())
+    impl->setSbp(impl->values[handle], sbp);
   if (!trainable)
     impl->builder.freeze(impl->values[handle]);
   return handle;

@@ -57,21 +57,25 @@ std::string checkConfig(const ConfigSpec &spec, int64_t world);
 class GraphCapture {
 public:
   /// Starts graph `name` on ranks 0..world-1 of `device` ("cpu" or
-  /// "cuda").
+  /// "cuda"), laid out as `hierarchy` (row-major; empty: one axis).
   GraphCapture(const std::string &name, int64_t world,
-               const std::string &device = "cpu");
+               const std::string &device = "cpu",
+               const std::vector<int64_t> &hierarchy = {});
   ~GraphCapture();
   GraphCapture(const GraphCapture &) = delete;
   GraphCapture &operator=(const GraphCapture &) = delete;
 
   int64_t world() const;
 
-  /// A data input split along axis 0; dtype is f32 or i64.
+  /// A data input split along axis 0 over hierarchy axis 0 and broadcast
+  /// over the others (`[S(0), B]`); dtype is f32 or i64.
   int input(const std::string &name, const std::vector<int64_t> &shape,
             const std::string &dtype);
-  /// A parameter (f32, broadcast); frozen ones get no gradient or update.
+  /// A parameter (f32); frozen ones get no gradient or update. `splits`
+  /// holds, per hierarchy axis, the dim that axis splits into equal parts
+  /// or -1 for broadcast; empty broadcasts it on every axis.
   int parameter(const std::string &name, const std::vector<int64_t> &shape,
-                bool trainable);
+                bool trainable, const std::vector<int64_t> &splits = {});
   /// Op `op` (matmul, add, layer_norm, ...; see GraphCapture.cpp) on
   /// `operands`, returning its result.
   int apply(const std::string &op, const std::vector<int> &operands,

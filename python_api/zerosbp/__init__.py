@@ -44,7 +44,7 @@ from ._distributed import rank, world_size  # noqa: E402
 from ._tensor import Tensor  # noqa: E402
 from ._serialization import save, load  # noqa: E402
 from ._checkpoint import checkpoint  # noqa: E402
-from . import nn, optim  # noqa: E402
+from . import nn, optim, sbp  # noqa: E402
 
 float32 = "f32"
 float16 = "fp16"
@@ -62,5 +62,6 @@ __all__ = [
     "placement",
     "rank",
     "save",
+    "sbp",
     "world_size",
 ]

@@ -54,6 +54,15 @@ class Tensor:
         except RuntimeError:
             return "Tensor(<outside its graph>)"
 
+    def to_global(self, placement=None, sbp=None):
+        # The compiler picks every other tensor's layout (SBP propagation);
+        # a layout set here by hand would be silently replaced.
+        raise NotImplementedError(
+            "to_global: only parameters take a layout (Parameter.to_global "
+            "or Module.to_global, before the graph's first call); inputs "
+            "are split on the batch over axis 0 and the compiler lays out "
+            "the other tensors")
+
     # -- training ----------------------------------------------------------
     def backward(self):
         """Marks this scalar as the loss the graph differentiates."""

@@ -7,8 +7,9 @@ class Trace:
     """One run of ``build``: creates graph values for inputs and parameters
     and remembers the loss ``backward()`` was called on."""
 
-    def __init__(self, capture, parameter_names):
+    def __init__(self, capture, parameter_names, placement):
         self.capture = capture
+        self.placement = placement  # The graph's.
         self.parameter_names = parameter_names  # id(Parameter) -> name
         self.parameter_values = {}  # id(Parameter) -> handle
         self.used_parameters = {}  # name -> Parameter
@@ -32,9 +33,22 @@ class Trace:
                     "build() but belongs to no module of the graph; assign "
                     "its module to the graph (self.model = model)")
             self.parameter_values[key] = self.capture.parameter(
-                name, list(param.shape), bool(param.requires_grad))
+                name, list(param.shape), bool(param.requires_grad),
+                self._splits(name, param))
             self.used_parameters[name] = param
         return self.parameter_values[key]
+
+    def _splits(self, name, param):
+        """The split dim on each hierarchy axis that to_global gave
+        `param` (-1: broadcast); [] broadcasts it on every axis."""
+        if param.placement is None:
+            return []
+        if param.placement != self.placement:
+            raise ValueError(
+                f"parameter '{name}' is placed on {param.placement} by "
+                f"to_global but the graph on {self.placement}; place them "
+                "on the same ranks")
+        return [s.dim if s.kind == "split" else -1 for s in param.sbp]
 
 
 def current():

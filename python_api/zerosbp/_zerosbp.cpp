@@ -471,19 +471,23 @@ PYBIND11_MODULE(_zerosbp, m) {
 
   py::class_<python::GraphCapture>(m, "GraphCapture")
       .def(py::init([](const std::string &name, int64_t world,
-                       const std::string &device) {
+                       const std::string &device,
+                       const std::vector<int64_t> &hierarchy) {
              if (world < 1 || world > kMaxRanks)
                throw RuntimeError("world: expected a number of ranks in [1, " +
                                   std::to_string(kMaxRanks) + "], got " +
                                   std::to_string(world));
-             return std::make_unique<python::GraphCapture>(name, world, device);
+             return std::make_unique<python::GraphCapture>(name, world, device,
+                                                           hierarchy);
            }),
-           py::arg("name"), py::arg("world"), py::arg("device") = "cpu")
+           py::arg("name"), py::arg("world"), py::arg("device") = "cpu",
+           py::arg("hierarchy") = std::vector<int64_t>())
       .def_property_readonly("world", &python::GraphCapture::world)
       .def("input", &python::GraphCapture::input, py::arg("name"),
            py::arg("shape"), py::arg("dtype"))
       .def("parameter", &python::GraphCapture::parameter, py::arg("name"),
-           py::arg("shape"), py::arg("trainable"))
+           py::arg("shape"), py::arg("trainable"),
+           py::arg("splits") = std::vector<int64_t>())
       .def(
           "apply",
           [](python::GraphCapture &self, const std::string &op,

@@ -20,6 +20,27 @@ class Mlp(nn.Module):
         return self.fc2(self.relu(self.fc1(x)))
 
 
+class SmallMlp(nn.Module):
+    """tests/integration/tensor_parallel.py's MLP: 6 -> 8 -> 4, GELU."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 8)
+        self.fc2 = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc2(nn.functional.gelu(self.fc1(x)))
+
+    def parallel(self, placement):
+        """Megatron's layout on a [dp, tp] placement: fc1 column-parallel
+        (weight and bias split on the output dim), fc2 row-parallel (weight
+        split on the input dim, bias replicated)."""
+        B, S = zs.sbp.broadcast, zs.sbp.split
+        self.fc1.to_global(placement, sbp=[B, S(0)])
+        self.fc2.weight.to_global(placement, sbp=[B, S(1)])
+        return self
+
+
 class Block(nn.Module):
     def __init__(self, embed, heads):
         super().__init__()
@@ -91,6 +112,12 @@ def mlp_batches(steps, batch=16, seed=3):
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal((batch, 256)).astype(np.float32),
              rng.integers(0, 10, batch)) for _ in range(steps)]
+
+
+def small_mlp_batches(steps, batch=8, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(rng.uniform(-1, 1, (batch, 6)).astype(np.float32),
+             rng.integers(0, 4, batch)) for _ in range(steps)]
 
 
 def gpt2_batches(steps, batch, seq, vocab, seed=5):

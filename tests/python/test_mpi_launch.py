@@ -1,5 +1,6 @@
 """python3 -m zerosbp.launch -n 2: one process per rank over MPI gives the
-in-process result. Both launchers (zerosbp.launch and zero-run --backend
+in-process result, and so does -n 4 on a [2, 2] placement with tensor
+parallelism. Both launchers (zerosbp.launch and zero-run --backend
 mpi) refuse a hostfile they cannot use, and zero-run a --ranks its plan
 was not compiled for, in one line before mpirun starts.
 
@@ -82,6 +83,48 @@ def test_launch_two_ranks_equals_in_process(tmp_path):
                                stage=3, world=2)
     losses = [float(graph(*b)) for b in models.mlp_batches(3, batch=8)]
     assert result["losses"] == losses  # Rank-order reductions: bit for bit.
+    saved = zs.load(str(tmp_path / "params"))
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(saved[name], value, err_msg=name)
+
+
+TENSOR_PARALLEL = textwrap.dedent("""
+    import json, sys
+    import zerosbp as zs
+    sys.path.insert(0, {tests!r})
+    import models
+    zs.manual_seed(0)
+    model = models.SmallMlp().parallel(
+        zs.placement("cpu", ranks=[[0, 1], [2, 3]]))
+    graph = models.train_graph(model, zs.optim.Adam(model.parameters(),
+                               lr=0.1), stage=3, world=4)
+    graph.to(model.fc1.weight.placement)
+    losses = [float(graph(*b)) for b in models.small_mlp_batches(3)]
+    state = model.state_dict()  # Collective: every rank gathers.
+    if zs.rank() == 0:
+        zs.save(state, {out!r} + "/params")
+        json.dump({{"losses": losses}}, open({out!r} + "/result.json", "w"))
+""")
+
+
+def test_launch_tensor_parallel_equals_in_process(tmp_path):
+    """Four processes on a [2, 2] placement, fc1 and fc2 split on the model
+    axis, ZeRO-3 over the data axis: the in-process result bit for bit."""
+    script = tmp_path / "train.py"
+    script.write_text(TENSOR_PARALLEL.format(
+        tests=os.path.dirname(os.path.abspath(__file__)), out=str(tmp_path)))
+    done = launch(tmp_path, "-n", "4", str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+
+    zs.manual_seed(0)
+    placement = zs.placement("cpu", ranks=[[0, 1], [2, 3]])
+    model = models.SmallMlp().parallel(placement)
+    graph = models.train_graph(model, zs.optim.Adam(model.parameters(),
+                                                    lr=0.1),
+                               stage=3, world=4).to(placement)
+    assert result["losses"] == [float(graph(*b))
+                                for b in models.small_mlp_batches(3)]
     saved = zs.load(str(tmp_path / "params"))
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(saved[name], value, err_msg=name)

@@ -56,6 +56,7 @@ class Graph:
         self._single_output = True
         self._owner = None  # The training graph whose parameters it runs on.
         self._versions = {}  # name -> Parameter._version, when it owns none.
+        self._layouts = {}  # name -> (placement, sbp) it was compiled with.
 
     def __setattr__(self, name, value):
         if isinstance(value, Module):
@@ -91,7 +92,38 @@ class Graph:
     def world(self):
         if _distributed.launched():
             return _distributed.world_size()
-        return self._placement.world if self._placement else 1
+        placement = self._placement or self._parameters_placement()
+        return placement.world if placement else 1
+
+    @property
+    def placement(self):
+        """The placement given by to(), else the one its parameters were
+        given by to_global, else None (one rank, or the MPI ranks)."""
+        return self._placement or self._parameters_placement()
+
+    def _parameters_placement(self):
+        """The placement the modules' parameters were given by to_global
+        (one for all), or None: a graph not placed by to() takes it."""
+        placements = []
+        for module in self._modules.values():
+            for param in module.parameters():
+                if param.placement is not None and \
+                        param.placement not in placements:
+                    placements.append(param.placement)
+        if len(placements) > 1:
+            raise ValueError(
+                f"{type(self).__name__}: its parameters are placed on "
+                f"{placements[0]} and {placements[1]} by to_global; place "
+                "the graph with to(placement)")
+        return placements[0] if placements else None
+
+    def _effective_placement(self):
+        """What the graph is compiled for: its placement, or the flat ranks
+        of its world."""
+        placement = self.placement
+        if placement is None:
+            placement = Placement("cpu", ranks=range(self.world))
+        return placement
 
     # -- naming ----------------------------------------------------------------
     def _parameter_names(self):
@@ -164,6 +196,8 @@ class Graph:
         owner = self._training_owner()
         if owner is not None and self._placement is None:
             self._placement = owner._placement
+        if self._placement is None:
+            self._placement = self._parameters_placement()
         self._check_world()
         names = list(inspect.signature(self.build).parameters)
         if len(names) != len(arrays) and not any(
@@ -175,15 +209,16 @@ class Graph:
                  for i in range(len(arrays))]
         self._check_batch(names, arrays)
 
-        device = self._placement.type if self._placement else "cpu"
-        capture = _zerosbp.GraphCapture(type(self).__name__, self.world,
-                                        device)
+        placement = self._effective_placement()
+        capture = _zerosbp.GraphCapture(
+            type(self).__name__, self.world, placement.type,
+            list(placement.hierarchy) if placement.ndim > 1 else [])
         param_names = self._parameter_names()
         if owner is not None:
             # The training graph's names, which its plan's variables carry.
             param_names.update(
                 {id(p): n for n, p in owner._parameters.items()})
-        trace = _trace.Trace(capture, param_names)
+        trace = _trace.Trace(capture, param_names, placement)
         signature = []
         _trace.set_current(trace)
         try:
@@ -235,6 +270,8 @@ class Graph:
         backend = "mpi" if _distributed.launched() else "inprocess"
         self._session = _zerosbp.Session(plan_file, backend)
         self._parameters = dict(trace.used_parameters)
+        self._layouts = {name: (p.placement, p.sbp)
+                         for name, p in self._parameters.items()}
         if inference:
             self._owner = owner
             if owner is not None:
@@ -267,8 +304,13 @@ class Graph:
     def _check_batch(self, names, arrays):
         """Inputs are the global batch, split along axis 0 over the ranks
         (and each rank's share into the micro-batches): refused here with
-        the input's name rather than by the compiler's partitioning."""
-        world = self.world
+        the input's name rather than by the compiler's partitioning. On a
+        2-D placement they are split over the data axis, and the compiler
+        may split a rank's rows over the model axis too (a reduce-scatter of
+        a row-parallel layer's partial sums), so the batch divides over
+        every rank there as well."""
+        placement = self._effective_placement()
+        world = placement.world
         micro = self.config._spec.get("accumulation_steps", 1)
         for name, array in zip(names, arrays):
             if array.ndim == 0:
@@ -277,13 +319,21 @@ class Graph:
             if batch == 0:
                 raise ValueError(f"input '{name}': the batch is empty "
                                  f"(shape {array.shape})")
-            if batch % (world * micro):
-                over = f"{world} ranks" + (
-                    f" x {micro} micro-batches" if micro > 1 else "")
-                raise ValueError(
-                    f"input '{name}': a batch of {batch} does not divide "
-                    f"over {over}: inputs are split along axis 0, so the "
-                    f"batch must be a multiple of {world * micro}")
+            if batch % (world * micro) == 0:
+                continue
+            if placement.ndim == 1:
+                over = f"{world} ranks"
+                why = "inputs are split along axis 0"
+            else:
+                dp, tp = placement.hierarchy
+                over = f"the {dp} x {tp} ranks of hierarchy [{dp}, {tp}]"
+                why = ("inputs are split along axis 0 over the data axis "
+                       "and their rows may be split over the model axis")
+            over += f" x {micro} micro-batches" if micro > 1 else ""
+            raise ValueError(
+                f"input '{name}': a batch of {batch} does not divide over "
+                f"{over}: {why}, so the batch must be a multiple of "
+                f"{world * micro}")
 
     def _inference_outputs(self, result):
         """build()'s outputs as a list of graph tensors; remembers whether
@@ -318,8 +368,11 @@ class Graph:
         it is compiled again to run on that graph's storage."""
         if self._owner is not None:
             return
+        # Held by a training graph since, or laid out anew by to_global.
         if any(p._graph is not None and p._graph._session is not None and
-               not p._graph._inference for p in self._parameters.values()):
+               not p._graph._inference for p in self._parameters.values()) \
+                or any((p.placement, p.sbp) != self._layouts[name]
+                       for name, p in self._parameters.items()):
             self._reset()
             self._compile(arrays)
             return

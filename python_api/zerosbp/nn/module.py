@@ -4,7 +4,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .parameter import Parameter
+from .parameter import Parameter, _describe
 
 
 def _finite_name(value):
@@ -73,6 +73,19 @@ class Module:
 
     def children(self):
         return iter(self._modules.values())
+
+    def to_global(self, placement, sbp):
+        """OneFlow's ``Module.to_global``: every parameter of the module
+        (and its submodules) takes `placement` and `sbp`
+        (Parameter.to_global), all or nothing: each is checked, naming it,
+        before any is set. ``fc1.to_global(p, [B, S(0)])`` makes a Linear
+        column-parallel, weight and bias. Returns the module."""
+        layouts = [(param, param._check_global(
+            placement, sbp, _describe(param, param._name or name)))
+            for name, param in self.named_parameters()]
+        for param, layout in layouts:
+            param._placement, param._sbp = placement, layout
+        return self
 
     def train(self, mode=True):
         for module in self.modules():
