@@ -4,7 +4,8 @@ nested ranks) and parameters laid out by to_global.
 An MLP (fc1 column-parallel, weight and bias [B, S(0)]; fc2 row-parallel,
 weight [B, S(1)], bias replicated) captured on [[0, 1], [2, 3]] trains, at
 stages 0-3 with SGD and Adam, to the losses and parameters of the same
-model on 4 flat ranks; every bad input is refused in one line."""
+model on 4 flat ranks, and resumes from its checkpoints at other layouts;
+every bad input is refused in one line."""
 
 import re
 
@@ -366,3 +367,28 @@ def test_inference_graph_of_its_own_follows_a_new_layout():
     model.fc2.weight.to_global(grid(), sbp=[B, B])
     np.testing.assert_allclose(predict(x), before, rtol=0, atol=PARAM_ATOL)
     assert "[B, S(1)]" not in predict.ir(after="capture")
+
+
+@pytest.mark.parametrize("target", ["flat stage 0", "grid stage 3"])
+def test_checkpoint_resumes_at_another_layout(flat_runs, tmp_path, target):
+    """Saved at [2, 2], ZeRO-2, after 2 steps: flat ranks or ZeRO-3 on the
+    grid continue the uninterrupted losses."""
+    _, flat_losses, _ = flat_runs[zs.optim.Adam]
+    zs.manual_seed(0)
+    model = parallel_mlp(grid())
+    graph = graph_of(model, zs.optim.Adam, 2).to(grid())
+    for x, y in batches(2):
+        graph(x, y)
+    graph.save_checkpoint(str(tmp_path))
+
+    zs.manual_seed(1)  # Other initial values: the checkpoint's replace them.
+    if target == "flat stage 0":
+        model = models.SmallMlp()
+        graph = graph_of(model, zs.optim.Adam, 0).to(
+            zs.placement("cpu", ranks=range(4)))
+    else:
+        graph = graph_of(parallel_mlp(grid()), zs.optim.Adam, 3).to(grid())
+    assert graph.load_checkpoint(str(tmp_path))["step"] == 2
+    losses = [float(graph(x, y)) for x, y in batches()[2:]]
+    assert max_rel(losses, flat_losses[2:]) <= LOSS_RTOL, (
+        losses, flat_losses)
