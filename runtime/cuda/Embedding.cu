@@ -5,9 +5,11 @@
 // (CudaContext's device checks). The gradient adds each row of grad_output
 // into its id's row in the order of the ids, as the CPU does, so its sums
 // are the CPU's bit for bit and never depend on timing: the table's rows are
-// dealt out to partitions (id modulo the partition count), and one thread per
+// dealt out to partitions (row modulo the partition count), and one thread per
 // (column, partition) walks all ids, adding those of its partition. No
-// atomics, no sort.
+// atomics, no sort. On a table split by vocabulary, which ids are local and
+// at which row is the CPU's rule (checks::TableShape::localRow, host and
+// device).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,50 +39,53 @@ __global__ void recordFailedValue(const void *indices, DType type,
         loadIndex(indices, type, static_cast<int64_t>(slot->position));
 }
 
-/// out[t, j] = table[ids[t], j]: raw bits when the types agree, else through
-/// f32. A bad id (reported by the check) gives zeros.
+/// out[t, j] = table[row of ids[t], j]: raw bits when the types agree, else
+/// through f32. An id of another rank's rows, or a bad one (reported by the
+/// check), gives zeros.
 __global__ void gatherRows(const void *table, DType tableType, const void *ids,
-                           DType idType, int64_t vocab, int64_t dim, void *out,
+                           DType idType, checks::TableShape shape, void *out,
                            DType outType, int64_t numel) {
   int elementBytes = tableType == DType::F64   ? 8
                      : tableType == DType::F32 ? 4
                                                : 2;
+  int64_t dim = shape.dim;
   ZEROSBP_GRID_LOOP(i, numel) {
     int64_t t = i / dim, j = i - t * dim;
-    int64_t id = loadIndex(ids, idType, t);
-    if (id < 0 || id >= vocab)
+    int64_t row = shape.localRow(loadIndex(ids, idType, t));
+    if (row < 0)
       storeFloat(out, outType, i, 0.0f);
     else if (tableType == outType)
-      copyElement(out, i, table, id * dim + j, elementBytes);
+      copyElement(out, i, table, row * dim + j, elementBytes);
     else
-      storeFloat(out, outType, i, loadFloat(table, tableType, id * dim + j));
+      storeFloat(out, outType, i, loadFloat(table, tableType, row * dim + j));
   }
 }
 
 constexpr int kIdTile = 512;
 
-/// table[ids[t], j] += dy[t, j] for the ids of partition blockIdx.y, t in
-/// order. `table` (vocab x dim, f32) starts at zero.
+/// table[row of ids[t], j] += dy[t, j] for the local rows of partition
+/// blockIdx.y, t in order. `table` (rows x dim, f32) starts at zero.
 __global__ void addRowsInOrder(const void *dy, DType dyType, const void *ids,
-                               DType idType, int64_t tokens, int64_t vocab,
-                               int64_t dim, int64_t partitions, float *table) {
+                               DType idType, int64_t tokens,
+                               checks::TableShape shape, int64_t partitions,
+                               float *table) {
   __shared__ int64_t tile[kIdTile];
-  int64_t partition = blockIdx.y;
+  int64_t partition = blockIdx.y, dim = shape.dim;
   int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   for (int64_t begin = 0; begin < tokens; begin += kIdTile) {
     int64_t count = min(static_cast<int64_t>(kIdTile), tokens - begin);
-    // -1 marks an id of another partition, or a bad one.
+    // -1 marks a row of another partition, an id of another rank's rows, or
+    // a bad one.
     for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      int64_t id = loadIndex(ids, idType, begin + k);
-      bool mine = id >= 0 && id < vocab && id % partitions == partition;
-      tile[k] = mine ? id : -1;
+      int64_t row = shape.localRow(loadIndex(ids, idType, begin + k));
+      tile[k] = row >= 0 && row % partitions == partition ? row : -1;
     }
     __syncthreads();
     if (j < dim) {
       for (int64_t k = 0; k < count; ++k) {
-        int64_t id = tile[k];
-        if (id >= 0)
-          table[id * dim + j] += loadFloat(dy, dyType, (begin + k) * dim + j);
+        int64_t row = tile[k];
+        if (row >= 0)
+          table[row * dim + j] += loadFloat(dy, dyType, (begin + k) * dim + j);
       }
     }
     __syncthreads();
@@ -113,17 +118,18 @@ void checkIndexRange(std::string_view op, CudaContext &ctx,
   ctx.endCheck();
 }
 
-void embeddingKernel(const AttrMap &, const Tensors &operands,
+void embeddingKernel(const AttrMap &attrs, const Tensors &operands,
                      const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.embedding";
-  auto [vocab, dim] = checks::checkEmbeddingTable(op, operands, results);
+  checks::TableShape shape =
+      checks::checkEmbeddingTable(op, attrs, operands, results);
   const TensorRef &table = operands[0], &ids = operands[1];
   const TensorRef &result = results[0];
   expectIndex(op, ids, "ids");
   // Unlike the CPU kernel, the result's shape is checked before the ids: no
   // device work until every host-side check has passed.
-  expectShape(op, result, checks::rowsShape(ids, dim), "result");
-  checkIds(op, ctx, ids, vocab);
+  expectShape(op, result, checks::rowsShape(ids, shape.dim), "result");
+  checkIds(op, ctx, ids, shape.vocab);
   int64_t numel = result.numel();
   if (numel == 0)
     return;
@@ -131,7 +137,7 @@ void embeddingKernel(const AttrMap &, const Tensors &operands,
   ResultTarget out(op, ctx, result, overlapsAny(result, operands));
   constexpr int kThreads = 256;
   gatherRows<<<gridFor(numel, kThreads), kThreads, 0, ctx.stream()>>>(
-      table.data, table.dtype, ids.data, ids.dtype, vocab, dim, out.data(),
+      table.data, table.dtype, ids.data, ids.dtype, shape, out.data(),
       result.dtype, numel);
   checkLaunch(op);
   out.finish();
@@ -140,13 +146,14 @@ void embeddingKernel(const AttrMap &, const Tensors &operands,
 void embeddingGradKernel(const AttrMap &attrs, const Tensors &operands,
                          const Tensors &results, CudaContext &ctx) {
   constexpr std::string_view op = "nn.embedding_grad";
-  auto [vocab, dim] =
+  checks::TableShape shape =
       checks::checkEmbeddingGradTable(op, attrs, operands, results);
+  int64_t dim = shape.dim;
   const TensorRef &gradOutput = operands[0], &ids = operands[1];
   const TensorRef &result = results[0];
   expectIndex(op, ids, "ids");
   expectShape(op, gradOutput, checks::rowsShape(ids, dim), "grad_output");
-  checkIds(op, ctx, ids, vocab);
+  checkIds(op, ctx, ids, shape.vocab);
   if (result.numel() == 0)
     return;
 
@@ -168,12 +175,12 @@ void embeddingGradKernel(const AttrMap &attrs, const Tensors &operands,
     // About 64K threads in all; every partition walks all ids.
     int64_t partitions =
         std::clamp<int64_t>((1 << 16) / (columnBlocks * threads), 1,
-                            std::min<int64_t>(vocab, 65535));
+                            std::min<int64_t>(shape.rows, 65535));
     dim3 grid(static_cast<unsigned>(columnBlocks),
               static_cast<unsigned>(partitions));
     addRowsInOrder<<<grid, threads, 0, ctx.stream()>>>(
-        gradOutput.data, gradOutput.dtype, ids.data, ids.dtype, tokens, vocab,
-        dim, partitions, sums.as<float>());
+        gradOutput.data, gradOutput.dtype, ids.data, ids.dtype, tokens, shape,
+        partitions, sums.as<float>());
     checkLaunch(op);
   }
   if (!direct) {

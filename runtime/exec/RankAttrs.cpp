@@ -14,6 +14,18 @@ std::string shapeText(const std::vector<int64_t> &shape) {
     text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
 }
+
+/// The values whose first one `global_shape` and `split_dims` describe:
+/// the operands, or the results with `"split_of": "result"` (an op such as
+/// nn.embedding_grad whose result is split, not its operands).
+const std::vector<int> &splitValues(const Instruction &instruction) {
+  if (!instruction.attrs.has("split_of"))
+    return instruction.operands;
+  const std::string &of = instruction.attrs.getString("split_of");
+  if (of != "result")
+    throw RuntimeError("'split_of' must be \"result\", got \"" + of + "\"");
+  return instruction.results;
+}
 } // namespace
 
 std::vector<int64_t> shardOffsets(const Plan &plan, int rank,
@@ -51,11 +63,13 @@ std::vector<AttrMap> rankAttrs(const Plan &plan, int rank) {
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const Instruction &instruction = plan.instructions[i];
     attrs.push_back(instruction.attrs);
-    if (!instruction.attrs.has("split_dims") || instruction.operands.empty())
+    if (!instruction.attrs.has("split_dims"))
       continue;
     try {
-      const std::vector<int64_t> &local =
-          plan.values[instruction.operands[0]].shape;
+      const std::vector<int> &split = splitValues(instruction);
+      if (split.empty())
+        continue;
+      const std::vector<int64_t> &local = plan.values[split.front()].shape;
       std::vector<int64_t> global = local;
       if (!local.empty() && instruction.attrs.has("global_shape"))
         global = instruction.attrs.getInts("global_shape");

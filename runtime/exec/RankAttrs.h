@@ -2,9 +2,10 @@
 //
 // A plan is SPMD: its instructions hold no rank. An op whose result depends
 // on where the rank's block lies in the global tensor (nn.dropout, whose
-// mask follows global indices) carries `global_shape` and `split_dims`, and
+// mask follows global indices; nn.embedding and nn.embedding_grad on a
+// table split by vocabulary) carries `global_shape` and `split_dims`, and
 // each executor adds the rank's `shard_offsets` before the first step
-// (docs/plan-format.md, "nn.dropout").
+// (docs/plan-format.md, "nn.dropout", "nn.embedding").
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,9 +29,9 @@ std::vector<int64_t> shardOffsets(const Plan &plan, int rank,
                                   std::vector<int64_t> &blockShape);
 
 /// The attributes of every instruction of `plan` on `rank`: the plan's, and
-/// `shard_offsets` where an instruction has `split_dims`. Throws
-/// RuntimeError naming the instruction when its attributes do not describe
-/// its operand's block.
+/// `shard_offsets` where an instruction has `split_dims`, for its operand 0,
+/// or its result 0 with `"split_of": "result"`. Throws RuntimeError naming
+/// the instruction when its attributes do not describe that value's block.
 std::vector<AttrMap> rankAttrs(const Plan &plan, int rank);
 
 } // namespace zerosbp::runtime

@@ -48,29 +48,16 @@ DropoutLayout checkDropout(std::string_view op, const AttrMap &attrs,
   layout.stream.threshold = static_cast<uint32_t>(std::ceil(std::ldexp(p, 24)));
   layout.scale = static_cast<float>(1.0 / (1.0 - p));
 
-  size_t rank = input.shape.size();
-  std::vector<int64_t> global = input.shape;
-  if (rank > 0 && attrs.has("global_shape"))
-    global = perDim(op, attrs, "global_shape", input.rank());
-  std::vector<int64_t> offsets(rank, 0);
-  if (rank > 0 && attrs.has("shard_offsets"))
-    offsets = perDim(op, attrs, "shard_offsets", input.rank());
+  auto [global, offsets] = checkBlockPlace(op, attrs, input.shape);
   // Fewer than 2^48 global elements: the counter holds 48 index bits.
   double globalCount = 1;
-  for (size_t d = 0; d < rank; ++d) {
-    if (offsets[d] < 0 || global[d] < 0 ||
-        offsets[d] + input.shape[d] > global[d])
-      fail(op, "the block " + shapeString(input.shape) + " at " +
-                   shapeString(offsets) + " does not lie in the global shape " +
-                   shapeString(global));
-    globalCount *= static_cast<double>(global[d]);
-  }
+  for (int64_t size : global)
+    globalCount *= static_cast<double>(size);
   if (globalCount >= std::ldexp(1.0, 48))
     fail(op, "the global shape " + shapeString(global) +
                  " must hold fewer than 2^48 elements");
   layout.globalStrides = contiguousStrides(global);
-  for (size_t d = 0; d < rank; ++d)
-    layout.base += offsets[d] * layout.globalStrides[d];
+  layout.base = offsetOf(offsets, layout.globalStrides);
   return layout;
 }
 

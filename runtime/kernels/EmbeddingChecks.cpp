@@ -4,7 +4,18 @@
 
 namespace zerosbp::runtime::checks {
 
-TableShape checkEmbeddingTable(std::string_view op, const Tensors &operands,
+namespace {
+/// The place of a (rows, dim) table's rows in the whole table. A split of
+/// dim 1 leaves every row's ids local: only the rows' offset matters.
+TableShape placeRows(std::string_view op, const AttrMap &attrs,
+                     const std::vector<int64_t> &shape) {
+  BlockPlace place = checkBlockPlace(op, attrs, shape);
+  return {place.global[0], shape[1], place.offsets[0], shape[0]};
+}
+} // namespace
+
+TableShape checkEmbeddingTable(std::string_view op, const AttrMap &attrs,
+                               const Tensors &operands,
                                const Tensors &results) {
   expectArity(op, operands, results, 2, 1);
   const TensorRef &table = operands[0], &result = results[0];
@@ -12,7 +23,7 @@ TableShape checkEmbeddingTable(std::string_view op, const Tensors &operands,
   expectFloat(op, result, "result");
   if (table.rank() != 2)
     fail(op, "table must be (vocab, dim), got " + shapeString(table.shape));
-  return {table.shape[0], table.shape[1]};
+  return placeRows(op, attrs, table.shape);
 }
 
 TableShape checkEmbeddingGradTable(std::string_view op, const AttrMap &attrs,
@@ -26,7 +37,7 @@ TableShape checkEmbeddingGradTable(std::string_view op, const AttrMap &attrs,
   if (result.rank() != 2 || result.shape[0] != vocab)
     fail(op, "result shape " + shapeString(result.shape) +
                  " is not (vocab_size = " + std::to_string(vocab) + ", dim)");
-  return {vocab, result.shape[1]};
+  return placeRows(op, attrs, result.shape);
 }
 
 ValueMessage idMessage(int64_t vocab) {

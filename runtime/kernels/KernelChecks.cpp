@@ -129,6 +129,25 @@ const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
   return ints;
 }
 
+BlockPlace checkBlockPlace(std::string_view op, const AttrMap &attrs,
+                           const std::vector<int64_t> &shape) {
+  auto rank = static_cast<int64_t>(shape.size());
+  BlockPlace place{shape, std::vector<int64_t>(shape.size(), 0)};
+  // A 0-D block is its whole tensor.
+  if (rank > 0 && attrs.has("global_shape"))
+    place.global = perDim(op, attrs, "global_shape", rank);
+  if (rank > 0 && attrs.has("shard_offsets"))
+    place.offsets = perDim(op, attrs, "shard_offsets", rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (place.offsets[d] < 0 || place.global[d] < 0 ||
+        place.offsets[d] + shape[d] > place.global[d])
+      fail(op, "the block " + shapeString(shape) + " at " +
+                   shapeString(place.offsets) +
+                   " does not lie in the global shape " +
+                   shapeString(place.global));
+  return place;
+}
+
 int64_t offsetOf(const std::vector<int64_t> &index,
                  const std::vector<int64_t> &strides) {
   int64_t offset = 0;

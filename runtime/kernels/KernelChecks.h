@@ -76,6 +76,18 @@ bool overlapsOtherThanReplaced(const TensorRef &result,
 const std::vector<int64_t> &perDim(std::string_view op, const AttrMap &attrs,
                                    const std::string &name, int64_t rank);
 
+/// Where a rank's block lies in the op's whole tensor (docs/plan-format.md,
+/// "nn.dropout"): `global_shape` (default: the block's shape) and
+/// `shard_offsets` (default: zeros), one entry per dim of the block.
+struct BlockPlace {
+  std::vector<int64_t> global;
+  std::vector<int64_t> offsets;
+};
+
+/// The block `shape`'s place from `attrs`, checked to lie in the global shape.
+BlockPlace checkBlockPlace(std::string_view op, const AttrMap &attrs,
+                           const std::vector<int64_t> &shape);
+
 /// The element offset of `index` under `strides`.
 int64_t offsetOf(const std::vector<int64_t> &index,
                  const std::vector<int64_t> &strides);

@@ -10,13 +10,9 @@
 #ifndef ZEROSBP_RUNTIME_KERNELS_PHILOX_H
 #define ZEROSBP_RUNTIME_KERNELS_PHILOX_H
 
-#include <cstdint>
+#include "runtime/kernels/HostDevice.h"
 
-#if defined(__CUDACC__)
-#define ZEROSBP_HOST_DEVICE __host__ __device__
-#else
-#define ZEROSBP_HOST_DEVICE
-#endif
+#include <cstdint>
 
 namespace zerosbp::runtime::philox {
 

@@ -160,6 +160,12 @@ TEST(CudaKernelChecks, RowsEmbeddingAndLoss) {
                  {&wrong, &ids}, {&table});
   expectRejected("nn.embedding_grad", makeAttrs({{"vocab_size", int64_t{5}}}),
                  {&rows, &floatIds}, {&table});
+  // A split table's rows [6, 11) do not lie in a vocabulary of 10.
+  AttrMap outside = makeAttrs(
+      {{"global_shape", ints({10, 3})}, {"shard_offsets", ints({6, 0})}});
+  expectRejected("nn.embedding", outside, {&table, &ids}, {&rows});
+  outside.set("vocab_size", int64_t{5});
+  expectRejected("nn.embedding_grad", outside, {&rows, &ids}, {&table});
 
   expectRejected("nn.cross_entropy", {}, {&x, &labels3}, {&loss});
   expectRejected("nn.cross_entropy", {}, {&x, &floatIds}, {&loss});

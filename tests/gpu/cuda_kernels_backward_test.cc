@@ -167,6 +167,31 @@ TEST_F(CudaKernelsBackward, EmbeddingGradAddsInTheCpusOrder) {
                    {&dy, &ids32}, {{DType::F32, {5, 6}}}, exactBits(), "i32");
 }
 
+// Each rank of a table split by rows adds only its ids' rows, in the CPU's
+// order: (10, 6) over two ranks, and 1000 rows over three (334, 333, 333).
+TEST_F(CudaKernelsBackward, EmbeddingGradOfATableSplitByVocabulary) {
+  struct Case {
+    int64_t vocab, begin, rows, dim, tokens;
+  };
+  const Case cases[] = {
+      {10, 0, 5, 6, 12},           {10, 5, 5, 6, 12},
+      {1000, 0, 334, 300, 2048},   {1000, 334, 333, 300, 2048},
+      {1000, 667, 333, 300, 2048},
+  };
+  unsigned seed = 60;
+  for (const Case &c : cases) {
+    HostTensor dy = randomTensor(DType::F32, {c.tokens, c.dim}, seed++);
+    HostTensor ids = randomIndices(DType::I64, {c.tokens}, seed++, c.vocab);
+    AttrMap attrs = makeAttrs({{"vocab_size", c.rows},
+                               {"global_shape", ints({c.vocab, c.dim})},
+                               {"shard_offsets", ints({c.begin, 0})}});
+    expectMatchesCpu("nn.embedding_grad", attrs, {&dy, &ids},
+                     {{DType::F32, {c.rows, c.dim}}}, exactBits(),
+                     "rows " + std::to_string(c.begin) + " of " +
+                         std::to_string(c.vocab));
+  }
+}
+
 /// Three optimizer steps on both sides, each step's results fed back. With
 /// `inPlace` the results are the operands' own bytes.
 void checkOptimizer(const char *op, const AttrMap &attrs, DType gradType,
@@ -327,6 +352,21 @@ TEST_F(CudaKernelsBackward, BadDeviceDataThrowsTheCpuError) {
   expectSameDeviceError("nn.embedding_grad",
                         makeAttrs({{"vocab_size", int64_t{5}}}), {&dy, &badIds},
                         {&dtable}, "id 9");
+
+  // A split table's ids are checked against the whole vocabulary.
+  AttrMap split = makeAttrs(
+      {{"global_shape", ints({10, 2})}, {"shard_offsets", ints({5, 0})}});
+  for (double id : {10.0, -1.0}) {
+    HostTensor ids = makeTensor(DType::I64, {3}, {7, id, 2});
+    std::string message = "id " + std::to_string(static_cast<int>(id)) +
+                          " is out of range for vocab 10";
+    expectSameDeviceError("nn.embedding", split, {&table, &ids}, {&rows},
+                          message);
+    AttrMap grad = split;
+    grad.set("vocab_size", int64_t{5});
+    expectSameDeviceError("nn.embedding_grad", grad, {&dy, &ids}, {&dtable},
+                          message);
+  }
 
   HostTensor logits = randomTensor(DType::F32, {2, 4}, 3);
   HostTensor labels = makeTensor(DType::I64, {2}, {1, 4});

@@ -324,6 +324,24 @@ TEST_F(CudaKernelsForward, Embedding) {
                    exactBits(), "no ids");
 }
 
+// A (10, 37) table split by rows over two ranks: each looks up its rows and
+// gives zeros for the other's ids, as on the CPU.
+TEST_F(CudaKernelsForward, EmbeddingOfATableSplitByVocabulary) {
+  HostTensor ids = randomIndices(DType::I64, {3, 7}, 2, 10);
+  HostTensor ids32 = randomIndices(DType::I32, {11}, 3, 10);
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    AttrMap attrs = makeAttrs({{"global_shape", ints({10, 37})},
+                               {"shard_offsets", ints({5 * rank, 0})}});
+    std::string what = "rank " + std::to_string(rank);
+    HostTensor table = randomTensor(DType::F32, {5, 37}, 1);
+    expectMatchesCpu("nn.embedding", attrs, {&table, &ids},
+                     {{DType::F32, {3, 7, 37}}}, exactBits(), what);
+    HostTensor table16 = randomTensor(DType::BF16, {5, 37}, 4);
+    expectMatchesCpu("nn.embedding", attrs, {&table16, &ids32},
+                     {{DType::F32, {11, 37}}}, exactBits(), what + " bf16");
+  }
+}
+
 TEST_F(CudaKernelsForward, CrossEntropy) {
   Tolerance tolerance{1e-6, 1e-5};
   HostTensor logits = randomTensor(DType::F32, {17, 29}, 1, -5.0, 5.0);

@@ -1,8 +1,9 @@
-//===- rank_attrs_test.cc - each rank's offsets for nn.dropout ------------===//
+//===- rank_attrs_test.cc - each rank's offsets for split ops -------------===//
 //
 // rankAttrs adds `shard_offsets` to instructions with `split_dims`, by the
-// balanced nested splits of docs/plan-format.md "Shards", and refuses
-// attributes that do not describe the operand's block.
+// balanced nested splits of docs/plan-format.md "Shards", for operand 0 or,
+// with `"split_of": "result"`, result 0, and refuses attributes that do not
+// describe that value's block.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,6 +100,62 @@ TEST(RankAttrs, RefusesABlockThatDoesNotMatch) {
   EXPECT_THROW(rankAttrs(axes, 0), RuntimeError);
   Plan dim = dropoutPlan({4}, {2, 5}, {8, 5}, {2});
   EXPECT_THROW(rankAttrs(dim, 0), RuntimeError);
+}
+
+/// nn.embedding_grad of a (vocab, 3) table split by rows on axis 1 of a
+/// [1, 2] hierarchy: its result, not its operands, is the split value.
+Plan embeddingGradPlan(int64_t localRows, int64_t vocab, const char *splitOf) {
+  Plan plan;
+  plan.source = "test.zplan";
+  plan.hierarchy = {1, 2};
+  plan.world = 2;
+  PlanValue gradOutput, ids, result;
+  gradOutput.shape = {4, 3};
+  ids.dtype = DType::I64;
+  ids.shape = {4};
+  result.shape = {localRows, 3};
+  plan.values = {gradOutput, ids, result};
+  Instruction instruction;
+  instruction.op = "nn.embedding_grad";
+  instruction.operands = {0, 1};
+  instruction.results = {2};
+  instruction.attrs.set("vocab_size", localRows);
+  instruction.attrs.set("global_shape", std::vector<int64_t>{vocab, 3});
+  instruction.attrs.set("split_dims", std::vector<int64_t>{-1, 0});
+  instruction.attrs.set("split_of", std::string(splitOf));
+  plan.instructions = {instruction};
+  return plan;
+}
+
+std::string errorOf(const Plan &plan, int rank) {
+  try {
+    rankAttrs(plan, rank);
+  } catch (const RuntimeError &error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+// 9 rows: rank 0 holds rows [0, 5), rank 1 rows [5, 9).
+TEST(RankAttrs, SplitOfResultPlacesTheResult) {
+  const int64_t rows[] = {5, 4};
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<AttrMap> attrs =
+        rankAttrs(embeddingGradPlan(rows[rank], 9, "result"), rank);
+    EXPECT_EQ(attrs[0].getInts("shard_offsets"),
+              (std::vector<int64_t>{5 * rank, 0}))
+        << rank;
+  }
+  // The block is the result's, not grad_output's [4, 3].
+  EXPECT_EQ(errorOf(embeddingGradPlan(4, 9, "result"), 0),
+            "test.zplan: instructions[0] (nn.embedding_grad): rank 0 holds "
+            "[4, 3], not its block [5, 3] of [9, 3]");
+}
+
+TEST(RankAttrs, RefusesAnUnknownSplitOf) {
+  EXPECT_EQ(errorOf(embeddingGradPlan(5, 10, "operand"), 0),
+            "test.zplan: instructions[0] (nn.embedding_grad): 'split_of' "
+            "must be \"result\", got \"operand\"");
 }
 
 } // namespace
