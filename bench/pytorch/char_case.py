@@ -3,8 +3,11 @@
 Both trainings read what this module writes, so they start from the same
 parameters and see the same batches:
 
-* init/<param>.npy: float32, PyTorch names and layouts, drawn with the
-  initializers zero-compile's GPT-2 declares (examples/gpt2/Gpt2.cpp):
+* init/<param>.npy: float32, PyTorch names and layouts but for c_attn,
+  whose q, k and v are stacked as zero-compile's GPT-2 declares them,
+  (3, E, E) and (3, E) (torch_gpt2.load_parameters reads them as its
+  (3E, E) Linear), drawn with the initializers zero-compile's GPT-2
+  declares (compiler/builder/Gpt2Builder.cpp):
   token embedding N(0, 0.02^2), position embedding N(0, 0.01^2), Linear
   weight and bias U(-1/sqrt(in), 1/sqrt(in)), LayerNorm weight 1, bias 0;
 * data/tokens.npy, data/labels.npy: int64 (steps, batch, seq), random
@@ -32,7 +35,9 @@ def gpt2_parameters(layers, embed, vocab, seq):
     for i in range(layers):
         p = "h.%d." % i
         specs += layer_norm(p + "ln_1")
-        specs += linear(p + "attn.c_attn", embed, 3 * embed)
+        # q, k and v: three (E, E) Linears stacked.
+        specs += [(name, (3,) + shape, init, scale) for name, shape, init,
+                  scale in linear(p + "attn.c_attn", embed, embed)]
         specs += linear(p + "attn.c_proj", embed, embed)
         specs += layer_norm(p + "ln_2")
         specs += linear(p + "mlp.c_fc", embed, 4 * embed)

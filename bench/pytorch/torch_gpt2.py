@@ -131,10 +131,14 @@ class Gpt2(nn.Module):
 
 
 def load_parameters(model, directory):
-    """Copies DIR/<name>.npy into every parameter; shapes must match."""
+    """Copies DIR/<name>.npy into every parameter; shapes must match, but
+    for c_attn, which ZeroSBP keeps as q, k and v stacked, (3, E, E) and
+    (3, E): the same elements as this Linear's (3E, E) and (3E)."""
     with torch.no_grad():
         for name, param in model.named_parameters():
             value = np.load(os.path.join(directory, name + ".npy"))
+            if ".c_attn." in name and value.size == param.numel():
+                value = value.reshape(tuple(param.shape))
             if value.shape != tuple(param.shape):
                 raise ValueError("%s.npy has shape %s, the model %s" %
                                  (name, value.shape, tuple(param.shape)))
@@ -170,8 +174,11 @@ def train(args):
     if args.save:
         os.makedirs(args.save, exist_ok=True)
         for name, param in model.named_parameters():
-            np.save(os.path.join(args.save, name + ".npy"),
-                    param.detach().numpy())
+            value = param.detach().numpy()
+            if ".c_attn." in name:
+                value = value.reshape((3, value.shape[0] // 3) +
+                                      value.shape[1:])
+            np.save(os.path.join(args.save, name + ".npy"), value)
     return {"torch_version": torch.__version__, "threads": args.threads,
             "attention": args.attention, "losses": losses,
             "step_ms": step_ms}

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -54,6 +55,33 @@ std::optional<int64_t> Gpt2Config::checkedNumParameters() const {
   return checkedAdd(*total, *block);
 }
 
+std::string Gpt2Config::checkModelParallel() const {
+  if (modelParallel < 1)
+    return "the model-parallel size must be at least 1, got " +
+           std::to_string(modelParallel);
+  auto refuse = [&](llvm::StringRef what, int64_t size, llvm::StringRef why) {
+    return llvm::formatv("{0} {1} does not divide by the model-parallel size "
+                         "{2}{3}",
+                         what, size, modelParallel, why)
+        .str();
+  };
+  if (heads % modelParallel)
+    return refuse("the head count", heads, " (each rank computes whole heads)");
+  if (embed % modelParallel)
+    return refuse("the hidden size", embed, "");
+  if (vocab % modelParallel) {
+    int64_t multiple = 128 * modelParallel;
+    return refuse("the vocabulary", vocab,
+                  llvm::formatv(" (the embedding is split by vocabulary; "
+                                "Megatron pads it to a multiple of 128 x {0}: "
+                                "{1})",
+                                modelParallel,
+                                (vocab + multiple - 1) / multiple * multiple)
+                      .str());
+  }
+  return "";
+}
+
 llvm::SmallVector<Gpt2Config::Tensor> Gpt2Config::largestTensors() const {
   constexpr int64_t f32 = 4, i64 = 8;
   return {
@@ -76,8 +104,10 @@ public:
   Value emit() {
     Value tokens = b.input("tokens", {c.batch, c.seqLen}, b.i64());
     Value labels = b.input("labels", {c.batch, c.seqLen}, b.i64());
+    // Vocabulary-parallel: each model rank looks up its rows of the
+    // table (a partial sum) and computes its columns of the logits.
     Value wte = b.variable("wte.weight", {c.vocab, c.embed}, sbp::Role::param,
-                           nn::Initializer::normal, 0.02);
+                           nn::Initializer::normal, 0.02, split(0));
     Value wpe = b.variable("wpe.weight", {c.seqLen, c.embed}, sbp::Role::param,
                            nn::Initializer::normal, 0.01);
     // (batch, seq, embed) + (seq, embed): positions broadcast over batch.
@@ -104,14 +134,27 @@ public:
 
 private:
   int64_t rows() const { return c.batch * c.seqLen; }
+  bool parallel() const { return c.modelParallel > 1; }
+  /// A split on `dim` over the model axis, when there is one.
+  std::optional<int64_t> split(int64_t dim) const {
+    return parallel() ? std::optional<int64_t>(dim) : std::nullopt;
+  }
+  zerosbp::GraphBuilder::Parallel column() const {
+    return parallel() ? zerosbp::GraphBuilder::Parallel::column
+                      : zerosbp::GraphBuilder::Parallel::none;
+  }
+  zerosbp::GraphBuilder::Parallel row() const {
+    return parallel() ? zerosbp::GraphBuilder::Parallel::row
+                      : zerosbp::GraphBuilder::Parallel::none;
+  }
   int64_t headDim() const { return c.embed / c.heads; }
 
   Value block(const std::string &prefix, Value x) {
     Value h = b.layerNormLayer(prefix + ".ln_1", x);
     x = b.add(x, attention(prefix + ".attn", h));
     h = b.layerNormLayer(prefix + ".ln_2", x);
-    h = b.gelu(b.linear(prefix + ".mlp.c_fc", h, 4 * c.embed));
-    return b.add(x, b.linear(prefix + ".mlp.c_proj", h, c.embed));
+    h = b.gelu(b.linear(prefix + ".mlp.c_fc", h, 4 * c.embed, true, column()));
+    return b.add(x, b.linear(prefix + ".mlp.c_proj", h, c.embed, true, row()));
   }
 
   /// (rows, embed) -> (batch, heads, seq, headDim).
@@ -120,9 +163,38 @@ private:
     return b.transpose(x, {0, 2, 1, 3});
   }
 
+  /// q, k and v of c_attn: one (3E, E) product without a model axis, three
+  /// column-parallel (E, E) products with one, each rank's whole heads.
+  SmallVector<Value> queryKeyValue(const std::string &prefix, Value x) {
+    int64_t e = c.embed;
+    // torch.nn.Linear's init for E inputs, as for every linear layer.
+    double bound = 1.0 / std::sqrt(static_cast<double>(e));
+    Value weight = b.variable(prefix + ".weight", {3, e, e}, sbp::Role::param,
+                              nn::Initializer::uniform, bound, split(1));
+    Value bias = b.variable(prefix + ".bias", {3, e}, sbp::Role::param,
+                            nn::Initializer::uniform, bound, split(1));
+    if (!parallel()) {
+      Value qkv = b.biasAdd(b.matmul(x, b.reshape(weight, {3 * e, e}),
+                                     /*transposeLhs=*/false,
+                                     /*transposeRhs=*/true),
+                            b.reshape(bias, {3 * e}));
+      return b.split(qkv, 1, {e, e, e});
+    }
+    SmallVector<Value> weights = b.split(weight, 0, {1, 1, 1});
+    SmallVector<Value> biases = b.split(bias, 0, {1, 1, 1});
+    SmallVector<Value> parts;
+    for (auto [w, bb] : llvm::zip_equal(weights, biases))
+      parts.push_back(b.biasAdd(b.matmul(x, b.reshape(w, {e, e}),
+                                         /*transposeLhs=*/false,
+                                         /*transposeRhs=*/true),
+                                b.reshape(bb, {e})));
+    return parts;
+  }
+
   Value attention(const std::string &prefix, Value x) {
-    Value qkv = b.linear(prefix + ".c_attn", x, 3 * c.embed);
-    SmallVector<Value> parts = b.split(qkv, 1, {c.embed, c.embed, c.embed});
+    SmallVector<Value> parts = queryKeyValue(prefix + ".c_attn", x);
+    if (parts.size() != 3)
+      return {};
     Value q = toHeads(parts[0]), k = toHeads(parts[1]), v = toHeads(parts[2]);
     Value scores = b.batchMatmul(q, k, /*transposeLhs=*/false,
                                  /*transposeRhs=*/true);
@@ -131,7 +203,7 @@ private:
     Value y = b.batchMatmul(probs, v);
     y = b.transpose(y, {0, 2, 1, 3});
     y = b.reshape(y, {rows(), c.embed});
-    return b.linear(prefix + ".c_proj", y, c.embed);
+    return b.linear(prefix + ".c_proj", y, c.embed, true, row());
   }
 
   zerosbp::GraphBuilder &b;
@@ -140,7 +212,8 @@ private:
 } // namespace
 
 Value zerosbp::buildGpt2(GraphBuilder &builder, const Gpt2Config &config) {
-  if (config.heads < 1 || config.embed % config.heads != 0) {
+  if (config.heads < 1 || config.embed % config.heads != 0 ||
+      !config.checkModelParallel().empty()) {
     // Let the builder carry the error like any other failed step.
     builder.reshape(Value(), {});
     return {};
@@ -150,7 +223,8 @@ Value zerosbp::buildGpt2(GraphBuilder &builder, const Gpt2Config &config) {
 
 std::pair<Value, Value> zerosbp::buildGpt2Inference(GraphBuilder &builder,
                                                     const Gpt2Config &config) {
-  if (config.heads < 1 || config.embed % config.heads != 0) {
+  if (config.heads < 1 || config.embed % config.heads != 0 ||
+      !config.checkModelParallel().empty()) {
     builder.reshape(Value(), {});
     return {};
   }

@@ -30,6 +30,11 @@ struct Gpt2Config {
   /// checkpointed, one segment each (zero-compile's activation memory
   /// budget picks how many).
   int64_t checkpointedBlocks = 0;
+  /// Megatron's tensor parallelism over the builder's model axis
+  /// (GraphBuilder::setModelAxis) of this many ranks; 1: none. Needs the
+  /// hidden size, the head count and the vocabulary to divide by it
+  /// (checkModelParallel).
+  int64_t modelParallel = 1;
 
   /// Presets: "tiny" (tests), "small" (124M), "medium" (350M), "large"
   /// (774M), "xl" (1.5B, DeepSpeed's Megatron GPT-2 tutorial).
@@ -40,6 +45,11 @@ struct Gpt2Config {
   int64_t numParameters() const;
   /// numParameters(), or nullopt where a product or sum overflows int64.
   std::optional<int64_t> checkedNumParameters() const;
+
+  /// Why modelParallel cannot lay this model out, or empty: each rank
+  /// computes whole heads and an equal part of the hidden size and of the
+  /// vocabulary.
+  std::string checkModelParallel() const;
 
   /// A tensor of the graph as the product of its sizes, so that a caller
   /// can check the product for overflow before anything computes it.
@@ -60,7 +70,13 @@ struct Gpt2Config {
 /// and `labels` (batch, seq) i64; parameter names follow Hugging Face's
 /// GPT2LMHeadModel (`wte`, `wpe`, `h.<i>.ln_1`, `h.<i>.attn.c_attn`,
 /// `h.<i>.attn.c_proj`, `h.<i>.ln_2`, `h.<i>.mlp.c_fc`, `h.<i>.mlp.c_proj`,
-/// `ln_f`) with torch.nn.Linear layouts.
+/// `ln_f`) with torch.nn.Linear layouts, but for c_attn, whose weight is
+/// (3, E, E) and bias (3, E): q, k and v each a (E, E) Linear, so that
+/// tensor parallelism splits each on its output dim and every rank holds
+/// whole heads of all three. With modelParallel > 1 the layout is
+/// Megatron's (docs/design.md#tensor-parallelism): c_attn and mlp.c_fc
+/// column-parallel, the c_projs row-parallel, the token embedding (and
+/// the tied LM head) split by vocabulary.
 mlir::Value buildGpt2(GraphBuilder &builder, const Gpt2Config &config);
 
 /// The same graph for inference: its logits (batch, seq, vocab) and its

@@ -52,12 +52,20 @@ sbp::PlacementAttr GraphBuilder::cpuPlacement(MLIRContext &context,
 
 sbp::PlacementAttr GraphBuilder::makePlacement(MLIRContext &context,
                                                sbp::DeviceKind kind,
-                                               int64_t numRanks) {
+                                               int64_t numRanks,
+                                               ArrayRef<int64_t> hierarchy) {
   loadAllDialects(context);
   SmallVector<int64_t> ranks;
   for (int64_t r = 0; r < numRanks; ++r)
     ranks.push_back(r);
-  return sbp::PlacementAttr::get(&context, kind, ranks, {});
+  return sbp::PlacementAttr::get(&context, kind, ranks, hierarchy);
+}
+
+void GraphBuilder::setModelAxis(int64_t axis) {
+  if (axis < 0 || axis >= placement.getNumHierarchyAxes())
+    return fail("model axis " + Twine(axis) + " is not an axis of the " +
+                Twine(placement.getNumHierarchyAxes()) + "-D placement");
+  modelAxis = axis;
 }
 
 Location GraphBuilder::loc() { return func.getLoc(); }
@@ -86,8 +94,11 @@ ArrayRef<int64_t> GraphBuilder::shapeOf(Value value) {
 
 RankedTensorType GraphBuilder::globalType(ArrayRef<int64_t> shape,
                                           Type elementType, sbp::SbpAttr sbp,
-                                          sbp::Role role) {
+                                          sbp::Role role,
+                                          sbp::SbpAttr onModelAxis) {
   SmallVector<sbp::SbpAttr> perAxis(placement.getNumHierarchyAxes(), sbp);
+  if (modelAxis >= 0 && onModelAxis)
+    perAxis[modelAxis] = onModelAxis;
   auto encoding =
       sbp::GlobalTensorAttr::get(&context, perAxis, placement, role);
   return RankedTensorType::get(shape, elementType, encoding);
@@ -144,8 +155,10 @@ Value GraphBuilder::input(StringRef name, ArrayRef<int64_t> shape,
     fail("name '" + name + "' is already used in graph");
     return {};
   }
-  auto type = globalType(shape, elementType,
-                         sbp::SbpAttr::getSplit(&context, 0), sbp::Role::input);
+  // The batch is split over the data axes; a model axis holds it whole.
+  auto type =
+      globalType(shape, elementType, sbp::SbpAttr::getSplit(&context, 0),
+                 sbp::Role::input, sbp::SbpAttr::getBroadcast(&context));
   if (shape.empty())
     type = globalType(shape, elementType, sbp::SbpAttr::getBroadcast(&context),
                       sbp::Role::input);
@@ -154,15 +167,27 @@ Value GraphBuilder::input(StringRef name, ArrayRef<int64_t> shape,
 
 Value GraphBuilder::variable(StringRef name, ArrayRef<int64_t> shape,
                              sbp::Role role, nn::Initializer init,
-                             double initScale) {
+                             double initScale,
+                             std::optional<int64_t> modelSplitDim) {
   if (!usable({}))
     return {};
   if (!names.insert(name).second) {
     fail("name '" + name + "' is already used in graph");
     return {};
   }
-  auto type = globalType(shape, builder.getF32Type(),
-                         sbp::SbpAttr::getBroadcast(&context), role);
+  sbp::SbpAttr onModelAxis;
+  if (modelSplitDim) {
+    if (modelAxis < 0 || *modelSplitDim < 0 ||
+        *modelSplitDim >= (int64_t)shape.size()) {
+      fail("variable '" + name + "' is split on dim " + Twine(*modelSplitDim) +
+           " over the model axis, but there is no such dim or axis");
+      return {};
+    }
+    onModelAxis = sbp::SbpAttr::getSplit(&context, *modelSplitDim);
+  }
+  auto type =
+      globalType(shape, builder.getF32Type(),
+                 sbp::SbpAttr::getBroadcast(&context), role, onModelAxis);
   return nn::VariableOp::create(
       builder, loc(), type, builder.getStringAttr(name),
       sbp::RoleAttr::get(&context, role),
@@ -378,7 +403,8 @@ Value GraphBuilder::reduceMean(Value input, ArrayRef<int64_t> axes,
 // Layers
 //===----------------------------------------------------------------------===//
 
-Value GraphBuilder::linear(StringRef prefix, Value x, int64_t out, bool bias) {
+Value GraphBuilder::linear(StringRef prefix, Value x, int64_t out, bool bias,
+                           Parallel parallel) {
   if (!usable({x}))
     return {};
   ArrayRef<int64_t> shape = shapeOf(x);
@@ -389,13 +415,19 @@ Value GraphBuilder::linear(StringRef prefix, Value x, int64_t out, bool bias) {
   int64_t in = shape.back();
   // torch.nn.Linear's default init: U(-1/sqrt(in), 1/sqrt(in)).
   double bound = 1.0 / std::sqrt(static_cast<double>(in));
-  Value weight = variable((prefix + ".weight").str(), {out, in},
-                          sbp::Role::param, nn::Initializer::uniform, bound);
+  std::optional<int64_t> weightSplit, biasSplit;
+  if (parallel == Parallel::column)
+    weightSplit = biasSplit = 0;
+  else if (parallel == Parallel::row)
+    weightSplit = 1;
+  Value weight =
+      variable((prefix + ".weight").str(), {out, in}, sbp::Role::param,
+               nn::Initializer::uniform, bound, weightSplit);
   Value y = matmul(x, weight, /*transposeLhs=*/false, /*transposeRhs=*/true);
   if (!bias)
     return y;
   Value b = variable((prefix + ".bias").str(), {out}, sbp::Role::param,
-                     nn::Initializer::uniform, bound);
+                     nn::Initializer::uniform, bound, biasSplit);
   return biasAdd(y, b);
 }
 

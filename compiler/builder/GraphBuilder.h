@@ -1,7 +1,8 @@
 //===- GraphBuilder.h - builds nn training graphs ---------------*- C++ -*-===//
 //
 // Captures a model as one `func.func` of `nn` ops on global tensors: inputs
-// split along the batch on every rank, variables broadcast, intermediate
+// split along the batch on every rank (but a model axis), variables
+// broadcast (or split on a model axis, tensor parallelism), intermediate
 // values left for SBP propagation. Errors (a shape that does not fit, a
 // repeated name) are recorded, not fatal: the first one is kept, later calls
 // become no-ops, and finish() reports it.
@@ -19,6 +20,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <optional>
 #include <string>
 
 namespace zerosbp {
@@ -33,10 +35,16 @@ public:
   /// A placement of `numRanks` CPU ranks 0..numRanks-1.
   static mlir::sbp::PlacementAttr cpuPlacement(mlir::MLIRContext &context,
                                                int64_t numRanks);
-  /// A placement of ranks 0..numRanks-1 of device kind `kind`.
-  static mlir::sbp::PlacementAttr makePlacement(mlir::MLIRContext &context,
-                                                mlir::sbp::DeviceKind kind,
-                                                int64_t numRanks);
+  /// A placement of ranks 0..numRanks-1 of device kind `kind`, laid out
+  /// as `hierarchy` when given (its product is numRanks).
+  static mlir::sbp::PlacementAttr
+  makePlacement(mlir::MLIRContext &context, mlir::sbp::DeviceKind kind,
+                int64_t numRanks, llvm::ArrayRef<int64_t> hierarchy = {});
+
+  /// Makes hierarchy axis `axis` the model axis (tensor parallelism,
+  /// docs/design.md#tensor-parallelism): inputs are whole on it (split on
+  /// the batch over the other axes), and variables may be split on it.
+  void setModelAxis(int64_t axis);
 
   mlir::MLIRContext &getContext() { return context; }
 
@@ -55,12 +63,14 @@ public:
   /// A data input, split along axis 0 (the batch) on every hierarchy axis.
   mlir::Value input(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                     mlir::Type elementType);
-  /// A named variable, broadcast on every rank.
+  /// A named variable, broadcast on every rank; with `modelSplitDim`, split
+  /// on that dim over the model axis and broadcast on the others.
   mlir::Value
   variable(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
            mlir::sbp::Role role = mlir::sbp::Role::param,
            mlir::nn::Initializer init = mlir::nn::Initializer::zeros,
-           double initScale = 0.0);
+           double initScale = 0.0,
+           std::optional<int64_t> modelSplitDim = std::nullopt);
   /// Marks a variable as frozen: it gets no gradient and no update.
   void freeze(mlir::Value variable);
   mlir::Value fill(double value, llvm::ArrayRef<int64_t> shape,
@@ -114,10 +124,15 @@ public:
   // Layers (PyTorch parameter layouts and names)
   //===--------------------------------------------------------------------===//
 
+  /// How a linear layer lays out over the model axis: Megatron's
+  /// column-parallel (weight and bias split on the output dim) and
+  /// row-parallel (weight split on the input dim, bias replicated).
+  enum class Parallel { none, column, row };
+
   /// `x W^T + b` over the last axis of a 2-D `x`; creates `<prefix>.weight`
   /// (out, in) and `<prefix>.bias` (out) like torch.nn.Linear.
   mlir::Value linear(llvm::StringRef prefix, mlir::Value x, int64_t out,
-                     bool bias = true);
+                     bool bias = true, Parallel parallel = Parallel::none);
   /// torch.nn.LayerNorm over the last axis: `<prefix>.weight`, `.bias`.
   mlir::Value layerNormLayer(llvm::StringRef prefix, mlir::Value x);
 
@@ -151,7 +166,8 @@ private:
   mlir::RankedTensorType globalType(llvm::ArrayRef<int64_t> shape,
                                     mlir::Type elementType,
                                     mlir::sbp::SbpAttr sbp,
-                                    mlir::sbp::Role role);
+                                    mlir::sbp::Role role,
+                                    mlir::sbp::SbpAttr onModelAxis = {});
   mlir::Location loc();
 
   /// Marks each op inserted while a segment is open.
@@ -168,6 +184,8 @@ private:
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   mlir::sbp::PlacementAttr placement;
+  /// The model axis; -1: none.
+  int64_t modelAxis = -1;
   llvm::StringSet<> names;
   std::string firstError;
 };

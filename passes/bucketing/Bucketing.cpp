@@ -312,15 +312,28 @@ void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
   // Reductions (and gathers of computed values) go right after their last
   // input, freeing the inputs early; parameter gathers right before their
   // first use, holding the gathered parameters no longer than needed.
-  int64_t target =
-      bucket.key.parameterGather ? bucket.firstUse : bucket.inputsReady + 1;
   Operation *anchor = nullptr;
-  for (int64_t index = std::max<int64_t>(target, 0);
-       index < (int64_t)order.size(); ++index)
-    if (!members.contains(order[index])) {
-      anchor = order[index];
-      break;
-    }
+  if (bucket.key.parameterGather) {
+    for (int64_t index = std::max<int64_t>(bucket.firstUse, 0);
+         index < (int64_t)order.size(); ++index)
+      if (!members.contains(order[index])) {
+        anchor = order[index];
+        break;
+      }
+  } else {
+    // Right after the last input as the block is now: an earlier bucket
+    // may have moved the ops that followed it in `order` (the second steps
+    // that read its results).
+    Operation *last = nullptr;
+    for (Member &member : bucket.members)
+      for (Value input : member.start.getInputs())
+        if (Operation *producer = input.getDefiningOp())
+          if (!last || last->isBeforeInBlock(producer))
+            last = producer;
+    anchor = last ? last->getNextNode() : &block.front();
+    while (anchor && members.contains(anchor))
+      anchor = anchor->getNextNode();
+  }
   if (!anchor)
     anchor = block.getTerminator();
   OpBuilder builder(anchor);

@@ -109,14 +109,6 @@ static std::string sbpString(ArrayRef<SbpAttr> sbp) {
   return text;
 }
 
-/// True when some hierarchy axis of `type`'s encoding splits dim `dim`.
-static bool isSplitOn(Type type, int64_t dim) {
-  GlobalTensorAttr encoding = getGlobalEncoding(type);
-  return encoding && llvm::any_of(encoding.getSbp(), [&](SbpAttr entry) {
-           return entry.isSplit() && entry.getAxis() == dim;
-         });
-}
-
 /// An error about `value`, located at its producer.
 static InFlightDiagnostic emitValueError(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
@@ -210,18 +202,6 @@ LogicalResult Partitioner::checkOp(Operation &op) {
                             "holds nn ops and sbp.cast");
     return success();
   }
-  if (auto embedding = dyn_cast<nn::EmbeddingOp>(op)) {
-    if (isSplitOn(embedding.getTable().getType(), 0))
-      return op.emitOpError(
-          "has its table split on dim 0: vocab-parallel embedding is not "
-          "supported by zero-partition yet");
-  }
-  if (auto grad = dyn_cast<nn::EmbeddingGradOp>(op)) {
-    if (isSplitOn(grad.getResult().getType(), 0))
-      return op.emitOpError(
-          "has its result split on dim 0: vocab-parallel embedding is not "
-          "supported by zero-partition yet");
-  }
   if (auto cast = dyn_cast<CastOp>(op))
     return planCast(cast);
   return success();
@@ -248,15 +228,54 @@ LogicalResult Partitioner::planCast(CastOp cast) {
   ArrayRef<SbpAttr> wanted = target.getSbp();
   int64_t numAxes = state.size();
 
-  SmallVector<int64_t> order;
+  // Each step changes one axis to a given SBP.
+  using Step = std::pair<int64_t, SbpAttr>;
+  SmallVector<Step> order;
   for (int64_t axis = numAxes - 1; axis >= 0; --axis)
     if (state[axis] != wanted[axis] && state[axis].isSplit())
-      order.push_back(axis);
+      order.push_back({axis, wanted[axis]});
   for (bool toSplit : {true, false})
     for (int64_t axis = 0; axis < numAxes; ++axis)
       if (state[axis] != wanted[axis] && !state[axis].isSplit() &&
           wanted[axis].isSplit() == toSplit)
-        order.push_back(axis);
+        order.push_back({axis, wanted[axis]});
+
+  // Where that order would have an outer axis split a dim that an inner one
+  // already splits (`[P, S(1)]` to `[S(0), S(0)]`: the inner axis's
+  // all-to-all first), go through Broadcast instead: gather every split
+  // that changes or sits below a change, innermost first; then reduce and
+  // split outermost first, so that nested splits cut in rank order.
+  auto conflicts = [&]() {
+    SmallVector<SbpAttr> at(state);
+    for (auto [axis, to] : order) {
+      for (SbpAttr entry : {at[axis], to})
+        if (entry.isSplit() &&
+            llvm::is_contained(ArrayRef<SbpAttr>(at).drop_front(axis + 1),
+                               entry))
+          return true;
+      at[axis] = to;
+    }
+    return false;
+  };
+  if (numAxes > 1 && conflicts()) {
+    int64_t outermostChange = numAxes;
+    for (int64_t axis = 0; axis < numAxes; ++axis)
+      if (state[axis] != wanted[axis]) {
+        outermostChange = axis;
+        break;
+      }
+    SbpAttr broadcast = SbpAttr::getBroadcast(cast.getContext());
+    SmallVector<SbpAttr> at(state);
+    order.clear();
+    for (int64_t axis = numAxes - 1; axis >= outermostChange; --axis)
+      if (at[axis].isSplit()) {
+        order.push_back({axis, broadcast});
+        at[axis] = broadcast;
+      }
+    for (int64_t axis = 0; axis < numAxes; ++axis)
+      if (at[axis] != wanted[axis])
+        order.push_back({axis, wanted[axis]});
+  }
 
   auto emitCastError = [&](int64_t axis) {
     InFlightDiagnostic diag = cast.emitOpError("from ");
@@ -267,8 +286,9 @@ LogicalResult Partitioner::planCast(CastOp cast) {
   };
 
   SmallVector<BoxingStep> steps;
-  for (int64_t axis : order) {
-    SbpAttr from = state[axis], to = wanted[axis];
+  for (const Step &step : order) {
+    int64_t axis = step.first;
+    SbpAttr from = state[axis], to = step.second;
     // A later axis splitting the same dim would not see its parts in rank
     // order.
     auto splitBelow = [&](SbpAttr entry) {

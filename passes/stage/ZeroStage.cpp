@@ -33,7 +33,9 @@
 #include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace zerosbp {
@@ -133,6 +135,10 @@ private:
     return modelSplits.lookup(variable);
   }
   void partitionVariable(nn::VariableOp variable);
+  /// Computes again, for the backward, what the forward computed from
+  /// `param` by recomputable ops alone (a reshape, a split of q, k and v),
+  /// so that the backward reads the parameter itself and gathers it again.
+  void recomputeForBackward(nn::VariableOp param);
   void gatherUses(nn::VariableOp param, RankedTensorType logicalType);
   LogicalResult rewriteUpdate(nn::OptimizerUpdateOpInterface update);
   /// Points the assigns that store `oldValue` (directly, through SBP casts,
@@ -343,6 +349,51 @@ void StageRewriter::partitionVariable(nn::VariableOp variable) {
   if (split)
     variable.setModelSplitAttr(
         builder.getDenseI64ArrayAttr({split.axis, split.dim}));
+}
+
+void StageRewriter::recomputeForBackward(nn::VariableOp param) {
+  // The forward ops that compute from the parameter through recomputable
+  // ops only.
+  llvm::SetVector<Operation *> chain;
+  auto fromParam = [&](Value value) {
+    Operation *producer = value.getDefiningOp();
+    return value == param.getResult() || (producer && chain.contains(producer));
+  };
+  SmallVector<Operation *> worklist(param.getResult().getUsers());
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (chain.contains(op) || !forward.contains(op) ||
+        !isa<nn::RecomputableOpInterface>(op) ||
+        !llvm::all_of(op->getOperands(), fromParam))
+      continue;
+    chain.insert(op);
+    for (Value result : op->getResults())
+      llvm::append_range(worklist, result.getUsers());
+  }
+  SmallVector<OpOperand *> reads;
+  Operation *first = nullptr;
+  for (Operation *op : chain)
+    for (Value result : op->getResults())
+      for (OpOperand &use : result.getUses()) {
+        Operation *user = use.getOwner();
+        if (forward.contains(user) ||
+            isa<nn::OptimizerUpdateOpInterface, nn::AssignOp>(user))
+          continue;
+        reads.push_back(&use);
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      }
+  if (!first)
+    return;
+  SmallVector<Operation *> ordered(chain.begin(), chain.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  builder.setInsertionPoint(first);
+  IRMapping copies;
+  for (Operation *op : ordered)
+    builder.clone(*op, copies);
+  for (OpOperand *use : reads)
+    use->set(copies.lookup(use->get()));
 }
 
 void StageRewriter::gatherUses(nn::VariableOp param,
@@ -649,6 +700,7 @@ LogicalResult StageRewriter::run() {
       auto type = cast<RankedTensorType>(param.getResult().getType());
       if (!isParamPartitioned(type))
         continue;
+      recomputeForBackward(param);
       partitionVariable(param);
       gatherUses(param, type);
     }

@@ -131,8 +131,14 @@ InputFeed::InputFeed(const Plan &plan,
         continue;
       const std::vector<int64_t> &source =
           plan.values[instruction.operands[0]].shape;
+      // A table split by vocabulary holds part of the rows; the ids range
+      // over the whole table (`global_shape`).
       if (instruction.op == "nn.embedding")
-        integerBound[i] = std::min(integerBound[i], source.front());
+        integerBound[i] =
+            std::min(integerBound[i],
+                     instruction.attrs.has("global_shape")
+                         ? instruction.attrs.getInts("global_shape").front()
+                         : source.front());
       if (instruction.op == "nn.cross_entropy") {
         integerBound[i] = std::min(integerBound[i], source.back());
         tokens = numElements(plan.inputs[i].globalShape);

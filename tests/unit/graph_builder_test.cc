@@ -126,8 +126,8 @@ expectedGpt2Shapes(int64_t vocab, int64_t seq, int64_t embed, int layers) {
     std::string p = "h." + std::to_string(i) + ".";
     shapes[p + "ln_1.weight"] = {embed};
     shapes[p + "ln_1.bias"] = {embed};
-    shapes[p + "attn.c_attn.weight"] = {3 * embed, embed};
-    shapes[p + "attn.c_attn.bias"] = {3 * embed};
+    shapes[p + "attn.c_attn.weight"] = {3, embed, embed};
+    shapes[p + "attn.c_attn.bias"] = {3, embed};
     shapes[p + "attn.c_proj.weight"] = {embed, embed};
     shapes[p + "attn.c_proj.bias"] = {embed};
     shapes[p + "ln_2.weight"] = {embed};

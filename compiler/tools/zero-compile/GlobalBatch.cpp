@@ -13,7 +13,8 @@ static llvm::Error batchError(const llvm::Twine &message) {
 llvm::Expected<int64_t> zerosbp::resolveGlobalBatch(const BatchFlags &flags,
                                                     const ZeroConfig &config) {
   int64_t steps = config.gradientAccumulationSteps;
-  int64_t world = config.world;
+  // Batch sizes count the data-parallel ranks.
+  int64_t world = config.dataParallelSize();
   if (!flags.batchSize)
     // A config's batch sizes are resolved and checked already.
     return config.trainBatchSize ? config.trainBatchSize : steps * world;

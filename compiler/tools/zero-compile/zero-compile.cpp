@@ -52,7 +52,7 @@ static cl::OptionCategory category("zero-compile options");
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("[forward graph .mlir]"),
                                       cl::init(""), cl::cat(category));
-static zerosbp::DecimalOpt world("world", cl::desc("data-parallel ranks"),
+static zerosbp::DecimalOpt world("world", cl::desc("ranks in all"),
                                  cl::init(1), cl::cat(category));
 static zerosbp::DecimalOpt stage("stage", cl::desc("ZeRO stage 0-3"),
                                  cl::init(-1), cl::cat(category));
@@ -109,8 +109,9 @@ static cl::opt<bool>
                     cl::init(false), cl::cat(category));
 static zerosbp::DecimalOpt modelParallelSize(
     "model-parallel-size", cl::init(1), cl::cat(category),
-    cl::desc("Megatron's tensor-parallel degree: the ranks of a captured "
-             "graph's model axes; batch sizes count world / this"));
+    cl::desc("Megatron's tensor-parallel degree: GPT-2 laid out on a "
+             "[world / N, N] placement, or the ranks of a captured graph's "
+             "model axes; batch sizes count world / N"));
 static cl::alias tensorModelParallelSize(
     "tensor-model-parallel-size", cl::aliasopt(modelParallelSize),
     cl::desc("alias for --model-parallel-size (Megatron-DeepSpeed)"));
@@ -207,11 +208,6 @@ static llvm::Error checkMegatronFlags() {
   if (modelParallelSize < 1)
     return error("--model-parallel-size: expected an integer >= 1, got " +
                  llvm::Twine(modelParallelSize));
-  if (modelParallelSize != 1 && inputFile.empty())
-    return error("--model-parallel-size " + llvm::Twine(modelParallelSize) +
-                 ": GPT-2 is built data parallel only (1); a captured graph "
-                 "may split its variables on a [data, model] placement "
-                 "(docs/design.md#tensor-parallelism)");
   if (given(checkpointNumLayers) && checkpointNumLayers < 1)
     return error("--checkpoint-num-layers: expected an integer >= 1, got " +
                  llvm::Twine(checkpointNumLayers));
@@ -402,6 +398,12 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
     return failure();
   }
   config.batch = *globalBatch;
+  config.modelParallel = zero.modelParallelSize;
+  if (std::string problem = config.checkModelParallel(); !problem.empty()) {
+    fail("--model-parallel-size " + std::to_string(config.modelParallel) +
+         ": " + problem);
+    return failure();
+  }
   if (checkpointActivations)
     config.checkpointLayers = checkpointNumLayers;
   config.checkpointedBlocks = checkpointedBlocks;
@@ -418,9 +420,16 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
     fail(llvm::toString(std::move(error)));
     return failure();
   }
+  // Megatron's layout: the model axis inside the data axis, [dp, tp].
+  SmallVector<int64_t, 2> hierarchy;
+  if (config.modelParallel > 1)
+    hierarchy = {zero.dataParallelSize(), config.modelParallel};
   zerosbp::GraphBuilder builder(
       context, "gpt2",
-      zerosbp::GraphBuilder::cpuPlacement(context, zero.world));
+      zerosbp::GraphBuilder::makePlacement(context, sbp::DeviceKind::cpu,
+                                           zero.world, hierarchy));
+  if (config.modelParallel > 1)
+    builder.setModelAxis(1);
   SmallVector<Value> results;
   if (evalGraph) {
     auto [logits, loss] = zerosbp::buildGpt2Inference(builder, config);

@@ -417,7 +417,8 @@ EmbeddingOp::buildGradients(OpBuilder &builder, ValueRange resultGrads,
   GradientBuilder grads(builder, *this);
   int64_t vocabSize = getTable().getType().getDimSize(0);
   operandGrads.push_back(grads.create<EmbeddingGradOp>(
-      dy, getIds(), builder.getI64IntegerAttr(vocabSize)));
+      dy, getIds(), builder.getI64IntegerAttr(vocabSize),
+      /*global_shape=*/nullptr, /*split_dims=*/nullptr, /*split_of=*/nullptr));
   operandGrads.push_back(Value());
   return success();
 }

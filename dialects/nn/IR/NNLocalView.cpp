@@ -62,14 +62,43 @@ void ReduceMeanOp::localizeAttrs(
       productOf(globalTypeOf(getInput()).getShape(), getAxes())));
 }
 
+/// Per hierarchy axis, the dim of `global` its SBP splits (-1: none).
+static SmallVector<int64_t> splitDimsOf(RankedTensorType global) {
+  SmallVector<int64_t> splitDims;
+  for (sbp::SbpAttr sbp : sbp::getGlobalEncoding(global).getSbp())
+    splitDims.push_back(sbp.isSplit() ? sbp.getAxis() : -1);
+  return splitDims;
+}
+
 void DropoutOp::localizeAttrs(
     function_ref<RankedTensorType(Value)> globalTypeOf, Builder &builder) {
   // The mask follows global indices; the runtime finds this rank's offsets
   // from the split dims (docs/compiler.md, "Dropout").
   RankedTensorType global = globalTypeOf(getResult());
-  SmallVector<int64_t> splitDims;
-  for (sbp::SbpAttr sbp : sbp::getGlobalEncoding(global).getSbp())
-    splitDims.push_back(sbp.isSplit() ? sbp.getAxis() : -1);
   setGlobalShapeAttr(builder.getDenseI64ArrayAttr(global.getShape()));
-  setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDims));
+  setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDimsOf(global)));
+}
+
+// A table split by vocabulary: the runtime finds the rank's first row from
+// the split dims (docs/plan-format.md, "nn.embedding").
+
+void EmbeddingOp::localizeAttrs(
+    function_ref<RankedTensorType(Value)> globalTypeOf, Builder &builder) {
+  RankedTensorType global = globalTypeOf(getTable());
+  if (!llvm::is_contained(splitDimsOf(global), 0))
+    return;
+  setGlobalShapeAttr(builder.getDenseI64ArrayAttr(global.getShape()));
+  setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDimsOf(global)));
+}
+
+void EmbeddingGradOp::localizeAttrs(
+    function_ref<RankedTensorType(Value)> globalTypeOf, Builder &builder) {
+  RankedTensorType global = globalTypeOf(getResult());
+  if (!llvm::is_contained(splitDimsOf(global), 0))
+    return;
+  setVocabSizeAttr(
+      builder.getI64IntegerAttr(getResult().getType().getDimSize(0)));
+  setGlobalShapeAttr(builder.getDenseI64ArrayAttr(global.getShape()));
+  setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDimsOf(global)));
+  setSplitOfAttr(builder.getStringAttr("result"));
 }

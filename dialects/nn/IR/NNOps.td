@@ -372,13 +372,20 @@ def NN_SoftmaxOp : NN_InferredOp<"softmax", [NN_Differentiable]> {
   }];
 }
 
-def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable]> {
+def NN_EmbeddingOp : NN_InferredOp<"embedding", [NN_Differentiable],
+                                   NN_LocalView> {
   let summary = "looks up rows of a (vocab, dim) table by integer ids";
   let description = [{
     The result has the ids' shape plus the embedding dim. Ids outside
-    `[0, vocab)` are an error at run time.
+    `[0, vocab)` are an error at run time. A table split by vocabulary
+    (tensor parallelism) gives partial sums: each rank looks up the ids its
+    rows hold and gives zeros for the others. zero-partition then sets
+    `global_shape` and `split_dims` (the table's, as nn.dropout's), from
+    which the runtime finds the rank's rows.
   }];
-  let arguments = (ins NN_FloatTensor:$table, NN_IndexTensor:$ids);
+  let arguments = (ins NN_FloatTensor:$table, NN_IndexTensor:$ids,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_dims);
   let results = (outs NN_FloatTensor:$result);
 }
 
@@ -434,7 +441,7 @@ def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable], NN_LocalView> {
   let results = (outs AnyStaticShapeTensor:$result);
 }
 
-def NN_SplitOp : NN_InferredOp<"split", [NN_Differentiable]> {
+def NN_SplitOp : NN_InferredOp<"split", [NN_Differentiable, NN_Recomputable]> {
   let summary = "cuts a tensor along an axis into pieces of the given sizes";
   let arguments = (ins AnyStaticShapeTensor:$input, I64Attr:$axis,
                        DenseI64ArrayAttr:$sizes);
@@ -509,10 +516,20 @@ def NN_CrossEntropyGradOp : NN_InferredOp<"cross_entropy_grad", [],
   let results = (outs NN_FloatTensor:$result);
 }
 
-def NN_EmbeddingGradOp : NN_InferredOp<"embedding_grad"> {
+def NN_EmbeddingGradOp : NN_InferredOp<"embedding_grad", [], NN_LocalView> {
   let summary = "scatters dy rows into a zero (vocab, dim) table by id";
+  let description = [{
+    `vocab_size` is the rows of the result. A result split by vocabulary
+    holds the rows of the rank's part: zero-partition sets `vocab_size` to
+    the local rows, `global_shape` and `split_dims` to the whole table's,
+    and `split_of = "result"` (they describe the result, not operand 0);
+    ids of other ranks' rows add nothing.
+  }];
   let arguments = (ins NN_FloatTensor:$grad_output, NN_IndexTensor:$ids,
-                       I64Attr:$vocab_size);
+                       I64Attr:$vocab_size,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_dims,
+                       OptionalAttr<StrAttr>:$split_of);
   let results = (outs NN_FloatTensor:$result);
 }
 

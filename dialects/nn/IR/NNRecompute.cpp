@@ -55,6 +55,18 @@ Value TransposeOp::buildRecompute(OpBuilder &builder, OpResult,
                              getPermutationAttr());
 }
 
+/// One piece of the input (one copy).
+SmallVector<Value> SplitOp::getRecomputeInputs(OpResult) {
+  return {getInput()};
+}
+
+Value SplitOp::buildRecompute(OpBuilder &builder, OpResult result,
+                              ValueRange inputs) {
+  auto again = SplitOp::create(builder, getLoc(), getResultTypes(), inputs[0],
+                               getAxisAttr(), getSizesAttr());
+  return again.getResult(result.getResultNumber());
+}
+
 /// A view of the input: free.
 SmallVector<Value> ReshapeOp::getRecomputeInputs(OpResult) {
   return {getInput()};

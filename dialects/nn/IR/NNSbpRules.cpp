@@ -548,6 +548,8 @@ void EmbeddingGradOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   for (int64_t i = 0; i < idsRank; ++i)
     sig.add({sig.s(i), sig.s(i)}, {sig.p()});
   sig.add({sig.s(idsRank), sig.b()}, {sig.s(1)});
+  // Vocab-parallel: each rank scatters into its rows only.
+  sig.add({sig.b(), sig.b()}, {sig.s(0)});
   sig.add({sig.b(), sig.b()}, {sig.b()});
   sig.add({sig.p(), sig.b()}, {sig.p()});
 }

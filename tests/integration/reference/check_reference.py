@@ -132,7 +132,8 @@ def attention_by_loops(params, prefix, x, cfg, causal=True):
     """q, k, v of head h at token (b, t) are columns [h*D, (h+1)*D) of the
     q / k / v thirds of row b*T + t of the c_attn output."""
     e, d, t_len = cfg.hidden_size, cfg.head_dim, cfg.seq_length
-    qkv = x @ params[prefix + ".c_attn.weight"].T + params[prefix + ".c_attn.bias"]
+    w = params[prefix + ".c_attn.weight"].reshape(3 * e, e)
+    qkv = x @ w.T + params[prefix + ".c_attn.bias"].reshape(3 * e)
     y = np.zeros((cfg.rows, e))
     for b in range(cfg.batch_size):
         for h in range(cfg.num_attention_heads):

@@ -68,6 +68,16 @@ def linear_specs(prefix: str, in_features: int, out_features: int) -> List[Param
     ]
 
 
+def qkv_specs(prefix: str, e: int) -> List[ParamSpec]:
+    """Gpt2Emitter::queryKeyValue: q, k and v as three (e, e) Linears, one
+    (3, e, e) weight and (3, e) bias, torch.nn.Linear's init."""
+    bound = 1.0 / math.sqrt(e)
+    return [
+        ParamSpec(prefix + ".weight", (3, e, e), "uniform", bound),
+        ParamSpec(prefix + ".bias", (3, e), "uniform", bound),
+    ]
+
+
 def layer_norm_specs(prefix: str, dim: int) -> List[ParamSpec]:
     """GraphBuilder::layerNormLayer: weight ones, bias zeros."""
     return [
@@ -260,7 +270,7 @@ def gpt2_param_specs(cfg: Gpt2Config) -> List[ParamSpec]:
     for i in range(cfg.num_layers):
         p = "h.%d." % i
         specs += layer_norm_specs(p + "ln_1", e)
-        specs += linear_specs(p + "attn.c_attn", e, 3 * e)
+        specs += qkv_specs(p + "attn.c_attn", e)
         specs += linear_specs(p + "attn.c_proj", e, e)
         specs += layer_norm_specs(p + "ln_2", e)
         specs += linear_specs(p + "mlp.c_fc", e, 4 * e)
@@ -313,7 +323,9 @@ def named_layer_norm_backward(prefix: str, dy: np.ndarray, cache, grads: Params)
 def attention_forward(params: Params, prefix: str, x: np.ndarray, cfg: Gpt2Config):
     """Causal multi-head self-attention of Gpt2Emitter::attention."""
     e = cfg.hidden_size
-    qkv = named_linear(params, prefix + ".c_attn", x)
+    # The (3, e, e) weight is the (3e, e) Linear of q, k and v stacked.
+    qkv = linear_forward(x, params[prefix + ".c_attn.weight"].reshape(3 * e, e),
+                         params[prefix + ".c_attn.bias"].reshape(3 * e))
     # nn.split along axis 1 into (embed, embed, embed): q, k, v in that order.
     q, k, v = (to_heads(qkv[:, i * e:(i + 1) * e], cfg) for i in range(3))
     scale = 1.0 / math.sqrt(cfg.head_dim)
@@ -335,7 +347,12 @@ def attention_backward(params: Params, prefix: str, dout: np.ndarray, cache,
     dq = dscores @ k
     dk = dscores.transpose(0, 1, 3, 2) @ q
     dqkv = np.concatenate([from_heads(d, cfg) for d in (dq, dk, dv)], axis=1)
-    return named_linear_backward(params, prefix + ".c_attn", dqkv, x, grads)
+    e = cfg.hidden_size
+    name = prefix + ".c_attn"
+    dx, dw, db = linear_backward(dqkv, x, params[name + ".weight"].reshape(3 * e, e))
+    grads[name + ".weight"] = dw.reshape(3, e, e)
+    grads[name + ".bias"] = db.reshape(3, e)
+    return dx
 
 
 def block_forward(params: Params, prefix: str, x: np.ndarray, cfg: Gpt2Config):
@@ -422,15 +439,16 @@ _KEY_BIAS = re.compile(r"^h\.\d+\.attn\.c_attn\.bias$")
 def loss_invariant_slice(name: str, shape) -> Optional[slice]:
     """The flat entries of parameter `name` the loss does not depend on.
 
-    GPT-2's key bias, the middle third of `h.<i>.attn.c_attn.bias`, adds
+    GPT-2's key bias, the middle row of `h.<i>.attn.c_attn.bias`, adds
     q.b_k to every score of a query row and softmax ignores a per-row shift:
     its exact gradient is zero, so in floating point it is rounding noise.
     Adam divides that noise by its own running RMS, and a float32 run may move
     these entries by up to about lr per step while the float64 reference does
     not move them. Comparisons only bound their drift.
     """
-    if _KEY_BIAS.match(name) and len(shape) == 1 and shape[0] % 3 == 0:
-        return slice(shape[0] // 3, 2 * shape[0] // 3)
+    count = int(np.prod(shape))
+    if _KEY_BIAS.match(name) and count % 3 == 0:
+        return slice(count // 3, 2 * count // 3)
     return None
 
 

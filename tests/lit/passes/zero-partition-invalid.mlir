@@ -48,34 +48,11 @@ func.func @uneven_grid_axis() {
 
 // -----
 
-// A vocab-parallel embedding needs each rank's row offset.
-#p = #sbp.placement<cpu, [0, 1, 2, 3]>
-func.func @vocab_parallel() {
-  %table = nn.variable "wte" param : tensor<16x8xf32, #sbp.global<[S(0)], #p, param>>
-  %ids = nn.input "ids" : tensor<4xi64, #sbp.global<[B], #p, input>>
-  // expected-error@+1 {{'nn.embedding' op has its table split on dim 0: vocab-parallel embedding is not supported by zero-partition yet}}
-  %e = nn.embedding %table, %ids : (tensor<16x8xf32, #sbp.global<[S(0)], #p, param>>, tensor<4xi64, #sbp.global<[B], #p, input>>) -> tensor<4x8xf32, #sbp.global<[P(sum)], #p>>
-  return
-}
-
-// -----
-
 // Zeros around the local part are no partial max.
 #p = #sbp.placement<cpu, [0, 1, 2, 3]>
 func.func @split_to_partial_max(%x: tensor<8xf32, #sbp.global<[S(0)], #p>>) {
   // expected-error@+1 {{'sbp.cast' op from [S(0)] to [P(max)]: S -> P(max) is not supported by zero-partition}}
   %0 = sbp.cast %x : tensor<8xf32, #sbp.global<[S(0)], #p>> to tensor<8xf32, #sbp.global<[P(max)], #p>>
-  return
-}
-
-// -----
-
-// Gathering the outer axis while the inner one still splits the same dim
-// would concatenate parts out of rank order.
-#g = #sbp.placement<cpu, [0, 1, 2, 3], hierarchy = [2, 2]>
-func.func @boxing_order(%x: tensor<8xf32, #sbp.global<[S(0), S(0)], #g>>) {
-  // expected-error@+1 {{'sbp.cast' op from [S(0), S(0)] to [B, S(0)] (hierarchy axis 0) needs a boxing order zero-partition does not support: a later hierarchy axis splits the same tensor dim}}
-  %0 = sbp.cast %x : tensor<8xf32, #sbp.global<[S(0), S(0)], #g>> to tensor<8xf32, #sbp.global<[B, S(0)], #g>>
   return
 }
 
