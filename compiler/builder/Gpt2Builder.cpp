@@ -65,10 +65,10 @@ std::string Gpt2Config::checkModelParallel() const {
                          what, size, modelParallel, why)
         .str();
   };
-  if (heads % modelParallel)
-    return refuse("the head count", heads, " (each rank computes whole heads)");
   if (embed % modelParallel)
     return refuse("the hidden size", embed, "");
+  if (heads % modelParallel)
+    return refuse("the head count", heads, " (each rank computes whole heads)");
   if (vocab % modelParallel) {
     int64_t multiple = 128 * modelParallel;
     return refuse("the vocabulary", vocab,

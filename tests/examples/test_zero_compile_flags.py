@@ -1,7 +1,8 @@
 """zero-compile takes the DeepSpeed tutorial's Megatron-DeepSpeed command
 line: `--deepspeed_config` reads a config as `--config` does and makes
-`--batch-size` Megatron's per-GPU batch; `--deepspeed` and
-`--model-parallel-size 1` are accepted. Flags it cannot honour, and a
+`--batch-size` Megatron's per-GPU batch; `--deepspeed` is accepted, and
+`--model-parallel-size` lays GPT-2 out as Megatron does, or refuses a
+model its ranks cannot split evenly. Flags it cannot honour, and a
 `train_batch_size` that disagrees with the flags, are one-line errors.
 
 Run: bazel test //tests/examples:test_zero_compile_flags
@@ -126,10 +127,11 @@ def test_train_batch_size_disagreeing_with_the_flags(tmp_path):
      ["--checkpoint-num-layers: expected an integer >= 1, got 0"]),
     (["--checkpoint-num-layers", "2"],
      ["--checkpoint-num-layers needs --checkpoint-activations"]),
-    (["--model-parallel-size", "2"],
-     ["--model-parallel-size 2: GPT-2 is built data parallel only (1); a "
-      "captured graph may split its variables on a [data, model] placement "
-      "(docs/design.md#tensor-parallelism)"]),
+    (["--model-parallel-size", "3", "--world", "4"],
+     ["model-parallel-size: expected a divisor of world (4), got 3"]),
+    (["--tensor-model-parallel-size", "8", "--world", "8"],
+     ["--model-parallel-size 8: the head count 4 does not divide by the "
+      "model-parallel size 8 (each rank computes whole heads)"]),
     (["--deepspeed_config", STAGE1, "--config", STAGE2],
      ["--config and --deepspeed_config", "give one"]),
     (["--deepspeed_config", STAGE1, "--pipeline", "stage=1"],
@@ -143,6 +145,23 @@ def test_train_batch_size_disagreeing_with_the_flags(tmp_path):
 ])
 def test_flags_that_cannot_be_honoured(flags, needles):
     expect_error(SMALL + flags, *needles)
+
+
+@pytest.mark.parametrize("sizes,needle", [
+    (["--hidden-size", "36", "--num-attention-heads", "4",
+      "--vocab-size", "64"],
+     "--model-parallel-size 8: the hidden size 36 does not divide by the "
+     "model-parallel size 8"),
+    (["--hidden-size", "32", "--num-attention-heads", "8",
+      "--vocab-size", "50257"],
+     "--model-parallel-size 8: the vocabulary 50257 does not divide by the "
+     "model-parallel size 8 (the embedding is split by vocabulary; Megatron "
+     "pads it to a multiple of 128 x 8: 51200)"),
+])
+def test_model_parallel_layout_refusals(sizes, needle):
+    expect_error(["--num-layers", "1", "--seq-length", "16",
+                  "--model-parallel-size", "8", "--world", "8"] + sizes,
+                 needle)
 
 
 def test_unknown_flag():
