@@ -20,7 +20,11 @@ def _gelu(x):
 
 
 def _linear(x, state, name):
-    return x @ state[name + ".weight"].T + state[name + ".bias"]
+    # zero-compile's c_attn stacks q, k and v, (3, E, E) and (3, E): the
+    # same elements as one (3E, E) Linear.
+    weight = state[name + ".weight"]
+    weight = weight.reshape(-1, weight.shape[-1])
+    return x @ weight.T + state[name + ".bias"].reshape(-1)
 
 
 def numpy_logits(state, heads, tokens):
