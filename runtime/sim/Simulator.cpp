@@ -68,6 +68,7 @@ public:
                 static_cast<double>(device.cores)) {
     sim.share = shares.matmul;
     sim.bytesSentByAxis.assign(std::max<size_t>(plan.hierarchy.size(), 1), 0);
+    sim.secondsByAxis.assign(sim.bytesSentByAxis.size(), 0);
     for (size_t axis = 0; axis < plan.hierarchy.size(); ++axis)
       sim.axisGroups.push_back(
           groupLayout(plan, static_cast<int>(axis), topology));
@@ -159,6 +160,7 @@ private:
     sim.bytesSentByKind[kind] += sent;
     sim.secondsByKind[kind] += seconds;
     sim.bytesSentByAxis[axis] += sent;
+    sim.secondsByAxis[axis] += seconds;
     if (group.nodes > 1)
       sim.networkBytes += static_cast<double>(sent) *
                           static_cast<double>(group.nodes) /

@@ -60,6 +60,9 @@ struct Simulation {
   /// axis's groups sit on the nodes.
   std::vector<int64_t> bytesSentByAxis;
   std::vector<GroupLayout> axisGroups;
+  /// The communication stream's time per hierarchy axis (on a [data,
+  /// model] placement: the network's and NVLink's share of commBusySeconds).
+  std::vector<double> secondsByAxis;
   /// Of those, the bytes that cross the network: a ring over a group that
   /// spans n nodes crosses it on n of its p hops, so n/p of what a rank
   /// sends leaves its node (all of it for one rank per node, 1/8 for a

@@ -1,7 +1,8 @@
 """zero-sim from the plan alone: the bytes it predicts each rank sends per
 hierarchy axis equal what zero-run measures on the same plan (flat ZeRO,
-MiCS, hpZ); its groups sit on the nodes as the placement says; it refuses
-bad input with one line and exit status 1; --help lists its flags."""
+MiCS, hpZ, GPT-2 in Megatron's layout with ZeRO on the data axis); its
+groups sit on the nodes as the placement says; it refuses bad input with
+one line and exit status 1; --help lists its flags."""
 
 import json
 import os
@@ -15,11 +16,13 @@ PIPELINE = "shard-min-size=0 stage3-param-persistence-threshold=0"
 FOUR = "nodes=2,ranks_per_node=2,intra=100GB/s,inter=10GB/s,latency=5us"
 
 
-def compile_plan(tmp_path, stage, world, extra=""):
-    plan = str(tmp_path / ("s%d_%s.zplan" % (stage, extra.replace("=", "")
-                                             .replace(" ", "_") or "flat")))
+def compile_plan(tmp_path, stage, world, extra="", model_parallel=1):
+    plan = str(tmp_path / ("s%d_tp%d_%s.zplan" % (
+        stage, model_parallel,
+        extra.replace("=", "").replace(" ", "_") or "flat")))
     subprocess.run([os.environ["ZEROSBP_COMPILE"], *GPT2,
                     f"--world={world}", f"--stage={stage}",
+                    f"--model-parallel-size={model_parallel}",
                     f"--pipeline={PIPELINE} {extra}", "--report=none",
                     "-o", plan], check=True)
     return plan
@@ -46,11 +49,12 @@ def measured(tmp_path, plan, world):
     return json.loads(report.read_text())
 
 
-@pytest.mark.parametrize("stage,extra", [
-    (1, ""), (2, ""), (3, ""), (3, "mics-shard-size=2"),
-    (3, "hpz-partition-size=2")])
-def test_bytes_per_axis_match_the_runtime(tmp_path, stage, extra):
-    plan = compile_plan(tmp_path, stage, 4, extra)
+@pytest.mark.parametrize("stage,extra,model_parallel", [
+    (1, "", 1), (2, "", 1), (3, "", 1), (3, "mics-shard-size=2", 1),
+    (3, "hpz-partition-size=2", 1), (1, "", 2), (2, "", 2), (3, "", 2)])
+def test_bytes_per_axis_match_the_runtime(tmp_path, stage, extra,
+                                          model_parallel):
+    plan = compile_plan(tmp_path, stage, 4, extra, model_parallel)
     predicted = sim_json(plan)
     report = measured(tmp_path, plan, 4)
     # Rank 0's last step, per axis and per kind.
@@ -80,6 +84,25 @@ def test_groups_sit_on_the_nodes(tmp_path):
     mics = sim_json(compile_plan(tmp_path, 3, 4, "mics-shard-size=2"))
     assert mics["comm_bytes"]["network"] == \
         mics["comm_bytes"]["per_axis"][0]
+
+
+def test_model_axis_sits_in_a_node(tmp_path):
+    # GPT-2 at (dp, tp) = (2, 2) on 2 nodes of 2: the model axis pairs
+    # consecutive ranks {0, 1}, inside a node, and sends only over NVLink;
+    # the data axis pairs {0, 2}, one rank per node, all of whose bytes
+    # leave the node. Each axis's communication time is reported apart.
+    report = sim_json(compile_plan(tmp_path, 1, 4, model_parallel=2))
+    assert report["hierarchy"] == [2, 2]
+    assert report["axes"] == [
+        {"group_size": 2, "nodes": 2, "ranks_per_node": 1},
+        {"group_size": 2, "nodes": 1, "ranks_per_node": 2}]
+    data, model = report["comm_bytes"]["per_axis"]
+    assert data > 0 and model > 0
+    assert report["comm_bytes"]["network"] == data
+    by_axis = report["comm_ms_by_axis"]
+    assert len(by_axis) == 2 and min(by_axis) > 0
+    assert sum(by_axis) == pytest.approx(report["comm_busy_ms"], rel=1e-9)
+    assert report["ops"]["sbp.to_partial"]["count"] > 0
 
 
 def test_faster_links_shorten_communication(tmp_path):

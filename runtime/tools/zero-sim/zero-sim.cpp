@@ -130,6 +130,10 @@ nlohmann::ordered_json reportJson(const std::string &path, const Plan &plan,
   bytes["network"] = std::llround(sim.networkBytes);
   report["comm_bytes"] = bytes;
   report["comm_ms_by_kind"] = seconds;
+  nlohmann::ordered_json axisSeconds = nlohmann::ordered_json::array();
+  for (double axisTime : sim.secondsByAxis)
+    axisSeconds.push_back(ms(axisTime));
+  report["comm_ms_by_axis"] = axisSeconds;
   nlohmann::ordered_json axes = nlohmann::ordered_json::array();
   for (const GroupLayout &group : sim.axisGroups)
     axes.push_back({{"group_size", group.size},

@@ -171,6 +171,70 @@ TEST(InstructionCost, GroupsOnNodes) {
   EXPECT_EQ(outer.perNode, 1);
 }
 
+/// Megatron's layout on [data, model] = [2, 2] over 2 nodes of 2: the model
+/// axis (consecutive ranks) inside a node, the data axis across the nodes.
+/// A row-parallel bias's to_partial, then an all-reduce of 4 MB on each
+/// axis, each waited for at once.
+TEST(Simulator, TensorParallelAxesSitOnNvlinkAndTheNetwork) {
+  Plan plan;
+  plan.world = 4;
+  plan.hierarchy = {2, 2};
+  plan.arenas = {PlanArena{MemoryKind::Device, 4096}};
+  plan.values = {value({1000}), value({1000}), value({1000000}),
+                 value({1000000})};
+  Instruction partial;
+  partial.kind = InstructionKind::ToPartial;
+  partial.op = "sbp.to_partial";
+  partial.operands = {0};
+  partial.results = {1};
+  plan.instructions = {partial};
+  for (int axis : {1, 0}) {
+    Instruction start;
+    start.kind = InstructionKind::CollectiveStart;
+    start.op = "collective_start";
+    start.collective = CollectiveKind::AllReduce;
+    start.bucket = axis;
+    start.groupAxis = axis;
+    start.groupSize = 2;
+    start.operands = start.results = {3 - axis};
+    Instruction wait;
+    wait.kind = InstructionKind::CollectiveWait;
+    wait.op = "collective_wait";
+    wait.bucket = axis;
+    plan.instructions.push_back(start);
+    plan.instructions.push_back(wait);
+  }
+  Topology cluster =
+      parseTopology("nodes=2,ranks_per_node=2,intra=100GB/s,inter=10GB/s,"
+                    "intra_latency=1us,inter_latency=5us");
+  Simulation sim = simulate(plan, cluster, slowDevice());
+  ASSERT_EQ(sim.axisGroups.size(), 2u);
+  // Data axis: ranks {0, 2}, one per node; model axis: {0, 1}, one node.
+  EXPECT_EQ(sim.axisGroups[0].size, 2);
+  EXPECT_EQ(sim.axisGroups[0].nodes, 2);
+  EXPECT_EQ(sim.axisGroups[0].perNode, 1);
+  EXPECT_EQ(sim.axisGroups[1].size, 2);
+  EXPECT_EQ(sim.axisGroups[1].nodes, 1);
+  EXPECT_EQ(sim.axisGroups[1].perNode, 2);
+  // Ring all-reduces of 4e6 bytes over 2 ranks, each sending 4e6 bytes:
+  // within the node 2 hops of 1 us at 100 GB/s; across, 2 network hops of
+  // 5 us at the rank's own NIC, 10 GB/s.
+  double model = 2e-6 + 4e6 / 100e9;
+  double data = 10e-6 + 4e6 / 10e9;
+  EXPECT_EQ(sim.bytesSentByAxis, (std::vector<int64_t>{4000000, 4000000}));
+  ASSERT_EQ(sim.secondsByAxis.size(), 2u);
+  EXPECT_NEAR(sim.secondsByAxis[0], data, 1e-12);
+  EXPECT_NEAR(sim.secondsByAxis[1], model, 1e-12);
+  EXPECT_NEAR(sim.commBusySeconds, model + data, 1e-12);
+  // Only the data axis leaves the node, all of its bytes.
+  EXPECT_DOUBLE_EQ(sim.networkBytes, 4e6);
+  // The to_partial is compute: it moves its operand and result.
+  EXPECT_EQ(sim.ops.at("sbp.to_partial").count, 1);
+  EXPECT_EQ(sim.ops.at("sbp.to_partial").bytes, 8000);
+  EXPECT_NEAR(sim.stepSeconds,
+              sim.ops.at("sbp.to_partial").seconds + model + data, 1e-12);
+}
+
 TEST(Simulator, WaitExposesWhatComputeDoesNotHide) {
   Plan plan = overlapPlan();
   Simulation sim = simulate(plan, twoRanks(), slowDevice());
