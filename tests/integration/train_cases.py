@@ -7,12 +7,14 @@ count asked for, and checks the runs:
 * stages 1, 2, 3 against stage 0 at the same rank count, bit for bit (the
   in-process backend reduces in rank order, so ZeRO changes no bit);
 * with --mpi-ranks, MPI runs (one process per rank) against the in-process
-  run of the same plan, within 1e-6.
+  run of the same plan, within 1e-6;
+* with --model-parallel-size N (GPT-2), each world laid out as Megatron
+  does on [world / N, N], against the same reference.
 
 Usage: train_cases.py --zero-compile BIN --zero-run BIN --model mlp|gpt2
            --optimizer sgd|adam|adamw [--ranks 1,2,3,4] [--stages 0,1,2,3]
            [--mpi-ranks 2,3] [--mpi-stages 2,3] [--steps 20]
-           [--pipeline 'overlap-comm=true ...']
+           [--pipeline 'overlap-comm=true ...'] [--model-parallel-size N]
 """
 
 import argparse
@@ -59,6 +61,9 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--pipeline", default="",
                         help="more zero-compile --pipeline keys")
+    parser.add_argument("--model-parallel-size", type=int, default=1,
+                        help="GPT-2 in Megatron's layout over this many "
+                             "model ranks of each world")
     args = parser.parse_args()
     ranks = [int(n) for n in args.ranks.split(",") if n]
     stages = [int(s) for s in args.stages.split(",") if s]
@@ -75,6 +80,8 @@ def main():
     pipeline = reference["optimizer"]["pipeline"] + " " + args.pipeline
     flags = [f for f in reference["compile_flags"]
              if not f.startswith("--world") and f != "mlp.mlir"]
+    if args.model_parallel_size != 1:
+        flags.append("--model-parallel-size=%d" % args.model_parallel_size)
 
     def compile_plan(world, stage):
         plan = os.path.join(work, "%s_n%d_s%d.zplan" % (args.model, world,
