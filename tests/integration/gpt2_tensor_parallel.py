@@ -18,9 +18,11 @@ The 2-layer GPT-2 of checks.py on 4 ranks, at (dp, tp) = (4, 1), (2, 2) and
   the whole vocabulary, not a rank's rows of the table;
 * a checkpoint saved at (2, 2) with ZeRO-2 resumes at (4, 1) with ZeRO-3 and
   at (1, 4) with ZeRO-1, continuing the uninterrupted losses;
-* the eval graph at (2, 2) gives the (4, 1) eval graph's loss.
+* the eval graph at (2, 2) gives the (4, 1) eval graph's loss;
+* `zero-checkpoint to-fp32` of the (2, 2) checkpoint writes whole tensors
+  in the model's shapes, equal to what `--save` wrote of the same run.
 
-Usage: gpt2_tensor_parallel.py ZERO_COMPILE ZERO_RUN
+Usage: gpt2_tensor_parallel.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 """
 
 import json
@@ -30,7 +32,7 @@ import sys
 
 import numpy as np
 
-from checks import GPT2, check, finish
+from checks import GPT2, check, finish, read_safetensors
 
 FP32_RTOL = 1e-6
 # bf16 rounds to 8 bits (2^-8 relative); a reduction in another order may
@@ -83,7 +85,7 @@ def max_rel(a, b):
 
 
 def main():
-    zero_compile, zero_run = sys.argv[1], sys.argv[2]
+    zero_compile, zero_run, zero_checkpoint = sys.argv[1:4]
     work = os.environ.get("TEST_TMPDIR", "/tmp/gpt2_tensor_parallel")
     os.makedirs(work, exist_ok=True)
     data = os.path.join(work, "data")
@@ -182,8 +184,24 @@ def main():
     # A checkpoint of (2, 2) at stage 2 resumes at other layouts and stages.
     uninterrupted = losses.get((2, 2, 2), [])
     ck = os.path.join(work, "ck")
-    saved, error = train(plans[(2, 2, 2)], "--checkpoint-dir", ck, steps=2)
+    whole = os.path.join(work, "saved")
+    saved, error = train(plans[(2, 2, 2)], "--checkpoint-dir", ck,
+                         "--save", whole, steps=2)
     check(saved is not None, "(2, 2) saves a checkpoint (%s)" % error)
+
+    # to-fp32 gathers the model parts and the data shards into whole tensors.
+    out = os.path.join(work, "model.safetensors")
+    convert = run([zero_checkpoint, "to-fp32", ck, out])
+    check(convert.returncode == 0, "(2, 2) to-fp32: exit 0 (%s)" %
+          convert.stderr.strip())
+    if convert.returncode == 0 and saved is not None:
+        tensors = read_safetensors(out)
+        expected = {name[:-4]: np.load(os.path.join(whole, name))
+                    for name in os.listdir(whole) if name.endswith(".npy")}
+        check(tensors.keys() == expected.keys() and
+              all(tensors[k].shape == expected[k].shape and
+                  np.array_equal(tensors[k], expected[k]) for k in expected),
+              "(2, 2) to-fp32: every parameter whole, equal to --save")
     for name, key in [("(4, 1), stage 3", (4, 1, 3)),
                       ("(1, 4), stage 1", (1, 4, 1))]:
         resumed, error = train(plans[key], "--resume", ck, steps=STEPS - 2)
