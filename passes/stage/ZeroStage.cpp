@@ -275,7 +275,13 @@ Value StageRewriter::toShard(Location loc, Value value, Role role,
   if (split) {
     // The model axis holds the variable's part; other axes stay as they are
     // (Broadcast, or a partial sum for a gradient).
+    // A value split on another axis (a gradient the backward left split
+    // over the data axis) is gathered there first: the rows are cut from
+    // whole model parts.
     SmallVector<SbpAttr> sbp(encoding.getSbp());
+    for (SbpAttr &entry : sbp)
+      if (entry.isSplit())
+        entry = SbpAttr::getBroadcast(builder.getContext());
     sbp[split.axis] = SbpAttr::getSplit(builder.getContext(), split.dim);
     result = castTo(builder, loc, result, sbp);
     result = toModelRows(loc, result, split, role);

@@ -366,31 +366,36 @@ void ReshapeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   // row-major position (equal prefix products) cover the same elements per
   // index of the dims before them; cutting both into n equal parts gives
   // every rank the same elements in the same order, whatever the dims after
-  // them are. Unequal sizes need both to divide by n, the parts a split
-  // axis makes: the hierarchy axes that split the operand or the result
-  // (their product divides by each axis's parts, nested or not), else
-  // every rank.
-  // 0 without an encoding: only equal sizes keep a split.
-  int64_t parts = 0;
+  // them are. Unequal sizes need both to divide by n, the parts the split
+  // makes: the product of the hierarchy axes that split input dim i or
+  // result dim j (nested splits of one dim multiply; an axis that splits
+  // another dim cuts the box elsewhere), or every rank where no axis does
+  // yet (a split propagation may add).
   auto inputEncoding = sbp::getGlobalEncoding(getInput().getType());
   auto resultEncoding = sbp::getGlobalEncoding(getResult().getType());
-  if (inputEncoding) {
-    SmallVector<int64_t, 2> hierarchy =
-        inputEncoding.getPlacement().getHierarchyShape();
-    auto splitsOn = [](sbp::GlobalTensorAttr encoding, size_t axis) {
-      return encoding && axis < encoding.getSbp().size() &&
-             encoding.getSbp()[axis].isSplit();
-    };
+  SmallVector<int64_t, 2> hierarchy;
+  if (inputEncoding)
+    hierarchy = inputEncoding.getPlacement().getHierarchyShape();
+  auto splitsDim = [](sbp::GlobalTensorAttr encoding, size_t axis,
+                      int64_t dim) {
+    return encoding && axis < encoding.getSbp().size() &&
+           encoding.getSbp()[axis].isSplit() &&
+           encoding.getSbp()[axis].getAxis() == dim;
+  };
+  // 0 without an encoding: only equal sizes keep a split.
+  auto partsOf = [&](int64_t i, int64_t j) -> int64_t {
+    if (!inputEncoding)
+      return 0;
+    int64_t parts = 1;
     bool splits = false;
-    parts = 1;
     for (size_t axis = 0; axis < hierarchy.size(); ++axis)
-      if (splitsOn(inputEncoding, axis) || splitsOn(resultEncoding, axis)) {
+      if (splitsDim(inputEncoding, axis, i) ||
+          splitsDim(resultEncoding, axis, j)) {
         parts *= hierarchy[axis];
         splits = true;
       }
-    if (!splits)
-      parts = inputEncoding.getPlacement().getNumRanks();
-  }
+    return splits ? parts : inputEncoding.getPlacement().getNumRanks();
+  };
   for (int64_t i = 0; i < (int64_t)in.size(); ++i) {
     std::optional<int64_t> before = prefixProduct(in.take_front(i));
     if (!before)
@@ -401,6 +406,7 @@ void ReshapeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
         break;
       if (*prefix != *before || in[i] < 1 || res[j] < 1)
         continue;
+      int64_t parts = partsOf(i, j);
       bool same = res[j] == in[i];
       bool evenParts = parts > 0 && in[i] % parts == 0 && res[j] % parts == 0;
       if (same || evenParts) {
