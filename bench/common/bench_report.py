@@ -79,16 +79,22 @@ def children_cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def run_timed(command):
-    """Runs a tool like run(); also returns how many cores other work on
-    the machine kept busy meanwhile, on average: the machine's busy CPU time
-    less the tool's own (its processes and theirs), over the wall time."""
+def timed(work):
+    """Calls `work()`, which runs child processes; returns its result and
+    how many cores other work on the machine kept busy meanwhile, on
+    average: the machine's busy CPU time less the children's own (their
+    processes and theirs), over the wall time."""
     busy, own, start = (busy_cpu_seconds(), children_cpu_seconds(),
                         time.monotonic())
-    output = run(command)
+    result = work()
     wall = time.monotonic() - start
     other = (busy_cpu_seconds() - busy) - (children_cpu_seconds() - own)
-    return output, max(0.0, other / wall)
+    return result, max(0.0, other / wall)
+
+
+def run_timed(command):
+    """Runs a tool like run(), timed()."""
+    return timed(lambda: run(command))
 
 
 def run_report(command, report_path):

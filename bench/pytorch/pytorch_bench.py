@@ -91,19 +91,15 @@ def run(command, env):
     """Runs a command; its failure ends the benchmark with its stderr.
     Returns how many cores other work on the machine kept busy meanwhile,
     on average (bench_report.run_timed's measure)."""
-    busy, own, start = (bench_report.busy_cpu_seconds(),
-                        bench_report.children_cpu_seconds(), time.monotonic())
-    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+    done, other = bench_report.timed(
+        lambda: subprocess.run(command, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True))
     if done.returncode != 0:
         program = command[1] if command[0] == sys.executable else command[0]
         lines = done.stderr.strip().splitlines() or ["exit %d" %
                                                      done.returncode]
         fail("%s failed: %s" % (os.path.basename(program), lines[-1]))
-    wall = time.monotonic() - start
-    other = ((bench_report.busy_cpu_seconds() - busy) -
-             (bench_report.children_cpu_seconds() - own))
-    return max(0.0, other / wall)
+    return other
 
 
 def blas_environment(args, blas_threads):

@@ -57,7 +57,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -262,16 +261,12 @@ def train(args, plan, world, report_path, data):
     command = [args.zero_run, plan, "--ranks", str(world), "--steps",
                str(args.steps), "--data", data, "--quiet", "--report-file",
                report_path]
-    busy, own, start = (bench_report.busy_cpu_seconds(),
-                        bench_report.children_cpu_seconds(), time.monotonic())
-    done = subprocess.run(command, capture_output=True, text=True)
-    wall = time.monotonic() - start
+    done, other = bench_report.timed(
+        lambda: subprocess.run(command, capture_output=True, text=True))
     if done.returncode != 0:
         return None, shlex.join(command), last_line(done)
-    other = ((bench_report.busy_cpu_seconds() - busy) -
-             (bench_report.children_cpu_seconds() - own))
     report = bench_report.load_json(report_path)
-    report["other_cores"] = max(0.0, other / wall)
+    report["other_cores"] = other
     return report, None, None
 
 
