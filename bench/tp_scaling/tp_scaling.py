@@ -58,9 +58,11 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "common"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, "..", "common"))
+sys.path.insert(0, os.path.join(_HERE, "..", "..", "examples", "gpt2"))
 import bench_report  # noqa: E402
+import tensor_parallel  # noqa: E402
 
 # GPT-2's 50257 padded to a multiple of 128 x 8 (Megatron pads to 128 x tp),
 # so that every tp here splits it.
@@ -111,17 +113,9 @@ COLUMNS = [
 
 def tensors(m, vocab=VOCAB):
     """(elements, split on the model axis) of GPT-2's parameters in the
-    builder's order: the vocabulary-split embedding (tied to the LM head),
-    the position embedding, per block two layer norms, c_attn (3, E, E)
-    and its bias column-parallel, the attention's c_proj row-parallel with
-    a replicated bias, c_fc column-parallel, the MLP's c_proj row-parallel;
-    the final layer norm."""
-    e = m["hidden"]
-    block = [(e, False), (e, False), (3 * e * e, True), (3 * e, True),
-             (e * e, True), (e, False), (e, False), (e, False),
-             (4 * e * e, True), (4 * e, True), (4 * e * e, True), (e, False)]
-    return ([(vocab * e, True), (m["seq"] * e, False)] +
-            block * m["layers"] + [(e, False), (e, False)])
+    builder's order (examples/gpt2/tensor_parallel.py's table)."""
+    return [(n, split) for _, n, split in tensor_parallel.parameters(
+        m["layers"], m["hidden"], vocab, m["seq"])]
 
 
 def parameters(m):
