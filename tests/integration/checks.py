@@ -5,6 +5,7 @@ safetensors reader that does not use the runtime's."""
 import json
 import os
 import struct
+import subprocess
 import sys
 
 import numpy as np
@@ -19,6 +20,32 @@ SHARDED = ("stage3-param-persistence-threshold=0 overlap-comm=true "
            "stage3-prefetch-bucket-size=3000")
 
 failures = []
+
+
+def run(command):
+    """Runs a tool, its output captured; one that runs past 300 s fails
+    the test."""
+    return subprocess.run(command, capture_output=True, text=True,
+                          timeout=300)
+
+
+def max_rel(a, b):
+    """The largest relative difference of `a` to `b`, element by element."""
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+
+
+def train_report(zero_run, plan, work, data, steps, *flags):
+    """Trains `plan` on 4 in-process ranks for `steps` steps on the .npy
+    inputs in `data` (synthetic ones when None): (its report, "") or
+    (None, its error)."""
+    report = os.path.join(work, "report.json")
+    source = [] if data is None else ["--data", data]
+    result = run([zero_run, plan, "--ranks", "4", "--steps", str(steps),
+                  *source, "--quiet", "--report-file", report, *flags])
+    if result.returncode != 0:
+        return None, result.stderr.strip()
+    with open(report) as file:
+        return json.load(file), ""
 
 
 def check(condition, message):

@@ -27,12 +27,12 @@ Usage: gpt2_tensor_parallel.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
-from checks import GPT2, check, finish, read_safetensors
+from checks import (GPT2, check, finish, max_rel, read_safetensors, run,
+                    train_report)
 
 FP32_RTOL = 1e-6
 # bf16 rounds to 8 bits (2^-8 relative); a reduction in another order may
@@ -75,15 +75,6 @@ def shard_elements(dp, tp):
                for _, n, split in parameters())
 
 
-def run(command):
-    return subprocess.run(command, capture_output=True, text=True,
-                          timeout=300)
-
-
-def max_rel(a, b):
-    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
-
-
 def main():
     zero_compile, zero_run, zero_checkpoint = sys.argv[1:4]
     work = os.environ.get("TEST_TMPDIR", "/tmp/gpt2_tensor_parallel")
@@ -112,14 +103,8 @@ def main():
         return plan, compiled
 
     def train(plan, *flags, steps=STEPS, synthetic=False):
-        report = os.path.join(work, "report.json")
-        source = [] if synthetic else ["--data", data]
-        result = run([zero_run, plan, "--ranks", "4", "--steps", str(steps),
-                      *source, "--quiet", "--report-file", report, *flags])
-        if result.returncode != 0:
-            return None, result.stderr.strip()
-        with open(report) as file:
-            return json.load(file), ""
+        return train_report(zero_run, plan, work,
+                            None if synthetic else data, steps, *flags)
 
     plans, losses = {}, {}
     worst = 0.0

@@ -35,12 +35,11 @@ Usage: tensor_parallel.py ZERO_COMPILE ZERO_RUN
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
-from checks import check, finish
+from checks import check, finish, max_rel, run, train_report
 
 FP32_RTOL = 1e-6
 # bf16 rounds to 8 bits (2^-8 relative); a reduction in another order may
@@ -95,11 +94,6 @@ def mlp(dp, tp):
         "}", ""])
 
 
-def run(command):
-    return subprocess.run(command, capture_output=True, text=True,
-                          timeout=300)
-
-
 def padded(count, ranks):
     return -(-count // ranks) * ranks
 
@@ -141,10 +135,6 @@ def expected_states(dp, tp, stage, precision):
     return states
 
 
-def max_rel(a, b):
-    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
-
-
 def main():
     zero_compile, zero_run = sys.argv[1], sys.argv[2]
     work = os.environ.get("TEST_TMPDIR", "/tmp/tensor_parallel")
@@ -175,14 +165,8 @@ def main():
         return plan, result, compiled
 
     def train(plan, *flags, steps=STEPS, synthetic=False):
-        report = os.path.join(work, "report.json")
-        source = [] if synthetic else ["--data", data]
-        result = run([zero_run, plan, "--ranks", "4", "--steps", str(steps),
-                      *source, "--quiet", "--report-file", report, *flags])
-        if result.returncode != 0:
-            return None, result.stderr.strip()
-        with open(report) as file:
-            return json.load(file), ""
+        return train_report(zero_run, plan, work,
+                            None if synthetic else data, steps, *flags)
 
     plans = {}
     worst = {}
