@@ -245,14 +245,17 @@ LogicalResult Partitioner::planCast(CastOp cast) {
   // all-to-all first), go through Broadcast instead: gather every split
   // that changes or sits below a change, innermost first; then reduce and
   // split outermost first, so that nested splits cut in rank order.
+  // A later axis splitting the same dim would not see its parts in rank
+  // order.
+  auto splitBelow = [](ArrayRef<SbpAttr> at, int64_t axis, SbpAttr entry) {
+    return entry.isSplit() &&
+           llvm::is_contained(at.drop_front(axis + 1), entry);
+  };
   auto conflicts = [&]() {
     SmallVector<SbpAttr> at(state);
     for (auto [axis, to] : order) {
-      for (SbpAttr entry : {at[axis], to})
-        if (entry.isSplit() &&
-            llvm::is_contained(ArrayRef<SbpAttr>(at).drop_front(axis + 1),
-                               entry))
-          return true;
+      if (splitBelow(at, axis, at[axis]) || splitBelow(at, axis, to))
+        return true;
       at[axis] = to;
     }
     return false;
@@ -289,17 +292,8 @@ LogicalResult Partitioner::planCast(CastOp cast) {
   for (const Step &step : order) {
     int64_t axis = step.first;
     SbpAttr from = state[axis], to = step.second;
-    // A later axis splitting the same dim would not see its parts in rank
-    // order.
-    auto splitBelow = [&](SbpAttr entry) {
-      return entry.isSplit() &&
-             llvm::is_contained(ArrayRef<SbpAttr>(state).drop_front(axis + 1),
-                                entry);
-    };
-    if (splitBelow(from) || splitBelow(to))
-      return emitCastError(axis)
-             << " needs a boxing order zero-partition does not support: a "
-                "later hierarchy axis splits the same tensor dim";
+    assert(!splitBelow(state, axis, from) && !splitBelow(state, axis, to) &&
+           "the order through Broadcast keeps nested splits in rank order");
     if (from.isSplit() && to.isPartial() && to.getReduce() == ReduceKind::max)
       return emitCastError(axis)
              << ": S -> P(max) is not supported by zero-partition";
