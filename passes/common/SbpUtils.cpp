@@ -111,6 +111,14 @@ SmallVector<SbpAttr> zerosbp::uniformSbp(SbpAttr sbp, PlacementAttr placement) {
   return SmallVector<SbpAttr>(placement.getNumHierarchyAxes(), sbp);
 }
 
+std::string zerosbp::sbpString(ArrayRef<SbpAttr> sbp) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(sbp, os, [&](SbpAttr entry) { entry.printBare(os); });
+  os << "]";
+  return text;
+}
+
 Value zerosbp::castTo(OpBuilder &builder, Location loc, Value value,
                       ArrayRef<SbpAttr> sbp) {
   auto type = cast<RankedTensorType>(value.getType());

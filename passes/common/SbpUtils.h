@@ -62,6 +62,9 @@ int64_t tensorBytes(mlir::RankedTensorType type);
 /// int64 (tensorBytes() would wrap).
 std::optional<int64_t> checkedTensorBytes(mlir::RankedTensorType type);
 
+/// An SBP list as messages show it: `[S(0), B]`.
+std::string sbpString(llvm::ArrayRef<mlir::sbp::SbpAttr> sbp);
+
 /// `type` (shape and element type kept) with a `#sbp.global` encoding.
 mlir::RankedTensorType globalTensorType(mlir::RankedTensorType type,
                                         llvm::ArrayRef<mlir::sbp::SbpAttr> sbp,

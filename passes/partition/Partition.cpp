@@ -100,15 +100,6 @@ private:
 // Local shapes
 //===----------------------------------------------------------------------===//
 
-/// `[S(0), B]`.
-static std::string sbpString(ArrayRef<SbpAttr> sbp) {
-  std::string text = "[";
-  llvm::raw_string_ostream os(text);
-  llvm::interleaveComma(sbp, os, [&](SbpAttr entry) { entry.printBare(os); });
-  os << "]";
-  return text;
-}
-
 /// An error about `value`, located at its producer.
 static InFlightDiagnostic emitValueError(Value value) {
   if (auto result = dyn_cast<OpResult>(value)) {
@@ -282,7 +273,8 @@ LogicalResult Partitioner::planCast(CastOp cast) {
 
   auto emitCastError = [&](int64_t axis) {
     InFlightDiagnostic diag = cast.emitOpError("from ");
-    diag << sbpString(source.getSbp()) << " to " << sbpString(wanted);
+    diag << zerosbp::sbpString(source.getSbp()) << " to "
+         << zerosbp::sbpString(wanted);
     if (numAxes > 1)
       diag << " (hierarchy axis " << axis << ")";
     return diag;

@@ -581,14 +581,10 @@ FailureOr<ModelSplit> StageRewriter::modelSplitOf(nn::VariableOp variable) {
   if (!encoding)
     return split;
   auto describe = [&]() {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << stringifyRole(variable.getRole()) << " variable '"
-       << variable.getName() << "' is captured [";
-    llvm::interleaveComma(encoding.getSbp(), os,
-                          [&](SbpAttr entry) { os << entry.str(); });
-    os << "]";
-    return text;
+    return (stringifyRole(variable.getRole()) + " variable '" +
+            variable.getName() + "' is captured " +
+            sbpString(encoding.getSbp()))
+        .str();
   };
   SmallVector<int64_t, 2> hierarchy =
       encoding.getPlacement().getHierarchyShape();
