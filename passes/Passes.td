@@ -427,8 +427,14 @@ def ZeroBucketing : Pass<"zero-bucketing", "::mlir::func::FuncOp"> {
     as updated parameter shards) or `prefetch-bucket-size` elements
     (stage 3: all-gathers of parameter shards). A segment counts its
     full-size tensor. A tensor larger than its limit gets a bucket of its
-    own. Only collectives that split or join dim 0 are fused, so every
-    segment is one contiguous piece per rank; all-to-all stays alone.
+    own. Only collectives that split or join their first dim longer than 1
+    (dim 0, or dim 1 of a model-split variable's (1, n) row) are fused, so
+    every segment is one contiguous piece per rank, and a bucket's members
+    share that dim; all-to-all stays alone. The reshapes and pads that lay
+    a collective's input out move up to the value they read, so gradients
+    flattened at their updates still share buckets. A 2-D collective's
+    second step (MiCS's all-reduce across groups of a reduce-scatter within
+    them) is fused in a second round, over the buckets of the first.
 
     A bucket must have a point where all its inputs exist and none of its
     results is used yet; a collective that would break this starts the next

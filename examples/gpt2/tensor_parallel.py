@@ -18,10 +18,8 @@ p Ψ_rank + (p + K) Ψ / (tp dp) computed here from the parameter shapes
 (each tensor padded as ZeRO pads it), the planned peak, the bytes each
 rank sends per step on the data and the model axis, and the compile time.
 
-The tutorial's --batch-size 1 (one sequence per data-parallel rank) is
-tried first; where zero-compile refuses it, the row takes N sequences per
-data-parallel rank (one per GPU) and the refusal is printed. Model states
-do not depend on the batch.
+Every row takes the tutorial's --batch-size 1: one sequence per
+data-parallel rank.
 
 Usage (through Bazel, which passes zero-compile):
     bazel run //examples/gpt2:tensor_parallel [-- --json $PWD/tp.json]
@@ -31,7 +29,6 @@ Usage (through Bazel, which passes zero-compile):
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -96,22 +93,15 @@ def shown(words):
 
 
 def compile_row(zero_compile, ranks, tp):
-    refused = None
-    for batch in ([1] if tp == 1 else [1, tp]):
-        words = command(zero_compile, ranks, tp, batch)
-        done = subprocess.run(words + ["--report=json"], capture_output=True,
-                              text=True)
-        if done.returncode == 0:
-            break
+    batch = 1
+    words = command(zero_compile, ranks, tp, batch)
+    done = subprocess.run(words + ["--report=json"], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
-        refused = re.sub(r"\[(\d+), (\d+), (?:\d+, )+(\d+)\]",
-                         r"[\1, \2, ..., \3]",
-                         lines[-1] if lines else "no output")
-        print("--model-parallel-size %d --batch-size %d refused: %s" % (
-            tp, batch, refused), flush=True)
-    else:
-        sys.exit("tensor_parallel: zero-compile refused every batch at "
-                 "--model-parallel-size %d" % tp)
+        sys.exit("tensor_parallel: zero-compile refused "
+                 "--model-parallel-size %d: %s" % (
+                     tp, lines[-1] if lines else "no output"))
     report = json.loads(done.stdout)
     memory = report["plan"]["memory_plan"]
     by_role = zero2_formula(ranks, tp)
@@ -121,7 +111,6 @@ def compile_row(zero_compile, ranks, tp):
         "data_parallel_size": ranks // tp,
         "ranks": ranks,
         "sequences_per_dp_rank": batch,
-        "refused_batch_1": refused,
         "params": report["params"],
         "model_states_planned": memory["model_state_bytes"],
         "model_states_ir": report["model_state_bytes_per_rank"],

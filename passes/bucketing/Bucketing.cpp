@@ -43,6 +43,8 @@ struct BucketKey {
   CollectiveKind kind;
   PlacementAttr placement;
   int64_t axis;
+  /// The dim the members split or join: a bucket has one.
+  int64_t dim;
   ReduceKind reduce;
   Type elementType;
   bool parameterGather;
@@ -51,7 +53,7 @@ struct BucketKey {
   bool backward;
   bool operator==(const BucketKey &other) const {
     return kind == other.kind && placement == other.placement &&
-           axis == other.axis && reduce == other.reduce &&
+           axis == other.axis && dim == other.dim && reduce == other.reduce &&
            elementType == other.elementType &&
            parameterGather == other.parameterGather &&
            backward == other.backward;
@@ -262,13 +264,24 @@ int64_t Bucketer::limitOf(const BucketKey &key) const {
   return 0;
 }
 
-/// True when `start` splits or joins dim 0 (or only reduces), so each
-/// segment of a bucket is one contiguous piece per rank.
+/// The dim `start` splits or joins; 0 for an all-reduce.
+static int64_t splitDim(CollectiveStartOp start) {
+  return start.getGatherAxis().value_or(start.getScatterAxis().value_or(0));
+}
+
+/// True when `start` splits or joins its first dim longer than 1 (or only
+/// reduces), so each segment of a bucket is one contiguous piece per rank:
+/// a row of a model-split variable's (1, n) shard is as fusible as a flat
+/// one.
 static bool isFusible(CollectiveStartOp start) {
   if (start.getKind() == CollectiveKind::all_to_all)
     return false;
-  return start.getGatherAxis().value_or(0) == 0 &&
-         start.getScatterAxis().value_or(0) == 0;
+  int64_t dim = splitDim(start);
+  Type whole = start.getKind() == CollectiveKind::all_gather
+                   ? Type(start.getFuture().getType().getValueTypes().front())
+                   : start.getInputs().front().getType();
+  return llvm::all_of(cast<RankedTensorType>(whole).getShape().take_front(dim),
+                      [](int64_t size) { return size == 1; });
 }
 
 /// A collective that reads another one's result: the second step of a
@@ -417,6 +430,7 @@ void Bucketer::fuse(llvm::function_ref<bool(CollectiveStartOp)> eligible) {
     BucketKey key{start.getKind(),
                   start.getPlacement(),
                   static_cast<int64_t>(start.getHierarchyAxis()),
+                  splitDim(start),
                   start.getReduce(),
                   cast<RankedTensorType>(start.getInputs().front().getType())
                       .getElementType(),

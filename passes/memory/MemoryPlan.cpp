@@ -309,10 +309,19 @@ void Planner::layOutBuckets() {
       int64_t total = 0;
       for (Value input : start.getInputs())
         total = addBytes(total, valueBytes(input));
-      int64_t bucket =
-          newBuffer(total, start.getKind() == CollectiveKind::all_reduce
-                               ? BufferRole::grad
-                               : BufferRole::comm_buffer);
+      // An all-reduce works in place: its bucket holds gradients where it
+      // reduces them (data parallelism) and activations where it reduces
+      // those (a model axis's partial sums).
+      BufferRole role = BufferRole::comm_buffer;
+      if (start.getKind() == CollectiveKind::all_reduce)
+        role = llvm::any_of(start.getInputs(),
+                            [&](Value input) {
+                              return buffers[slots.lookup(input).buffer].role ==
+                                     BufferRole::grad;
+                            })
+                   ? BufferRole::grad
+                   : BufferRole::activation;
+      int64_t bucket = newBuffer(total, role);
       int64_t offset = 0;
       for (Value input : start.getInputs()) {
         int64_t bytes = valueBytes(input);

@@ -4,12 +4,16 @@
 // an op's chosen signature disagrees with its operands. Greedy in op order:
 // each op takes the legal signature whose operand casts move the fewest
 // bytes, which for a data-parallel graph keeps activations split on the
-// batch and leaves weight gradients as partial sums.
+// batch and leaves weight gradients as partial sums. Signatures that leave
+// a rank an empty part of a tensor, or that move a parameter the user
+// split on an axis (tensor parallelism), are taken only when nothing else
+// is legal.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -39,7 +43,19 @@ private:
   LogicalResult annotateReturn(func::ReturnOp op);
   Role resultRole(Operation *op, unsigned index);
 
-  SbpAttr broadcast() { return SbpAttr::getBroadcast(func.getContext()); }
+  SbpAttr broadcast() const {
+    return SbpAttr::getBroadcast(placement.getContext());
+  }
+  Value castOnce(Location loc, Value value, ArrayRef<SbpAttr> sbp);
+  bool hasCast(Value value, ArrayRef<const SbpSignature *> chosen,
+               unsigned index, SbpAttr entry) const;
+  double partialSumDebt(ArrayRef<GlobalTensorAttr> operands,
+                        const SbpSignature &signature,
+                        ArrayRef<double> operandBytes,
+                        ArrayRef<double> resultBytes, int64_t axis) const;
+  bool isPinned(Value value, int64_t axis) const {
+    return pinnedAxes.lookup(value) & (1u << axis);
+  }
 
   func::FuncOp func;
   PlacementAttr placement;
@@ -47,6 +63,17 @@ private:
   /// Values an optimizer update consumes as its gradient.
   llvm::DenseSet<Value> gradients;
   llvm::StringMap<nn::VariableOp> variables;
+  /// Per value, a bit per hierarchy axis on which it is a parameter the
+  /// user split there, or computed from such parameters alone.
+  llvm::DenseMap<Value, unsigned> pinnedAxes;
+  /// The casts made of each value so far; a later op that wants the same
+  /// layout reads the earlier cast instead of moving the bytes again.
+  llvm::DenseMap<Value, SmallVector<Value, 1>> casts;
+  /// The values computed from the loss seed (the gradients and what the
+  /// backward computes from them).
+  llvm::DenseSet<Value> fromSeed;
+  /// The axes on which some parameter is pinned: the model axes.
+  unsigned modelAxes = 0;
 };
 
 } // namespace
@@ -158,11 +185,80 @@ Role Propagation::resultRole(Operation *op, unsigned index) {
   return Role::activation;
 }
 
+Value Propagation::castOnce(Location loc, Value value, ArrayRef<SbpAttr> sbp) {
+  if (getGlobalEncoding(value.getType()).getSbp() == sbp)
+    return value;
+  SmallVector<Value, 1> &made = casts[value];
+  for (Value cast : made)
+    if (getGlobalEncoding(cast.getType()).getSbp() == sbp)
+      return cast;
+  made.push_back(castTo(builder, loc, value, sbp));
+  return made.back();
+}
+
+/// Whether an earlier cast of operand `index` of the op being placed, a
+/// value computed from the loss seed, has the layouts `chosen` on the axes
+/// before this one and `entry` on it. Only such values count: which forward
+/// values the backward reads, and which it computes again, depends on the
+/// ZeRO stage (zero-recompute-cheap), and the layouts must not, or the
+/// stages would sum in different orders.
+bool Propagation::hasCast(Value value, ArrayRef<const SbpSignature *> chosen,
+                          unsigned index, SbpAttr entry) const {
+  if (!fromSeed.contains(value))
+    return false;
+  auto found = casts.find(value);
+  if (found == casts.end())
+    return false;
+  return llvm::any_of(found->second, [&](Value cast) {
+    ArrayRef<SbpAttr> sbp = getGlobalEncoding(cast.getType()).getSbp();
+    for (auto [axis, signature] : llvm::enumerate(chosen))
+      if (sbp[axis] != signature->operands[index])
+        return false;
+    return sbp[chosen.size()] == entry;
+  });
+}
+
+/// On a model axis, what a signature that grows a partial sum owes: the
+/// reduce-scatter that later ends each partial-sum result, less those of
+/// the partial operands it consumes (`resultBytes` and `operandBytes`: each
+/// value's bytes on one rank of this axis's group). Without it, a
+/// signature that moves a small operand and leaves a large partial result
+/// (a weight gradient summed over the model axis, an embedding gradient of
+/// the whole vocabulary) looks cheapest, and so does the free cast of a
+/// split value to a partial one. On a data axis, weight gradients are
+/// partial sums whatever the signature, and the debt would only trade them
+/// for redundant compute.
+double Propagation::partialSumDebt(ArrayRef<GlobalTensorAttr> operands,
+                                   const SbpSignature &signature,
+                                   ArrayRef<double> operandBytes,
+                                   ArrayRef<double> resultBytes,
+                                   int64_t axis) const {
+  if (!(modelAxes & (1u << axis)))
+    return 0;
+  int64_t group = placement.getHierarchyShape()[axis];
+  // A reduce-scatter moves what an all-reduce moves in one of its halves.
+  SbpAttr whole = broadcast();
+  double debt = 0;
+  for (auto [index, sbp] : llvm::enumerate(signature.results))
+    if (sbp.isPartial())
+      debt += boxingBytes(sbp, whole, resultBytes[index], group) / 2;
+  for (auto [index, encoding] : llvm::enumerate(operands))
+    if (SbpAttr sbp = encoding.getSbp()[axis]; sbp.isPartial())
+      debt -= boxingBytes(sbp, whole, operandBytes[index], group) / 2;
+  return std::max(debt, 0.0);
+}
+
 LogicalResult Propagation::annotateSource(Operation *op) {
   Value result = op->getResult(0);
   auto type = cast<RankedTensorType>(result.getType());
-  if (getGlobalEncoding(type))
+  if (GlobalTensorAttr encoding = getGlobalEncoding(type)) {
+    if (isa<nn::VariableOp>(op) && encoding.getRole() == Role::param)
+      for (auto [axis, sbp] : llvm::enumerate(encoding.getSbp()))
+        if (sbp.isSplit())
+          pinnedAxes[result] |= 1u << axis;
+    modelAxes |= pinnedAxes.lookup(result);
     return success();
+  }
   SbpAttr sbp = broadcast();
   Role role = Role::activation;
   if (auto variable = dyn_cast<nn::VariableOp>(op)) {
@@ -204,29 +300,127 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
   SmallVector<int64_t, 2> hierarchy = placement.getHierarchyShape();
   SmallVector<const SbpSignature *, 2> chosen;
   for (int64_t axis = 0; axis < numAxes; ++axis) {
+    // The SBP list a value gets on the axes chosen so far, with `entry` on
+    // this one and B on the later ones.
+    auto layoutWith = [&](auto pick, SbpAttr entry) {
+      SmallVector<SbpAttr, 2> sbp;
+      for (const SbpSignature *signature : chosen)
+        sbp.push_back(pick(*signature));
+      sbp.push_back(entry);
+      sbp.resize(numAxes, broadcast());
+      return sbp;
+    };
+    auto leavesNoRankEmpty = [&](Value value, ArrayRef<SbpAttr> sbp) {
+      ArrayRef<int64_t> shape =
+          cast<RankedTensorType>(value.getType()).getShape();
+      SmallVector<int64_t> parts(shape.size(), 1);
+      for (auto [axis, entry] : llvm::enumerate(sbp))
+        if (entry.isSplit())
+          parts[entry.getAxis()] *= hierarchy[axis];
+      for (auto [size, count] : llvm::zip(shape, parts))
+        if (size < count)
+          return false;
+      return true;
+    };
+    // A signature that splits a dim into more parts than it has elements
+    // idles some ranks (and a micro-batch of one sequence has no batch to
+    // split); another is taken where one is legal.
+    auto fillsEveryRank = [&](const SbpSignature &signature) {
+      for (auto [index, operand] : llvm::enumerate(operation->getOperands())) {
+        if (signature.operands[index] == operandEncodings[index].getSbp()[axis])
+          continue;
+        auto pick = [&](const SbpSignature &s) { return s.operands[index]; };
+        if (!leavesNoRankEmpty(operand,
+                               layoutWith(pick, signature.operands[index])))
+          return false;
+      }
+      for (auto [index, result] : llvm::enumerate(operation->getResults())) {
+        auto pick = [&](const SbpSignature &s) { return s.results[index]; };
+        if (!leavesNoRankEmpty(result,
+                               layoutWith(pick, signature.results[index])))
+          return false;
+      }
+      return true;
+    };
+    // Tensor parallelism: where a parameter was captured split on this
+    // axis, it and what is computed from it alone stay as they are and the
+    // activations move to them (docs/design.md#tensor-parallelism).
+    auto keepsParameters = [&](const SbpSignature &signature) {
+      for (auto [index, operand] : llvm::enumerate(operation->getOperands()))
+        if (isPinned(operand, axis) &&
+            signature.operands[index] != operandEncodings[index].getSbp()[axis])
+          return false;
+      return true;
+    };
+    // A value's bytes on one rank of this axis's group: the other axes'
+    // splits divide it (the axes before this one as chosen, the later ones
+    // as `later` has them, or whole).
+    auto bytesOnAxis = [&](Value value, auto earlier,
+                           GlobalTensorAttr later) -> double {
+      double bytes = tensorBytes(cast<RankedTensorType>(value.getType()));
+      for (int64_t k = 0; k < numAxes; ++k) {
+        if (k == axis)
+          continue;
+        SbpAttr entry = k < axis ? earlier(k)
+                        : later  ? later.getSbp()[k]
+                                 : broadcast();
+        if (entry.isSplit())
+          bytes /= hierarchy[k];
+      }
+      return bytes;
+    };
+    SmallVector<double, 4> operandBytes;
+    for (auto [index, operand] : llvm::enumerate(operation->getOperands()))
+      operandBytes.push_back(bytesOnAxis(
+          operand, [&](int64_t k) { return chosen[k]->operands[index]; },
+          operandEncodings[index]));
     // Fewest bytes moved, then fewest casts (a free slice still costs a
-    // copy and usually a gather later), then the first listed.
-    const SbpSignature *best = nullptr;
-    std::pair<double, int> bestCost = {std::numeric_limits<double>::infinity(),
-                                       0};
-    for (const SbpSignature &signature : signatures) {
-      std::pair<double, int> cost = {0, 0};
-      for (auto [index, encoding] : llvm::enumerate(operandEncodings)) {
-        auto type =
-            cast<RankedTensorType>(operation->getOperand(index).getType());
-        SbpAttr from = encoding.getSbp()[axis];
-        cost.first += boxingBytes(from, signature.operands[index],
-                                  tensorBytes(type), hierarchy[axis]);
-        cost.second += from != signature.operands[index];
+    // copy and usually a gather later), then the first listed; among the
+    // signatures that fill every rank and keep parameters in place when
+    // there are any.
+    auto cheapest = [&](bool needFill, bool needKeep) -> const SbpSignature * {
+      const SbpSignature *best = nullptr;
+      std::pair<double, int> bestCost = {
+          std::numeric_limits<double>::infinity(), 0};
+      for (const SbpSignature &signature : signatures) {
+        if (pinned && signature.operands[*pinned] !=
+                          operandEncodings[*pinned].getSbp()[axis])
+          continue;
+        if ((needKeep && !keepsParameters(signature)) ||
+            (needFill && !fillsEveryRank(signature)))
+          continue;
+        std::pair<double, int> cost = {0, 0};
+        for (auto [index, encoding] : llvm::enumerate(operandEncodings)) {
+          SbpAttr from = encoding.getSbp()[axis];
+          if (from == signature.operands[index] ||
+              hasCast(operation->getOperand(index), chosen, index,
+                      signature.operands[index]))
+            continue;
+          cost.first += boxingBytes(from, signature.operands[index],
+                                    operandBytes[index], hierarchy[axis]);
+          cost.second += 1;
+        }
+        SmallVector<double, 2> resultBytes;
+        for (auto [index, result] : llvm::enumerate(operation->getResults()))
+          resultBytes.push_back(bytesOnAxis(
+              result, [&](int64_t k) { return chosen[k]->results[index]; },
+              /*later=*/nullptr));
+        cost.first += partialSumDebt(operandEncodings, signature, operandBytes,
+                                     resultBytes, axis);
+        if (cost < bestCost) {
+          best = &signature;
+          bestCost = cost;
+        }
       }
-      if (pinned && signature.operands[*pinned] !=
-                        operandEncodings[*pinned].getSbp()[axis])
-        continue;
-      if (cost < bestCost) {
-        best = &signature;
-        bestCost = cost;
-      }
-    }
+      return best;
+    };
+    const SbpSignature *best = cheapest(true, true);
+    if (!best)
+      best = cheapest(true, false);
+    // Otherwise the empty parts are reported where they are lowered, naming
+    // the tensor.
+    if (!best)
+      best = cheapest(false, false);
     if (!best)
       return operation->emitOpError(
                  "no legal SBP signature reachable on hierarchy axis ")
@@ -239,8 +433,8 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
     SmallVector<SbpAttr> wanted;
     for (const SbpSignature *signature : chosen)
       wanted.push_back(signature->operands[index]);
-    operation->setOperand(
-        index, castTo(builder, operation->getLoc(), operand, wanted));
+    operation->setOperand(index,
+                          castOnce(operation->getLoc(), operand, wanted));
   }
   for (auto [index, result] : llvm::enumerate(operation->getResults())) {
     SmallVector<SbpAttr> sbp;
@@ -249,6 +443,18 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
     result.setType(globalTensorType(cast<RankedTensorType>(result.getType()),
                                     sbp, placement,
                                     resultRole(operation, index)));
+  }
+  // A view or slice of pinned parameters (a q/k/v part, a reshape, a
+  // precision cast) stays where they are, as they do.
+  if (operation->getNumOperands() == 0)
+    return success();
+  for (int64_t axis = 0; axis < numAxes; ++axis) {
+    if (!llvm::all_of(operation->getOperands(),
+                      [&](Value operand) { return isPinned(operand, axis); }))
+      continue;
+    for (Value result : operation->getResults())
+      if (getGlobalEncoding(result.getType()).getSbp()[axis].isSplit())
+        pinnedAxes[result] |= 1u << axis;
   }
   return success();
 }
@@ -283,6 +489,10 @@ LogicalResult Propagation::run() {
       variables[variable.getName()] = variable;
   });
   for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
+    if (op.hasAttr(kLossSeedAttr) ||
+        llvm::any_of(op.getOperands(),
+                     [&](Value operand) { return fromSeed.contains(operand); }))
+      fromSeed.insert(op.getResults().begin(), op.getResults().end());
     LogicalResult result = success();
     if (isa<nn::VariableOp, nn::InputOp, nn::FillOp, nn::StepOp>(op))
       result = annotateSource(&op);

@@ -202,6 +202,15 @@ static RankedTensorType retyped(Value value, ArrayRef<int64_t> shape,
   return RankedTensorType::get(shape, type.getElementType(), encoding);
 }
 
+/// `sbp` with every split made Broadcast.
+static SmallVector<SbpAttr> withoutSplits(ArrayRef<SbpAttr> sbp) {
+  SmallVector<SbpAttr> result(sbp);
+  for (SbpAttr &entry : result)
+    if (entry.isSplit())
+      entry = SbpAttr::getBroadcast(entry.getContext());
+  return result;
+}
+
 Value StageRewriter::toModelRows(Location loc, Value value, ModelSplit split,
                                  Role role) {
   auto type = cast<RankedTensorType>(value.getType());
@@ -278,19 +287,20 @@ Value StageRewriter::toShard(Location loc, Value value, Role role,
     // A value split on another axis (a gradient the backward left split
     // over the data axis) is gathered there first: the rows are cut from
     // whole model parts.
-    SmallVector<SbpAttr> sbp(encoding.getSbp());
-    for (SbpAttr &entry : sbp)
-      if (entry.isSplit())
-        entry = SbpAttr::getBroadcast(builder.getContext());
+    SmallVector<SbpAttr> sbp = withoutSplits(encoding.getSbp());
     sbp[split.axis] = SbpAttr::getSplit(builder.getContext(), split.dim);
     result = castTo(builder, loc, result, sbp);
     result = toModelRows(loc, result, split, role);
   } else if (type.getRank() != 1 || encoding.getRole() != role) {
+    // Flattening keeps no split; one the backward left (a gradient split
+    // over the model axis) is gathered first.
+    result = castTo(builder, loc, result, withoutSplits(encoding.getSbp()));
     result = nn::ReshapeOp::create(
         builder, loc,
-        RankedTensorType::get({numel}, type.getElementType(),
-                              encoding.withRole(role)),
-        value);
+        RankedTensorType::get(
+            {numel}, type.getElementType(),
+            getGlobalEncoding(result.getType()).withRole(role)),
+        result);
   }
   auto rowsType = cast<RankedTensorType>(result.getType());
   int64_t length = rowsType.getShape().back();

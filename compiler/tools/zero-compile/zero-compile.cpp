@@ -28,6 +28,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -52,8 +53,8 @@ static cl::OptionCategory category("zero-compile options");
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("[forward graph .mlir]"),
                                       cl::init(""), cl::cat(category));
-static zerosbp::DecimalOpt world("world", cl::desc("ranks in all"),
-                                 cl::init(1), cl::cat(category));
+static zerosbp::DecimalOpt world("world", cl::desc("ranks in all"), cl::init(1),
+                                 cl::cat(category));
 static zerosbp::DecimalOpt stage("stage", cl::desc("ZeRO stage 0-3"),
                                  cl::init(-1), cl::cat(category));
 static cl::opt<std::string> configFile("config",
@@ -71,6 +72,11 @@ static cl::opt<std::string>
 static cl::opt<std::string> irFile("emit-ir",
                                    cl::desc("write the compiled IR here"),
                                    cl::init(""), cl::cat(category));
+static cl::list<std::string>
+    printIrAfter("print-ir-after",
+                 cl::desc("print the module to stderr after this pass "
+                          "(its zero-opt name, or capture); repeatable"),
+                 cl::cat(category));
 // The DeepSpeed / Megatron GPT-2 flags.
 static cl::opt<std::string> preset("preset",
                                    cl::desc("built-in GPT-2 preset: tiny, "
@@ -621,6 +627,10 @@ int main(int argc, char **argv) {
   context.disableMultithreading();
   zerosbp::loadAllDialects(context);
   zerosbp::registerZeroPasses();
+  for (const std::string &pass : printIrAfter)
+    if (pass != "capture" && !mlir::PassInfo::lookup(pass))
+      return fail("--print-ir-after: no pass is named '" + pass +
+                  "' (see zero-opt --help)");
   // With a budget every block is a candidate segment; the driver keeps the
   // fewest that fit.
   zerosbp::Gpt2Config gpt2;
@@ -636,6 +646,18 @@ int main(int argc, char **argv) {
     options.kind = zerosbp::GraphKind::Inference;
   if (given(activationMemoryBudget))
     options.activationBudget = activationMemoryBudget;
+  llvm::StringSet<> printAfter;
+  for (const std::string &pass : printIrAfter)
+    printAfter.insert(pass);
+  auto print = [&](llvm::StringRef pass, ModuleOp module) {
+    if (!printAfter.contains(pass))
+      return;
+    llvm::errs() << "// -----// IR after " << pass << " //----- //\n";
+    module.print(llvm::errs());
+    llvm::errs() << "\n";
+  };
+  if (!printAfter.empty())
+    options.afterPass = print;
   auto compiled = zerosbp::compileGraph(**module, *config, options);
   if (!compiled) {
     // The plan's export names the temporary it writes; the user gave -o.
