@@ -106,7 +106,8 @@ std::string multiTensorKey(std::string_view op, const AttrMap &attrs,
 
 bool checksDeviceData(std::string_view op) {
   return op == "nn.embedding" || op == "nn.embedding_grad" ||
-         op == "nn.cross_entropy" || op == "nn.cross_entropy_grad";
+         op == "nn.cross_entropy" || op == "nn.cross_entropy_grad" ||
+         op == "nn.cross_entropy_sums" || op == "nn.cross_entropy_split_grad";
 }
 
 std::vector<ByteRange> byteRanges(const std::vector<TensorRef> &tensors) {

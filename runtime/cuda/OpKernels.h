@@ -64,6 +64,12 @@ KernelSignature softmaxGradKernel;
 KernelSignature crossEntropyKernel;
 KernelSignature crossEntropyGradKernel;
 
+// VocabParallelLoss.cu (the cross-entropy of logits split by class)
+KernelSignature crossEntropyMaxKernel;
+KernelSignature crossEntropySumsKernel;
+KernelSignature crossEntropyLossKernel;
+KernelSignature crossEntropySplitGradKernel;
+
 // Attention.cu (fused attention, FlashAttention-2)
 KernelSignature attentionKernel;
 KernelSignature attentionGradKernel;

@@ -30,6 +30,12 @@ double flopsPerElement(const std::string &op) {
       {"nn.layer_norm_grad", 14},
       {"nn.cross_entropy", 7},
       {"nn.cross_entropy_grad", 7},
+      // Split by class: the max, then exp(x - max) and its sum, over the
+      // logits; the loss's log over the rows; the gradient as unsplit.
+      {"nn.cross_entropy_max", 1},
+      {"nn.cross_entropy_sums", 6},
+      {"nn.cross_entropy_loss", 6},
+      {"nn.cross_entropy_split_grad", 7},
       {"nn.adam", 16},
       {"nn.adamw", 18},
       {"nn.sgd", 3},

@@ -179,6 +179,50 @@ TEST(CudaKernelChecks, RowsEmbeddingAndLoss) {
   expectRejected("nn.cross_entropy_grad", {}, {&ids, &x, &labels}, {&y});
 }
 
+TEST(CudaKernelChecks, VocabParallelLoss) {
+  HostTensor logits = randomTensor(DType::F32, {3, 5}, 1);
+  HostTensor max = randomTensor(DType::F32, {3}, 2);
+  HostTensor sumexp = randomTensor(DType::F32, {3}, 3, 1.0, 2.0);
+  HostTensor labels = makeTensor(DType::I64, {3}, {0, 1, 2});
+  HostTensor floatLabels = makeTensor(DType::F32, {3}, {0, 1, 2});
+  HostTensor gradLoss = makeTensor(DType::F32, {}, {1});
+  HostTensor four(DType::F32, {4});
+  HostTensor half(DType::F16, {3});
+  HostTensor rows(DType::F32, {3});
+  HostTensor loss(DType::F32, {});
+  HostTensor dx(DType::F32, {3, 5});
+  HostTensor wide(DType::F32, {3, 6});
+  AttrMap outside = makeAttrs(
+      {{"global_shape", ints({3, 10})}, {"shard_offsets", ints({0, 6})}});
+  AttrMap zeroCount = makeAttrs({{"count", int64_t{0}}});
+
+  expectRejectedNamingOp("nn.cross_entropy_max", {}, {&logits}, {&four});
+  expectRejectedNamingOp("nn.cross_entropy_max", {}, {&logits}, {&half});
+  expectRejectedNamingOp("nn.cross_entropy_max", {}, {&gradLoss}, {&loss});
+  expectRejectedNamingOp("nn.cross_entropy_sums", {}, {&logits, &four, &labels},
+                         {&rows, &rows});
+  expectRejectedNamingOp("nn.cross_entropy_sums", {},
+                         {&logits, &max, &floatLabels}, {&rows, &rows});
+  expectRejectedNamingOp("nn.cross_entropy_sums", {}, {&logits, &max, &labels},
+                         {&half, &rows});
+  expectRejectedNamingOp("nn.cross_entropy_sums", outside,
+                         {&logits, &max, &labels}, {&rows, &rows});
+  expectRejectedNamingOp("nn.cross_entropy_loss", {}, {&max, &four, &rows},
+                         {&loss});
+  expectRejectedNamingOp("nn.cross_entropy_loss", {}, {&max, &sumexp, &rows},
+                         {&four});
+  expectRejectedNamingOp("nn.cross_entropy_loss", zeroCount,
+                         {&max, &sumexp, &rows}, {&loss});
+  expectRejectedNamingOp("nn.cross_entropy_split_grad", {},
+                         {&gradLoss, &logits, &max, &sumexp, &labels}, {&wide});
+  expectRejectedNamingOp("nn.cross_entropy_split_grad", {},
+                         {&four, &logits, &max, &sumexp, &labels}, {&dx});
+  expectRejectedNamingOp("nn.cross_entropy_split_grad", zeroCount,
+                         {&gradLoss, &logits, &max, &sumexp, &labels}, {&dx});
+  expectRejectedNamingOp("nn.cross_entropy_split_grad", outside,
+                         {&gradLoss, &logits, &max, &sumexp, &labels}, {&dx});
+}
+
 TEST(CudaKernelChecks, ShapeOpsAndReductions) {
   HostTensor x = randomTensor(DType::F32, {2, 3}, 1);
   HostTensor y(DType::F32, {2, 3});

@@ -196,6 +196,11 @@ TEST(MultiTensorKey, WhatGroups) {
 
   EXPECT_TRUE(gpu::checksDeviceData("nn.embedding"));
   EXPECT_TRUE(gpu::checksDeviceData("nn.cross_entropy_grad"));
+  // Of the split cross-entropy, the steps that read the labels.
+  EXPECT_TRUE(gpu::checksDeviceData("nn.cross_entropy_sums"));
+  EXPECT_TRUE(gpu::checksDeviceData("nn.cross_entropy_split_grad"));
+  EXPECT_FALSE(gpu::checksDeviceData("nn.cross_entropy_max"));
+  EXPECT_FALSE(gpu::checksDeviceData("nn.cross_entropy_loss"));
   EXPECT_FALSE(gpu::checksDeviceData("nn.adam"));
   EXPECT_FALSE(gpu::checksDeviceData("nn.cast"));
 }

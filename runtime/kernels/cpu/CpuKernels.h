@@ -68,6 +68,12 @@ KernelSignature embeddingGradKernel;
 KernelSignature crossEntropyKernel;
 KernelSignature crossEntropyGradKernel;
 
+// VocabParallelLoss.cpp (the cross-entropy of logits split by class)
+KernelSignature crossEntropyMaxKernel;
+KernelSignature crossEntropySumsKernel;
+KernelSignature crossEntropyLossKernel;
+KernelSignature crossEntropySplitGradKernel;
+
 // ShapeOps.cpp
 KernelSignature fillKernel;
 KernelSignature reshapeKernel;
