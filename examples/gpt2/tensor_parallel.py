@@ -150,9 +150,7 @@ def print_table(rows):
     print("\nGB = 1e9 bytes per rank. fp32 Adam (the config enables no "
           "fp16). Formula: p Ψ_rank + (p + K) Ψ / (tp dp) with p = 4, "
           "K = 8, each tensor padded as ZeRO pads it. Bytes per step as "
-          "the plan schedules them (the rank average); zero-compile's cross "
-          "entropy gathers the logits over the model axis (no "
-          "vocabulary-parallel cross entropy yet).")
+          "the plan schedules them (the rank average).")
 
 
 def main():

@@ -259,17 +259,17 @@ void Planner::assignSlots() {
         continue;
       }
     }
-    if (auto lossGrad = dyn_cast<nn::CrossEntropyGradOp>(op)) {
+    if (isa<nn::CrossEntropyGradOp, nn::CrossEntropySplitGradOp>(op)) {
       // The gradient goes over the logits when nothing reads them after: an
       // LM head's two largest activations (tokens x vocabulary each) are
       // then one buffer. The kernels read a row before writing it.
-      auto logits = slots.find(lossGrad.getLogits());
-      if (logits != slots.end() &&
-          lossGrad.getLogits().getType() == lossGrad.getResult().getType() &&
+      Value lossLogits = op.getOperand(1), lossGrad = op.getResult(0);
+      auto logits = slots.find(lossLogits);
+      if (logits != slots.end() && lossLogits.getType() == lossGrad.getType() &&
           !buffers[logits->second.buffer].persistent &&
           buffers[logits->second.buffer].role == BufferRole::activation &&
           readsEndBy(logits->second.buffer, at)) {
-        place(lossGrad.getResult(), logits->second);
+        place(lossGrad, logits->second);
         continue;
       }
     }

@@ -40,6 +40,9 @@ private:
   LogicalResult annotateSource(Operation *op);
   LogicalResult annotateCompute(SbpOpInterface op);
   LogicalResult annotateAssign(nn::AssignOp op);
+  LogicalResult annotateVocabParallelLoss(Operation *op);
+  template <typename OpTy, typename... Args>
+  FailureOr<OpTy> createAnnotated(Location loc, Args &&...args);
   LogicalResult annotateReturn(func::ReturnOp op);
   Role resultRole(Operation *op, unsigned index);
 
@@ -72,6 +75,9 @@ private:
   /// The values computed from the loss seed (the gradients and what the
   /// backward computes from them).
   llvm::DenseSet<Value> fromSeed;
+  /// Per (logits, labels) of a vocabulary-parallel loss, each row's max and
+  /// sum of exponentials, for its gradient.
+  llvm::DenseMap<std::pair<Value, Value>, std::pair<Value, Value>> rowStats;
   /// The axes on which some parameter is pinned: the model axes.
   unsigned modelAxes = 0;
 };
@@ -459,6 +465,84 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
   return success();
 }
 
+/// Whether `logits` are split on their class (last) dim on some axis.
+static bool splitsClasses(Value logits) {
+  GlobalTensorAttr encoding = getGlobalEncoding(logits.getType());
+  if (!encoding)
+    return false;
+  int64_t classes = cast<RankedTensorType>(logits.getType()).getRank() - 1;
+  return llvm::any_of(encoding.getSbp(), [&](SbpAttr sbp) {
+    return sbp.isSplit() && sbp.getAxis() == classes;
+  });
+}
+
+template <typename OpTy, typename... Args>
+FailureOr<OpTy> Propagation::createAnnotated(Location loc, Args &&...args) {
+  auto op = OpTy::create(builder, loc, std::forward<Args>(args)...);
+  if (llvm::any_of(op->getOperands(),
+                   [&](Value operand) { return fromSeed.contains(operand); }))
+    fromSeed.insert(op->result_begin(), op->result_end());
+  if (failed(annotateCompute(cast<SbpOpInterface>(op.getOperation()))))
+    return failure();
+  // The next op goes after this one and its casts.
+  builder.setInsertionPointAfter(op);
+  return op;
+}
+
+/// A cross entropy whose logits arrive split by class (a vocabulary-parallel
+/// LM head) is computed where they lie, as Megatron does: each row's max is
+/// a P(max) over the ranks that split the classes, its sum of exponentials
+/// and its label's logit P(sum)s; all-reducing those rows, not gathering
+/// the logits, completes the loss. The gradient reuses the forward's rows
+/// and stays split as the logits are.
+LogicalResult Propagation::annotateVocabParallelLoss(Operation *op) {
+  Location loc = op->getLoc();
+  builder.setInsertionPoint(op);
+  auto rowsOf = [&](Value logits,
+                    Value labels) -> FailureOr<std::pair<Value, Value>> {
+    if (auto found = rowStats.find({logits, labels}); found != rowStats.end())
+      return found->second;
+    auto max = createAnnotated<nn::CrossEntropyMaxOp>(loc, logits);
+    if (failed(max))
+      return failure();
+    auto sums = createAnnotated<nn::CrossEntropySumsOp>(
+        loc, logits, max->getResult(), labels, /*global_shape=*/nullptr,
+        /*split_dims=*/nullptr);
+    if (failed(sums))
+      return failure();
+    std::pair<Value, Value> rows{max->getResult(), sums->getSumexp()};
+    rowStats[{logits, labels}] = rows;
+    if (auto forward = dyn_cast<nn::CrossEntropyOp>(op)) {
+      auto loss = createAnnotated<nn::CrossEntropyLossOp>(
+          loc, max->getResult(), sums->getSumexp(), sums->getLabelLogit(),
+          /*count=*/nullptr);
+      if (failed(loss))
+        return failure();
+      forward.getResult().replaceAllUsesWith(loss->getResult());
+    }
+    return rows;
+  };
+  if (auto forward = dyn_cast<nn::CrossEntropyOp>(op)) {
+    if (failed(rowsOf(forward.getLogits(), forward.getLabels())))
+      return failure();
+    op->erase();
+    return success();
+  }
+  auto backward = cast<nn::CrossEntropyGradOp>(op);
+  auto rows = rowsOf(backward.getLogits(), backward.getLabels());
+  if (failed(rows))
+    return failure();
+  auto grad = createAnnotated<nn::CrossEntropySplitGradOp>(
+      loc, backward.getGradLoss(), backward.getLogits(), rows->first,
+      rows->second, backward.getLabels(), /*count=*/nullptr,
+      /*global_shape=*/nullptr, /*split_dims=*/nullptr, /*split_of=*/nullptr);
+  if (failed(grad))
+    return failure();
+  backward.getResult().replaceAllUsesWith(grad->getResult());
+  op->erase();
+  return success();
+}
+
 LogicalResult Propagation::annotateAssign(nn::AssignOp op) {
   nn::VariableOp variable = variables.lookup(op.getName());
   if (!variable)
@@ -498,6 +582,9 @@ LogicalResult Propagation::run() {
       result = annotateSource(&op);
     else if (isa<CastOp>(op))
       continue;
+    else if (isa<nn::CrossEntropyOp, nn::CrossEntropyGradOp>(op) &&
+             splitsClasses(op.getOperand(isa<nn::CrossEntropyOp>(op) ? 0 : 1)))
+      result = annotateVocabParallelLoss(&op);
     else if (auto sbpOp = dyn_cast<SbpOpInterface>(op))
       result = annotateCompute(sbpOp);
     else if (auto assign = dyn_cast<nn::AssignOp>(op))

@@ -125,22 +125,25 @@ InputFeed::InputFeed(const Plan &plan,
       if (instruction.op == "shard.all_slice" &&
           readsInput(instruction.operands[0]))
         slices.insert(instruction.results[0]);
+      // The vocabulary-parallel loss reads its labels third.
+      size_t ids = instruction.op == "nn.cross_entropy_sums" ? 2 : 1;
       if (instruction.kind != InstructionKind::Kernel ||
-          instruction.operands.size() < 2 ||
-          !readsInput(instruction.operands[1]))
+          instruction.operands.size() <= ids ||
+          !readsInput(instruction.operands[ids]))
         continue;
       const std::vector<int64_t> &source =
           plan.values[instruction.operands[0]].shape;
-      // A table split by vocabulary holds part of the rows; the ids range
-      // over the whole table (`global_shape`).
+      // A table or logits split by vocabulary hold part of it; the ids range
+      // over the whole (`global_shape`).
+      const std::vector<int64_t> &whole =
+          instruction.attrs.has("global_shape")
+              ? instruction.attrs.getInts("global_shape")
+              : source;
       if (instruction.op == "nn.embedding")
-        integerBound[i] =
-            std::min(integerBound[i],
-                     instruction.attrs.has("global_shape")
-                         ? instruction.attrs.getInts("global_shape").front()
-                         : source.front());
-      if (instruction.op == "nn.cross_entropy") {
-        integerBound[i] = std::min(integerBound[i], source.back());
+        integerBound[i] = std::min(integerBound[i], whole.front());
+      if (instruction.op == "nn.cross_entropy" ||
+          instruction.op == "nn.cross_entropy_sums") {
+        integerBound[i] = std::min(integerBound[i], whole.back());
         tokens = numElements(plan.inputs[i].globalShape);
       }
     }

@@ -102,3 +102,38 @@ void EmbeddingGradOp::localizeAttrs(
   setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDimsOf(global)));
   setSplitOfAttr(builder.getStringAttr("result"));
 }
+
+// The vocabulary-parallel loss: the rows' mean divides by the global row
+// count, and on logits split by class the runtime finds the rank's first
+// class from the split dims (docs/plan-format.md, "nn.cross_entropy_sums").
+
+/// `global` splits its last dim on some hierarchy axis.
+static bool splitsClasses(RankedTensorType global) {
+  return llvm::is_contained(splitDimsOf(global), global.getRank() - 1);
+}
+
+void CrossEntropySumsOp::localizeAttrs(
+    function_ref<RankedTensorType(Value)> globalTypeOf, Builder &builder) {
+  RankedTensorType global = globalTypeOf(getLogits());
+  if (!splitsClasses(global))
+    return;
+  setGlobalShapeAttr(builder.getDenseI64ArrayAttr(global.getShape()));
+  setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDimsOf(global)));
+}
+
+void CrossEntropyLossOp::localizeAttrs(
+    function_ref<RankedTensorType(Value)> globalTypeOf, Builder &builder) {
+  setCountAttr(
+      builder.getI64IntegerAttr(globalTypeOf(getMax()).getNumElements()));
+}
+
+void CrossEntropySplitGradOp::localizeAttrs(
+    function_ref<RankedTensorType(Value)> globalTypeOf, Builder &builder) {
+  RankedTensorType global = globalTypeOf(getLogits());
+  setCountAttr(builder.getI64IntegerAttr(sampleCount(global.getShape())));
+  if (!splitsClasses(global))
+    return;
+  setGlobalShapeAttr(builder.getDenseI64ArrayAttr(global.getShape()));
+  setSplitDimsAttr(builder.getDenseI64ArrayAttr(splitDimsOf(global)));
+  setSplitOfAttr(builder.getStringAttr("result"));
+}

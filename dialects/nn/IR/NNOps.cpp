@@ -779,6 +779,86 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Per-row values of logits `(..., classes)`: the leading dims.
+static LogicalResult checkRows(const Inference &infer, StringRef name,
+                               RankedTensorType value,
+                               RankedTensorType logits) {
+  if (value.getShape() != logits.getShape().drop_back())
+    return infer.error(name + " shape " +
+                       Inference::shapeStr(value.getShape()) +
+                       " must be the logits shape without its class axis " +
+                       Inference::shapeStr(logits.getShape().drop_back()));
+  return success();
+}
+
+LogicalResult
+CrossEntropyMaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "cross_entropy_max");
+  RankedTensorType logits = tensorOf(adaptor.getLogits());
+  if (logits.getRank() < 2)
+    return infer.error("logits must have a batch and a class axis, got " +
+                       Inference::shapeStr(logits.getShape()));
+  types.push_back(plain(logits.getShape().drop_back(),
+                        Float32Type::get(logits.getContext())));
+  return success();
+}
+
+LogicalResult
+CrossEntropySumsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "cross_entropy_sums");
+  RankedTensorType logits = tensorOf(adaptor.getLogits());
+  if (failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
+      failed(checkRows(infer, "max", tensorOf(adaptor.getMax()), logits)))
+    return failure();
+  Type rows = plain(logits.getShape().drop_back(),
+                    Float32Type::get(logits.getContext()));
+  types.append({rows, rows});
+  return success();
+}
+
+LogicalResult
+CrossEntropyLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                     Adaptor adaptor,
+                                     SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "cross_entropy_loss");
+  RankedTensorType max = tensorOf(adaptor.getMax());
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"sumexp", adaptor.getSumexp()},
+        {"label_logit", adaptor.getLabelLogit()}})
+    if (tensorOf(value).getShape() != max.getShape())
+      return infer.error(
+          name + " shape " + Inference::shapeStr(tensorOf(value).getShape()) +
+          " must be max's " + Inference::shapeStr(max.getShape()));
+  if (failed(checkCount(infer, adaptor.getCount())))
+    return failure();
+  types.push_back(plain({}, Float32Type::get(max.getContext())));
+  return success();
+}
+
+LogicalResult CrossEntropySplitGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "cross_entropy_split_grad");
+  RankedTensorType logits = tensorOf(adaptor.getLogits());
+  if (tensorOf(adaptor.getGradLoss()).getRank() != 0)
+    return infer.error("grad_loss must be a 0-D f32 tensor (the loss's "
+                       "type)");
+  if (failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
+      failed(checkRows(infer, "max", tensorOf(adaptor.getMax()), logits)) ||
+      failed(
+          checkRows(infer, "sumexp", tensorOf(adaptor.getSumexp()), logits)) ||
+      failed(checkCount(infer, adaptor.getCount())))
+    return failure();
+  if (std::optional<StringRef> of = adaptor.getSplitOf(); of && *of != "result")
+    return infer.error("split_of must be \"result\", got \"" + *of + "\"");
+  types.push_back(plain(logits.getShape(), logits.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//

@@ -516,6 +516,71 @@ def NN_CrossEntropyGradOp : NN_InferredOp<"cross_entropy_grad", [],
   let results = (outs NN_FloatTensor:$result);
 }
 
+// A cross entropy on logits split by class (tensor parallelism's
+// vocabulary-parallel loss): zero-sbp-propagation computes it where the
+// logits lie, from each row's max, its sum of exponentials and its label's
+// logit, each a partial result over the ranks that split the classes
+// (docs/design.md#tensor-parallelism).
+
+def NN_CrossEntropyMaxOp : NN_InferredOp<"cross_entropy_max"> {
+  let summary = "each row's largest logit, in f32";
+  let description = [{
+    `logits` is `(..., classes)`; the result has the leading dims. On logits
+    split by class each rank gives the max of its classes: a `P(max)`.
+  }];
+  let arguments = (ins NN_FloatTensor:$logits);
+  let results = (outs NN_F32Tensor:$result);
+}
+
+def NN_CrossEntropySumsOp : NN_InferredOp<"cross_entropy_sums", [],
+                                          NN_LocalView> {
+  let summary = "each row's sum of exp(logit - max), and its label's logit";
+  let description = [{
+    `max` is each row's max over every class. On logits split by class each
+    rank sums its classes and gives its label's logit where it holds the
+    label, zero elsewhere: both are `P(sum)`. zero-partition then sets
+    `global_shape` and `split_dims` (the logits', as nn.embedding's table),
+    from which the runtime finds the rank's first class.
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_F32Tensor:$max,
+                       NN_IndexTensor:$labels,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_dims);
+  let results = (outs NN_F32Tensor:$sumexp, NN_F32Tensor:$label_logit);
+}
+
+def NN_CrossEntropyLossOp : NN_InferredOp<"cross_entropy_loss", [],
+                                          NN_LocalView> {
+  let summary = "sum of log(sumexp) + max - label_logit over rows, / count";
+  let description = [{
+    The loss of nn.cross_entropy from its parts, each whole per row.
+    `count`: the number of rows the mean divides by; defaults to the local
+    count; zero-partition sets it to the global count.
+  }];
+  let arguments = (ins NN_F32Tensor:$max, NN_F32Tensor:$sumexp,
+                       NN_F32Tensor:$label_logit, OptionalAttr<I64Attr>:$count);
+  let results = (outs NN_F32Tensor:$result);
+}
+
+def NN_CrossEntropySplitGradOp : NN_InferredOp<"cross_entropy_split_grad", [],
+                                               NN_LocalView> {
+  let summary = "d loss / d logits from each row's max and sumexp";
+  let description = [{
+    `grad_loss (exp(logits - max) / sumexp - onehot(labels)) / count`, with
+    `max` and `sumexp` over every class. On logits split by class each rank
+    gives its classes' columns; zero-partition sets `global_shape`,
+    `split_dims` and `split_of = "result"` (they describe the result, which
+    is split as the logits are).
+  }];
+  let arguments = (ins NN_F32Tensor:$grad_loss, NN_FloatTensor:$logits,
+                       NN_F32Tensor:$max, NN_F32Tensor:$sumexp,
+                       NN_IndexTensor:$labels, OptionalAttr<I64Attr>:$count,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_dims,
+                       OptionalAttr<StrAttr>:$split_of);
+  let results = (outs NN_FloatTensor:$result);
+}
+
 def NN_EmbeddingGradOp : NN_InferredOp<"embedding_grad", [], NN_LocalView> {
   let summary = "scatters dy rows into a zero (vocab, dim) table by id";
   let description = [{

@@ -539,6 +539,47 @@ void SoftmaxGradOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   sig.add({sig.p(), sig.b()}, {sig.p()});
 }
 
+// The vocabulary-parallel loss: split by row as nn.cross_entropy, or by class
+// with partial results over the ranks that split the classes.
+
+void CrossEntropyMaxOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  int64_t classes = rankOf(getLogits()) - 1;
+  for (int64_t i = 0; i < classes; ++i)
+    sig.add({sig.s(i)}, {sig.s(i)});
+  sig.add({sig.s(classes)}, {sig.pmax()});
+  sig.add({sig.b()}, {sig.b()});
+}
+
+void CrossEntropySumsOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  int64_t classes = rankOf(getLogits()) - 1;
+  for (int64_t i = 0; i < classes; ++i)
+    sig.add({sig.s(i), sig.s(i), sig.s(i)}, {sig.s(i), sig.s(i)});
+  sig.add({sig.s(classes), sig.b(), sig.b()}, {sig.p(), sig.p()});
+  sig.add({sig.b(), sig.b(), sig.b()}, {sig.b(), sig.b()});
+}
+
+void CrossEntropyLossOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  // As nn.cross_entropy: each rank divides by the global row count.
+  for (int64_t i = 0; i < rankOf(getMax()); ++i)
+    sig.add({sig.s(i), sig.s(i), sig.s(i)}, {sig.p()});
+  sig.add({sig.b(), sig.b(), sig.b()}, {sig.b()});
+}
+
+void CrossEntropySplitGradOp::getSbpSignatures(
+    SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  int64_t classes = rankOf(getLogits()) - 1;
+  for (int64_t i = 0; i < classes; ++i)
+    sig.add({sig.b(), sig.s(i), sig.s(i), sig.s(i), sig.s(i)}, {sig.s(i)});
+  sig.add({sig.b(), sig.s(classes), sig.b(), sig.b(), sig.b()},
+          {sig.s(classes)});
+  sig.add({sig.b(), sig.b(), sig.b(), sig.b(), sig.b()}, {sig.b()});
+  sig.add({sig.p(), sig.b(), sig.b(), sig.b(), sig.b()}, {sig.p()});
+}
+
 void CrossEntropyGradOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   Signatures sig(*this, out);
   int64_t rank = rankOf(getLogits());

@@ -678,3 +678,39 @@ func.func @cross_entropy_grad_loss_type(%dloss: tensor<bf16>, %logits: tensor<8x
   %0 = nn.cross_entropy_grad %dloss, %logits, %labels : (tensor<bf16>, tensor<8x100xbf16>, tensor<8xi64>) -> tensor<8x100xbf16>
   return
 }
+
+// -----
+
+func.func @cross_entropy_sums_max(%logits: tensor<8x100xf32>, %max: tensor<100xf32>, %labels: tensor<8xi64>) {
+  // expected-error@+2 {{'nn.cross_entropy_sums' op max shape [100] must be the logits shape without its class axis [8]}}
+  // expected-error@+1 {{'nn.cross_entropy_sums' op failed to infer returned types}}
+  %0:2 = nn.cross_entropy_sums %logits, %max, %labels : (tensor<8x100xf32>, tensor<100xf32>, tensor<8xi64>) -> (tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_loss_rows(%max: tensor<8xf32>, %sumexp: tensor<4xf32>) {
+  // expected-error@+2 {{'nn.cross_entropy_loss' op sumexp shape [4] must be max's [8]}}
+  // expected-error@+1 {{'nn.cross_entropy_loss' op failed to infer returned types}}
+  %0 = nn.cross_entropy_loss %max, %sumexp, %max : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_split_grad_split_of(%dloss: tensor<f32>, %logits: tensor<8x100xf32>, %rows: tensor<8xf32>, %labels: tensor<8xi64>) {
+  // expected-error@+2 {{'nn.cross_entropy_split_grad' op split_of must be "result", got "operand"}}
+  // expected-error@+1 {{'nn.cross_entropy_split_grad' op failed to infer returned types}}
+  %0 = nn.cross_entropy_split_grad %dloss, %logits, %rows, %rows, %labels {split_of = "operand"} : (tensor<f32>, tensor<8x100xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xi64>) -> tensor<8x100xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_max_rank(%logits: tensor<100xf32>) {
+  // expected-error@+2 {{'nn.cross_entropy_max' op logits must have a batch and a class axis, got [100]}}
+  // expected-error@+1 {{'nn.cross_entropy_max' op failed to infer returned types}}
+  %0 = nn.cross_entropy_max %logits : (tensor<100xf32>) -> tensor<f32>
+  return
+}

@@ -614,3 +614,44 @@ func.func @reshape_model_axis(%w: tensor<8x6xf32, #sbp.global<[B, S(0)], #g, par
                     to tensor<2x24xf32, #sbp.global<[B, S(0)], #g, param>>
   return
 }
+
+// -----
+
+// The vocabulary-parallel loss on logits split by class over the model axis
+// of a [2, 2] grid: each row's max is a P(max), its sum of exponentials and
+// label logit P(sum)s; the loss of whole rows is a partial sum over the
+// batch split, and the gradient is split as the logits.
+#g = #sbp.placement<cpu, [0, 1, 2, 3], hierarchy = [2, 2]>
+func.func @vocab_parallel_loss(
+    %logits: tensor<8x100xbf16, #sbp.global<[S(0), S(1)], #g>>,
+    %labels: tensor<8xi64, #sbp.global<[S(0), B], #g, input>>,
+    %max: tensor<8xf32, #sbp.global<[S(0), B], #g>>,
+    %rows: tensor<8xf32, #sbp.global<[S(0), S(0)], #g>>,
+    %dloss: tensor<f32, #sbp.global<[B, B], #g>>) {
+  // CHECK: nn.cross_entropy_max %{{.*}} : (tensor<8x100xbf16, #sbp.global<[S(0), S(1)], #{{.*}}>>) -> tensor<8xf32, #sbp.global<[S(0), P(max)], #{{.*}}>>
+  %0 = nn.cross_entropy_max %logits
+      : (tensor<8x100xbf16, #sbp.global<[S(0), S(1)], #g>>)
+      -> tensor<8xf32, #sbp.global<[S(0), P(max)], #g>>
+  // CHECK: nn.cross_entropy_sums %{{.*}}, %{{.*}}, %{{.*}} : ({{.*}}) -> (tensor<8xf32, #sbp.global<[S(0), P(sum)], #{{.*}}>>, tensor<8xf32, #sbp.global<[S(0), P(sum)], #{{.*}}>>)
+  %1:2 = nn.cross_entropy_sums %logits, %max, %labels
+      : (tensor<8x100xbf16, #sbp.global<[S(0), S(1)], #g>>,
+         tensor<8xf32, #sbp.global<[S(0), B], #g>>,
+         tensor<8xi64, #sbp.global<[S(0), B], #g, input>>)
+      -> (tensor<8xf32, #sbp.global<[S(0), P(sum)], #g>>,
+          tensor<8xf32, #sbp.global<[S(0), P(sum)], #g>>)
+  // CHECK: nn.cross_entropy_loss %{{.*}}, %{{.*}}, %{{.*}} {count = 8 : i64} : ({{.*}}) -> tensor<f32, #sbp.global<[P(sum), P(sum)], #{{.*}}>>
+  %2 = nn.cross_entropy_loss %rows, %rows, %rows {count = 8}
+      : (tensor<8xf32, #sbp.global<[S(0), S(0)], #g>>,
+         tensor<8xf32, #sbp.global<[S(0), S(0)], #g>>,
+         tensor<8xf32, #sbp.global<[S(0), S(0)], #g>>)
+      -> tensor<f32, #sbp.global<[P(sum), P(sum)], #g>>
+  // CHECK: nn.cross_entropy_split_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : ({{.*}}) -> tensor<8x100xbf16, #sbp.global<[S(0), S(1)], #{{.*}}>>
+  %3 = nn.cross_entropy_split_grad %dloss, %logits, %max, %max, %labels
+      : (tensor<f32, #sbp.global<[B, B], #g>>,
+         tensor<8x100xbf16, #sbp.global<[S(0), S(1)], #g>>,
+         tensor<8xf32, #sbp.global<[S(0), B], #g>>,
+         tensor<8xf32, #sbp.global<[S(0), B], #g>>,
+         tensor<8xi64, #sbp.global<[S(0), B], #g, input>>)
+      -> tensor<8x100xbf16, #sbp.global<[S(0), S(1)], #g>>
+  return
+}

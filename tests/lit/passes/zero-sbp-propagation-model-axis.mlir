@@ -64,3 +64,37 @@ func.func @fill_every_rank() -> tensor<2x4xf32> {
 // CHECK: %[[H:.*]] = nn.matmul {{.*}} -> tensor<2x4xf32, #sbp.global<[S(0), P(sum)], #{{.*}}>>
 // CHECK: %[[HB:.*]] = sbp.cast %[[H]] : {{.*}} to tensor<2x4xf32, #sbp.global<[S(0), B], #{{.*}}>>
 // CHECK: nn.layer_norm %[[HB]], {{.*}} -> tensor<2x4xf32, #sbp.global<[S(0), B], #{{.*}}>>
+
+// -----
+
+// A cross entropy on logits split by class (a vocabulary-parallel LM head)
+// is computed where they lie: each row's max is a P(max) over the model
+// axis, its sum of exponentials and its label's logit P(sum)s, and only
+// those rows cross the model axis, never the logits. The gradient reuses
+// the forward's rows and comes out split as the logits.
+#p = #sbp.placement<cpu, [0, 1, 2, 3], hierarchy = [2, 2]>
+func.func @vocab_parallel_loss() -> tensor<f32> {
+  %x = nn.input "x" : tensor<8x6xf32, #sbp.global<[S(0), B], #p, input>>
+  %y = nn.input "y" : tensor<8xi64, #sbp.global<[S(0), B], #p, input>>
+  %w = nn.variable "w" param : tensor<10x6xf32, #sbp.global<[B, S(0)], #p, param>>
+  %z = nn.matmul %x, %w {transpose_rhs} : (tensor<8x6xf32, #sbp.global<[S(0), B], #p, input>>, tensor<10x6xf32, #sbp.global<[B, S(0)], #p, param>>) -> tensor<8x10xf32>
+  %l = nn.cross_entropy %z, %y : (tensor<8x10xf32>, tensor<8xi64, #sbp.global<[S(0), B], #p, input>>) -> tensor<f32>
+  %one = nn.fill 1.0 {zero.loss_seed} : tensor<f32>
+  %dz = nn.cross_entropy_grad %one, %z, %y : (tensor<f32>, tensor<8x10xf32>, tensor<8xi64, #sbp.global<[S(0), B], #p, input>>) -> tensor<8x10xf32>
+  %dw = nn.matmul %dz, %x {transpose_lhs} : (tensor<8x10xf32>, tensor<8x6xf32, #sbp.global<[S(0), B], #p, input>>) -> tensor<10x6xf32>
+  nn.gradient "w", %dw : tensor<10x6xf32>
+  return %l : tensor<f32>
+}
+// CHECK-LABEL: func.func @vocab_parallel_loss()
+// CHECK: %[[Z:.*]] = nn.matmul {{.*}} -> tensor<8x10xf32, #sbp.global<[S(0), S(1)], #{{.*}}>>
+// CHECK-NOT: sbp.cast %[[Z]]
+// CHECK-NOT: nn.cross_entropy %
+// CHECK: %[[MAX:.*]] = nn.cross_entropy_max %[[Z]] : {{.*}} -> tensor<8xf32, #sbp.global<[S(0), P(max)], #{{.*}}>>
+// CHECK: %[[MAXB:.*]] = sbp.cast %[[MAX]] : {{.*}} to tensor<8xf32, #sbp.global<[S(0), B], #{{.*}}>>
+// CHECK: %[[SUM:.*]], %[[LABEL:.*]] = nn.cross_entropy_sums %[[Z]], %[[MAXB]], %{{.*}} : {{.*}} -> (tensor<8xf32, #sbp.global<[S(0), P(sum)], #{{.*}}>>, tensor<8xf32, #sbp.global<[S(0), P(sum)], #{{.*}}>>)
+// CHECK: nn.cross_entropy_loss {{.*}} -> tensor<f32, #sbp.global<[P(sum), {{.*}}]
+// CHECK-NOT: nn.cross_entropy_max
+// CHECK: %[[SUMB:.*]] = sbp.cast %[[SUM]] : {{.*}} to tensor<8xf32, #sbp.global<[S(0), B], #{{.*}}>>
+// CHECK: %[[DZ:.*]] = nn.cross_entropy_split_grad %{{.*}}, %[[Z]], %[[MAXB]], %[[SUMB]], %{{.*}} : {{.*}} -> tensor<8x10xf32, #sbp.global<[S(0), S(1)], #{{.*}}>>
+// CHECK-NOT: sbp.cast %[[Z]]
+// CHECK: nn.matmul %[[DZ]], {{.*}} {transpose_lhs} : {{.*}} -> tensor<10x6xf32, #sbp.global<[P(sum), S(0)], #{{.*}}>>
