@@ -84,8 +84,10 @@ private:
   FailureOr<PlacementAttr> placementOf(Operation *op, StringRef grid,
                                        ArrayRef<int16_t> axes);
   int64_t limitOf(const BucketKey &key) const;
-  void emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
-            const llvm::DenseSet<Operation *> &members);
+  CollectiveWaitOp emit(Bucket &bucket, Block &block,
+                        ArrayRef<Operation *> order,
+                        const OpPositions &positions,
+                        const llvm::DenseSet<Operation *> &members);
   void fuse(llvm::function_ref<bool(CollectiveStartOp)> eligible);
 
   func::FuncOp func;
@@ -112,18 +114,18 @@ void Bucketer::moveStateAccesses() {
   Operation *top = block.empty() ? nullptr : &block.front();
   for (Operation *op : sources)
     if (op != top)
-      op->moveBefore(top);
+      moveBeforeInBlock(op, top);
     else
       top = op->getNextNode();
   for (Operation *op : assigns) {
-    op->moveBefore(terminator);
+    moveBeforeInBlock(op, terminator);
     // A view that only feeds the assignment goes with it, so that it does
     // not pin the value's producer (an all-gather bucket) early.
     Operation *def = op->getOperand(0).getDefiningOp();
     while (isa_and_nonnull<nn::ReshapeOp, nn::SliceOp>(def) &&
            def->hasOneUse()) {
       Operation *user = *def->getUsers().begin();
-      def->moveBefore(user);
+      moveBeforeInBlock(def, user);
       def = def->getOperand(0).getDefiningOp();
     }
   }
@@ -156,10 +158,10 @@ void Bucketer::hoistInputViews() {
     Value source = op->getOperand(0);
     if (Operation *def = source.getDefiningOp()) {
       if (def->getBlock() == op->getBlock() && def != op->getPrevNode())
-        op->moveAfter(def);
+        moveAfterInBlock(op, def);
     } else if (auto argument = dyn_cast<BlockArgument>(source)) {
       if (argument.getOwner() == op->getBlock())
-        op->moveBefore(&op->getBlock()->front());
+        moveBeforeInBlock(op, &op->getBlock()->front());
     }
   }
 }
@@ -320,8 +322,10 @@ static int64_t chainFirstUse(CollectiveWaitOp wait,
   return first;
 }
 
-void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
-                    const llvm::DenseSet<Operation *> &members) {
+CollectiveWaitOp Bucketer::emit(Bucket &bucket, Block &block,
+                                ArrayRef<Operation *> order,
+                                const OpPositions &positions,
+                                const llvm::DenseSet<Operation *> &members) {
   // Reductions (and gathers of computed values) go right after their last
   // input, freeing the inputs early; parameter gathers right before their
   // first use, holding the gathered parameters no longer than needed.
@@ -334,14 +338,15 @@ void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
         break;
       }
   } else {
-    // Right after the last input as the block is now: an earlier bucket
-    // may have moved the ops that followed it in `order` (the second steps
-    // that read its results).
+    // Right after the last input (ahead of a bucket placed there before).
+    // No emit moves an input's producer (a compute op, or in the
+    // second round a first round's wait), so the positions from before
+    // order them.
     Operation *last = nullptr;
     for (Member &member : bucket.members)
       for (Value input : member.start.getInputs())
         if (Operation *producer = input.getDefiningOp())
-          if (!last || last->isBeforeInBlock(producer))
+          if (!last || positions[last] < positions[producer])
             last = producer;
     anchor = last ? last->getNextNode() : &block.front();
     while (anchor && members.contains(anchor))
@@ -368,16 +373,34 @@ void Bucketer::emit(Bucket &bucket, Block &block, ArrayRef<Operation *> order,
       CollectiveWaitOp::create(builder, first.getLoc(), start.getFuture());
   for (auto [index, member] : llvm::enumerate(bucket.members))
     member.wait.getResult(0).replaceAllUsesWith(wait.getResult(index));
-  // Second steps that read the bucket follow its wait (the window kept
-  // what reads their results after it).
-  for (Operation *user : llvm::to_vector(wait->getUsers())) {
-    auto next = dyn_cast<CollectiveStartOp>(user);
-    if (!next || !next->isBeforeInBlock(wait))
-      continue;
-    next->moveAfter(wait);
-    if (CollectiveWaitOp nextWait = waitOf(next))
-      if (nextWait->isBeforeInBlock(next))
-        nextWait->moveAfter(next);
+  return wait;
+}
+
+/// Second steps that read a bucket follow its wait (the window kept what
+/// reads their results after it). Done once every bucket is in place, from
+/// one numbering of the block: asking the block for the order between moves
+/// would renumber it each time.
+static void followBuckets(Block &block, ArrayRef<CollectiveWaitOp> waits) {
+  OpPositions positions(block);
+  // Where each op is now: a moved one sits just after the wait it follows.
+  llvm::DenseMap<Operation *, double> moved;
+  auto at = [&](Operation *op) -> double {
+    auto found = moved.find(op);
+    return found != moved.end() ? found->second : positions[op];
+  };
+  for (CollectiveWaitOp wait : waits) {
+    for (Operation *user : llvm::to_vector(wait->getUsers())) {
+      auto next = dyn_cast<CollectiveStartOp>(user);
+      if (!next || at(next) > at(wait))
+        continue;
+      moveAfterInBlock(next, wait);
+      moved[next] = at(wait) + 0.5;
+      if (CollectiveWaitOp nextWait = waitOf(next))
+        if (at(nextWait) < at(next)) {
+          moveAfterInBlock(nextWait, next);
+          moved[nextWait] = at(wait) + 0.75;
+        }
+    }
   }
 }
 
@@ -463,8 +486,10 @@ void Bucketer::fuse(llvm::function_ref<bool(CollectiveStartOp)> eligible) {
     return positions[a.members.front().start] <
            positions[b.members.front().start];
   });
+  SmallVector<CollectiveWaitOp> waits;
   for (Bucket &bucket : closed)
-    emit(bucket, block, order, members);
+    waits.push_back(emit(bucket, block, order, positions, members));
+  followBuckets(block, waits);
   for (Operation *op : llvm::reverse(order))
     if (members.contains(op) && isa<CollectiveWaitOp>(op))
       op->erase();

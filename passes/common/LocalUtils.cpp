@@ -115,3 +115,22 @@ int64_t zerosbp::backwardStart(Block &block, const OpPositions &positions) {
       return positions[&op];
   return positions[block.getTerminator()];
 }
+
+void zerosbp::numberInBlock(Operation *op) {
+  if (Operation *next = op->getNextNode())
+    (void)op->isBeforeInBlock(next);
+}
+
+void zerosbp::moveBeforeInBlock(Operation *op, Operation *target) {
+  if (op == target || op->getNextNode() == target)
+    return;
+  op->remove();
+  target->getBlock()->getOperations().insert(target->getIterator(), op);
+}
+
+void zerosbp::moveAfterInBlock(Operation *op, Operation *target) {
+  if (op == target || target->getNextNode() == op)
+    return;
+  op->remove();
+  target->getBlock()->getOperations().insertAfter(target->getIterator(), op);
+}

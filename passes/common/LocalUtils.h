@@ -27,6 +27,20 @@ bool isParameterGather(mlir::sbp::CollectiveStartOp start);
 /// The wait that completes `start` (null if it has none).
 mlir::sbp::CollectiveWaitOp waitOf(mlir::sbp::CollectiveStartOp start);
 
+/// `op` moved right before (after) `target` in `target`'s block, keeping
+/// the other ops' order: Operation::moveBefore splices, which drops the
+/// order of the whole block, and a pass that moves thousands of ops and
+/// asks isBeforeInBlock in between would renumber the block each time.
+/// Only `op` is left to number (numberInBlock).
+void moveBeforeInBlock(mlir::Operation *op, mlir::Operation *target);
+void moveAfterInBlock(mlir::Operation *op, mlir::Operation *target);
+
+/// Gives `op`, just created or moved between ops that have their order,
+/// its own at once; two such ops side by side would make the next
+/// isBeforeInBlock renumber the block. Not for ops moved in bulk to one
+/// place, where the gaps run out at once.
+void numberInBlock(mlir::Operation *op);
+
 /// Position of every op of a block, in order.
 class OpPositions {
 public:

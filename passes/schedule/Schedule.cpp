@@ -139,7 +139,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       if (i >= static_cast<size_t>(nvmeDepth))
         anchor = later(anchor, waitOfTransfer(reads[i - nvmeDepth]));
       if (anchor->isBeforeInBlock(reads[i]))
-        reads[i]->moveAfter(anchor);
+        moveAfterInBlock(reads[i], anchor);
     }
     for (size_t i = 0; i + nvmeDepth < writes.size(); ++i) {
       Operation *wait = waitOfTransfer(writes[i]);
@@ -149,11 +149,11 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       // What reads the written value (its assignment, which takes effect
       // at the end of the step anyway) follows the wait.
       SmallVector<Operation *> users(wait->getUsers());
-      wait->moveBefore(before);
+      moveBeforeInBlock(wait, before);
       Operation *last = wait;
       for (Operation *user : users)
         if (user->isBeforeInBlock(wait)) {
-          user->moveAfter(last);
+          moveAfterInBlock(user, last);
           last = user;
         }
     }
@@ -228,7 +228,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
         if (limit->isBeforeInBlock(user))
           user = limit;
       if (user != wait->getNextNode())
-        wait->moveBefore(user);
+        moveBeforeInBlock(wait, user);
     }
   }
 
@@ -278,11 +278,11 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       // then the start follows them.
       for (Operation *reshape : reshapes)
         if (after->isBeforeInBlock(reshape)) {
-          reshape->moveAfter(after);
+          moveAfterInBlock(reshape, after);
           after = reshape;
         }
       if (after->getNextNode() != start.getOperation())
-        start->moveAfter(after);
+        moveAfterInBlock(start, after);
     }
   }
 
@@ -318,7 +318,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
               anchor->isBeforeInBlock(def))
             anchor = def;
       if (anchor->isBeforeInBlock(start))
-        start->moveAfter(anchor);
+        moveAfterInBlock(start, anchor);
     }
   }
 };
