@@ -11,9 +11,9 @@ Adam, every block checkpointed, overlap_comm, DeepSpeed's 5e8 buckets,
 stage-3 persistence threshold 0 so that the model-state formula is exact)
 and simulated by zero-sim on nodes of 8 H100s (NVLink 450 GB/s, one
 400 Gbit/s NIC per GPU). The micro-batch is one sequence per data-parallel
-rank, as in the tutorial; where zero-compile refuses that layout, the row
-takes tp sequences per data-parallel rank (one sequence per GPU, the
-tokens per GPU of flat ZeRO at micro-batch 1) and the refusal is listed.
+rank, as in the tutorial; a tp > 1 layout runs again at tp sequences per
+data-parallel rank (one sequence per GPU: the tokens per GPU, and the
+global batch, of flat ZeRO at micro-batch 1). A refusal is listed.
 
 Per row: the simulated step time, tokens/s per GPU, model FLOPs
 utilization (6 x parameters x tokens plus attention's 12 x layers x hidden
@@ -336,41 +336,34 @@ def main():
     plan = os.path.join(work, "plan.zplan")
     rows, refused = [], []
     try:
-        for name in names:
+        # tp > 1 also at tp sequences per data-parallel rank: one per GPU,
+        # the tokens per GPU (and global batch) of the flat rows.
+        configs = [(name, world, tp, stage, micro)
+                   for name in names for world in worlds for tp in tps
+                   for stage in stages
+                   for micro in ([1] if tp == 1 else [1, tp])]
+        for name, world, tp, stage, micro in configs:
             m = MODELS[name]
-            for world in worlds:
-                for tp in tps:
-                    dp = world // tp
-                    for stage in stages:
-                        report = None
-                        for micro in ([1] if tp == 1 else [1, tp]):
-                            report, wall, error = compile_plan(
-                                args, m, world, tp, stage, dp * micro, plan)
-                            if report is not None:
-                                break
-                            refused.append({
-                                "model": name, "gpus": world, "tp": tp,
+            report, wall, error = compile_plan(
+                args, m, world, tp, stage, world // tp * micro, plan)
+            if report is None:
+                refused.append({"model": name, "gpus": world, "tp": tp,
                                 "stage": stage, "seqs_per_dp_rank": micro,
                                 "error": error})
-                            print("%-4s N=%-4d tp=%d ZeRO-%d %d per DP rank: "
-                                  "refused: %s" % (name, world, tp, stage,
-                                                   micro, error),
-                                  flush=True)
-                        if report is None:
-                            continue
-                        size = os.path.getsize(plan)
-                        sim = simulate(args, plan, world)
-                        os.remove(plan)
-                        r = row(name, m, world, tp, stage, micro, report,
-                                sim, size)
-                        rows.append(r)
-                        print("%-4s N=%-4d tp=%d ZeRO-%d %d per DP rank: "
-                              "%9.1f ms  %6d tok/s/GPU  model axis %7.1f GB "
-                              "peak %6.1f GiB  (compile %.1f s)" % (
-                                  name, world, tp, stage, micro,
-                                  r["step_ms"], r["tokens_per_s_per_gpu"],
-                                  r["model_axis_gb"], r["peak_gib"],
-                                  wall), flush=True)
+                print("%-4s N=%-4d tp=%d ZeRO-%d %d per DP rank: refused: %s"
+                      % (name, world, tp, stage, micro, error), flush=True)
+                continue
+            size = os.path.getsize(plan)
+            sim = simulate(args, plan, world)
+            os.remove(plan)
+            r = row(name, m, world, tp, stage, micro, report, sim, size)
+            rows.append(r)
+            print("%-4s N=%-4d tp=%d ZeRO-%d %d per DP rank: "
+                  "%9.1f ms  %6d tok/s/GPU  model axis %7.1f GB "
+                  "peak %6.1f GiB  (compile %.1f s)" % (
+                      name, world, tp, stage, micro, r["step_ms"],
+                      r["tokens_per_s_per_gpu"], r["model_axis_gb"],
+                      r["peak_gib"], wall), flush=True)
         goal = (measure_goal(args, work, args.goal_repeats)
                 if args.goal_repeats > 0 and GOAL["model"] in names else [])
     finally:
@@ -393,11 +386,14 @@ def main():
         for world in worlds:
             flat = [r for r in rows if r["model"] == name and
                     r["gpus"] == world and r["tp"] == 1 and r["stage"] == 3]
+            # At the same tokens per GPU: one sequence per GPU.
             tp8 = [r for r in rows if r["model"] == name and
-                   r["gpus"] == world and r["tp"] == 8 and r["stage"] == 1]
+                   r["gpus"] == world and r["tp"] == 8 and r["stage"] == 1
+                   and r["seqs_per_dp_rank"] == 8]
             if flat and tp8:
                 f, t = flat[0], tp8[0]
-                print("%s on %d GPUs: tp=8 + ZeRO-1 %s flat ZeRO-3 (%d against "
+                print("%s on %d GPUs, one sequence per GPU: tp=8 + ZeRO-1 %s "
+                      "flat ZeRO-3 (%d against "
                       "%d tokens/s per GPU; peak %.1f against %.1f GiB)" % (
                           name, world,
                           "beats" if t["tokens_per_s_per_gpu"] >
