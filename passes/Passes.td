@@ -308,6 +308,18 @@ def ZeroSbpPropagation
     have that many ranks. With `group-size` m, a 1-D placement of N ranks
     becomes the 2-D `[N/m, m]` and every annotated value keeps its SBP on
     both axes (MiCS and hpZ, whose groups zero-stage then uses).
+
+    Tensor parallelism (docs/design.md#tensor-parallelism): a parameter
+    captured split on an axis, and what is computed from it alone, keeps
+    that split while another signature is legal; on such a model axis a
+    signature that grows a partial sum pays its later reduce-scatter;
+    signatures that would leave a rank an empty part come last. A cast is
+    made once per value and layout and reused; an earlier cast counts as
+    free only for values computed from the loss seed, so that the layout
+    does not depend on the ZeRO stage. A cross entropy whose logits arrive
+    split by class becomes the vocabulary-parallel loss
+    (nn.cross_entropy_max, nn.cross_entropy_sums, nn.cross_entropy_loss,
+    nn.cross_entropy_split_grad).
   }];
   let options = [
     Option<"world", "world", "int64_t", "0",
