@@ -57,9 +57,8 @@ struct PrecisionConfig {
 };
 
 /// DeepSpeed's `zero_optimization` knobs other than `stage`. Sizes count
-/// elements, not bytes. `offload_optimizer` and `offload_param` have no
-/// field: only device "none" is supported and every front end rejects the
-/// others.
+/// elements, not bytes. `offload_optimizer` and `offload_param` are fields
+/// here too (their device, NVMe path and buffers: ConfigOptions.def).
 struct ZeroKnobs {
 #define ZERO_KNOB_OPTION(Field, Type, Member, Default, ...)                    \
   Type Member = Default;
