@@ -4,6 +4,8 @@
 
 #include "runtime/core/Error.h"
 
+#include <optional>
+
 namespace zerosbp::runtime::checks {
 
 void fail(std::string_view op, const std::string &message) {
@@ -74,6 +76,15 @@ void expectScalar(std::string_view op, const TensorRef &tensor,
                   const char *what) {
   expectFloat(op, tensor, what);
   expectNumel(op, tensor, 1, what);
+}
+
+double countOf(std::string_view op, const AttrMap &attrs, int64_t local) {
+  std::optional<int64_t> count = attrs.findInt("count");
+  if (!count)
+    return static_cast<double>(local);
+  if (*count < 1)
+    fail(op, "count " + std::to_string(*count) + " is not positive");
+  return static_cast<double>(*count);
 }
 
 int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank) {

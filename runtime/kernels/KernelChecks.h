@@ -56,6 +56,10 @@ void expectNumel(std::string_view op, const TensorRef &tensor, int64_t numel,
 void expectScalar(std::string_view op, const TensorRef &tensor,
                   const char *what);
 
+/// The divisor of a mean: the `count` attribute (the global count, set by
+/// zero-partition), which must be positive, else `local`.
+double countOf(std::string_view op, const AttrMap &attrs, int64_t local);
+
 /// `axis` counted from the front; negative counts from the back.
 int64_t normalizeAxis(std::string_view op, int64_t axis, int64_t rank);
 

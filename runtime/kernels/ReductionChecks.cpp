@@ -2,8 +2,6 @@
 
 #include "runtime/kernels/ReductionChecks.h"
 
-#include <optional>
-
 namespace zerosbp::runtime::checks {
 
 ReduceShape checkReduce(std::string_view op, const AttrMap &attrs,
@@ -33,14 +31,8 @@ ReduceShape checkReduce(std::string_view op, const AttrMap &attrs,
   }
   expectShape(op, result, shape, "result");
 
-  if (mean) {
-    reduce.divisor = static_cast<double>(reduce.reducedCount);
-    if (std::optional<int64_t> count = attrs.findInt("count")) {
-      if (*count < 1)
-        fail(op, "count " + std::to_string(*count) + " is not positive");
-      reduce.divisor = static_cast<double>(*count);
-    }
-  }
+  if (mean)
+    reduce.divisor = countOf(op, attrs, reduce.reducedCount);
   return reduce;
 }
 

@@ -4,8 +4,6 @@
 
 #include "runtime/kernels/ElementwiseChecks.h"
 
-#include <optional>
-
 namespace zerosbp::runtime::checks {
 
 namespace {
@@ -35,14 +33,8 @@ LossLayout lossLayout(std::string_view op, const AttrMap &attrs,
     fail(op, "logits must have a class dim");
   std::vector<int64_t> leading(logits.shape.begin(), logits.shape.end() - 1);
   expectShape(op, labels, leading, "labels");
-  LossLayout layout{labels.numel(), logits.shape.back(), 0.0};
-  layout.count = static_cast<double>(layout.samples);
-  if (std::optional<int64_t> count = attrs.findInt("count")) {
-    if (*count < 1)
-      fail(op, "count " + std::to_string(*count) + " is not positive");
-    layout.count = static_cast<double>(*count);
-  }
-  return layout;
+  return {labels.numel(), logits.shape.back(),
+          countOf(op, attrs, labels.numel())};
 }
 } // namespace
 

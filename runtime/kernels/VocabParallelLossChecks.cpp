@@ -2,8 +2,6 @@
 
 #include "runtime/kernels/VocabParallelLossChecks.h"
 
-#include <optional>
-
 namespace zerosbp::runtime::checks {
 
 namespace {
@@ -19,16 +17,6 @@ void expectSum(std::string_view op, const TensorRef &tensor, const char *what) {
   if (tensor.dtype != DType::F32 && tensor.dtype != DType::F64)
     fail(op, std::string(what) + " has element type " +
                  dtypeName(tensor.dtype) + ", expected f32 or f64");
-}
-
-/// `count`, positive, else `rows`.
-double countOf(std::string_view op, const AttrMap &attrs, int64_t rows) {
-  std::optional<int64_t> count = attrs.findInt("count");
-  if (!count)
-    return static_cast<double>(rows);
-  if (*count < 1)
-    fail(op, "count " + std::to_string(*count) + " is not positive");
-  return static_cast<double>(*count);
 }
 
 /// The logits as rows x classes, their classes placed by `global_shape` and
