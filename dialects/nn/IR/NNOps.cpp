@@ -749,19 +749,48 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Logits `(..., classes)`: a batch and a class axis.
+static LogicalResult checkLogits(const Inference &infer,
+                                 RankedTensorType logits) {
+  if (logits.getRank() < 2)
+    return infer.error("logits must have a batch and a class axis, got " +
+                       Inference::shapeStr(logits.getShape()));
+  return success();
+}
+
+/// A per-row value of logits `(..., classes)` (labels, a row's max): the
+/// leading dims.
+static LogicalResult checkRows(const Inference &infer, StringRef name,
+                               RankedTensorType value,
+                               RankedTensorType logits) {
+  if (value.getShape() != logits.getShape().drop_back())
+    return infer.error(name + " shape " +
+                       Inference::shapeStr(value.getShape()) +
+                       " must be the logits shape without its class axis " +
+                       Inference::shapeStr(logits.getShape().drop_back()));
+  return success();
+}
+
 /// Logits `(..., classes)` with labels of the leading dims.
 static LogicalResult checkLogitsLabels(const Inference &infer,
                                        RankedTensorType logits,
                                        RankedTensorType labels) {
-  if (logits.getRank() < 2)
-    return infer.error("logits must have a batch and a class axis, got " +
-                       Inference::shapeStr(logits.getShape()));
-  if (labels.getShape() != logits.getShape().drop_back())
-    return infer.error("labels shape " +
-                       Inference::shapeStr(labels.getShape()) +
-                       " must be the logits shape without its class axis " +
-                       Inference::shapeStr(logits.getShape().drop_back()));
-  return success();
+  if (failed(checkLogits(infer, logits)))
+    return failure();
+  return checkRows(infer, "labels", labels, logits);
+}
+
+/// A loss's gradient: a 0-D f32 tensor, the loss's type.
+static LogicalResult checkGradLoss(const Inference &infer,
+                                   RankedTensorType dloss) {
+  if (dloss.getRank() == 0 && dloss.getElementType().isF32())
+    return success();
+  std::string type;
+  llvm::raw_string_ostream os(type);
+  os << dloss;
+  return infer.error("grad_loss must be a 0-D f32 tensor (the loss's "
+                     "type), got " +
+                     Twine(type));
 }
 
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
@@ -779,27 +808,14 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-/// Per-row values of logits `(..., classes)`: the leading dims.
-static LogicalResult checkRows(const Inference &infer, StringRef name,
-                               RankedTensorType value,
-                               RankedTensorType logits) {
-  if (value.getShape() != logits.getShape().drop_back())
-    return infer.error(name + " shape " +
-                       Inference::shapeStr(value.getShape()) +
-                       " must be the logits shape without its class axis " +
-                       Inference::shapeStr(logits.getShape().drop_back()));
-  return success();
-}
-
 LogicalResult
 CrossEntropyMaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                     Adaptor adaptor,
                                     SmallVectorImpl<Type> &types) {
   Inference infer(loc, "cross_entropy_max");
   RankedTensorType logits = tensorOf(adaptor.getLogits());
-  if (logits.getRank() < 2)
-    return infer.error("logits must have a batch and a class axis, got " +
-                       Inference::shapeStr(logits.getShape()));
+  if (failed(checkLogits(infer, logits)))
+    return failure();
   types.push_back(plain(logits.getShape().drop_back(),
                         Float32Type::get(logits.getContext())));
   return success();
@@ -844,10 +860,8 @@ LogicalResult CrossEntropySplitGradOp::inferReturnTypes(
     SmallVectorImpl<Type> &types) {
   Inference infer(loc, "cross_entropy_split_grad");
   RankedTensorType logits = tensorOf(adaptor.getLogits());
-  if (tensorOf(adaptor.getGradLoss()).getRank() != 0)
-    return infer.error("grad_loss must be a 0-D f32 tensor (the loss's "
-                       "type)");
-  if (failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
+  if (failed(checkGradLoss(infer, tensorOf(adaptor.getGradLoss()))) ||
+      failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
       failed(checkRows(infer, "max", tensorOf(adaptor.getMax()), logits)) ||
       failed(
           checkRows(infer, "sumexp", tensorOf(adaptor.getSumexp()), logits)) ||
@@ -1163,16 +1177,9 @@ CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                      Adaptor adaptor,
                                      SmallVectorImpl<Type> &types) {
   Inference infer(loc, "cross_entropy_grad");
-  RankedTensorType dloss = tensorOf(adaptor.getGradLoss());
   RankedTensorType logits = tensorOf(adaptor.getLogits());
-  if (dloss.getRank() != 0 || !dloss.getElementType().isF32()) {
-    std::string type;
-    llvm::raw_string_ostream os(type);
-    os << dloss;
-    return infer.error("grad_loss must be a 0-D f32 tensor (the loss's "
-                       "type), got " +
-                       Twine(type));
-  }
+  if (failed(checkGradLoss(infer, tensorOf(adaptor.getGradLoss()))))
+    return failure();
   // The gradient comes out in the logits' precision, computed in f32.
   if (failed(checkLogitsLabels(infer, logits, tensorOf(adaptor.getLabels()))) ||
       failed(checkCount(infer, adaptor.getCount())))

@@ -714,3 +714,12 @@ func.func @cross_entropy_max_rank(%logits: tensor<100xf32>) {
   %0 = nn.cross_entropy_max %logits : (tensor<100xf32>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @cross_entropy_split_grad_loss_rank(%dloss: tensor<1xf32>, %logits: tensor<8x100xf32>, %rows: tensor<8xf32>, %labels: tensor<8xi64>) {
+  // expected-error@+2 {{'nn.cross_entropy_split_grad' op grad_loss must be a 0-D f32 tensor (the loss's type), got tensor<1xf32>}}
+  // expected-error@+1 {{'nn.cross_entropy_split_grad' op failed to infer returned types}}
+  %0 = nn.cross_entropy_split_grad %dloss, %logits, %rows, %rows, %labels : (tensor<1xf32>, tensor<8x100xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xi64>) -> tensor<8x100xf32>
+  return
+}
