@@ -76,8 +76,10 @@ private:
   /// backward computes from them).
   llvm::DenseSet<Value> fromSeed;
   /// Per (logits, labels) of a vocabulary-parallel loss, each row's max and
-  /// sum of exponentials, for its gradient.
-  llvm::DenseMap<std::pair<Value, Value>, std::pair<Value, Value>> rowStats;
+  /// its sums, made once for the loss and its gradient.
+  llvm::DenseMap<std::pair<Value, Value>,
+                 std::pair<Value, nn::CrossEntropySumsOp>>
+      rowStats;
   /// The axes on which some parameter is pinned: the model axes.
   unsigned modelAxes = 0;
 };
@@ -380,6 +382,11 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
       operandBytes.push_back(bytesOnAxis(
           operand, [&](int64_t k) { return chosen[k]->operands[index]; },
           operandEncodings[index]));
+    SmallVector<double, 2> resultBytes;
+    for (auto [index, result] : llvm::enumerate(operation->getResults()))
+      resultBytes.push_back(bytesOnAxis(
+          result, [&](int64_t k) { return chosen[k]->results[index]; },
+          /*later=*/nullptr));
     // Fewest bytes moved, then fewest casts (a free slice still costs a
     // copy and usually a gather later), then the first listed; among the
     // signatures that fill every rank and keep parameters in place when
@@ -406,11 +413,6 @@ LogicalResult Propagation::annotateCompute(SbpOpInterface op) {
                                     operandBytes[index], hierarchy[axis]);
           cost.second += 1;
         }
-        SmallVector<double, 2> resultBytes;
-        for (auto [index, result] : llvm::enumerate(operation->getResults()))
-          resultBytes.push_back(bytesOnAxis(
-              result, [&](int64_t k) { return chosen[k]->results[index]; },
-              /*later=*/nullptr));
         cost.first += partialSumDebt(operandEncodings, signature, operandBytes,
                                      resultBytes, axis);
         if (cost < bestCost) {
@@ -498,10 +500,12 @@ FailureOr<OpTy> Propagation::createAnnotated(Location loc, Args &&...args) {
 LogicalResult Propagation::annotateVocabParallelLoss(Operation *op) {
   Location loc = op->getLoc();
   builder.setInsertionPoint(op);
-  auto rowsOf = [&](Value logits,
-                    Value labels) -> FailureOr<std::pair<Value, Value>> {
-    if (auto found = rowStats.find({logits, labels}); found != rowStats.end())
-      return found->second;
+  auto forward = dyn_cast<nn::CrossEntropyOp>(op);
+  auto backward = dyn_cast<nn::CrossEntropyGradOp>(op);
+  Value logits = forward ? forward.getLogits() : backward.getLogits();
+  Value labels = forward ? forward.getLabels() : backward.getLabels();
+  auto [rows, made] = rowStats.try_emplace({logits, labels});
+  if (made) {
     auto max = createAnnotated<nn::CrossEntropyMaxOp>(loc, logits);
     if (failed(max))
       return failure();
@@ -510,35 +514,26 @@ LogicalResult Propagation::annotateVocabParallelLoss(Operation *op) {
         /*split_dims=*/nullptr);
     if (failed(sums))
       return failure();
-    std::pair<Value, Value> rows{max->getResult(), sums->getSumexp()};
-    rowStats[{logits, labels}] = rows;
-    if (auto forward = dyn_cast<nn::CrossEntropyOp>(op)) {
-      auto loss = createAnnotated<nn::CrossEntropyLossOp>(
-          loc, max->getResult(), sums->getSumexp(), sums->getLabelLogit(),
-          /*count=*/nullptr);
-      if (failed(loss))
-        return failure();
-      forward.getResult().replaceAllUsesWith(loss->getResult());
-    }
-    return rows;
-  };
-  if (auto forward = dyn_cast<nn::CrossEntropyOp>(op)) {
-    if (failed(rowsOf(forward.getLogits(), forward.getLabels())))
-      return failure();
-    op->erase();
-    return success();
+    rows->second = {max->getResult(), *sums};
   }
-  auto backward = cast<nn::CrossEntropyGradOp>(op);
-  auto rows = rowsOf(backward.getLogits(), backward.getLabels());
-  if (failed(rows))
-    return failure();
-  auto grad = createAnnotated<nn::CrossEntropySplitGradOp>(
-      loc, backward.getGradLoss(), backward.getLogits(), rows->first,
-      rows->second, backward.getLabels(), /*count=*/nullptr,
-      /*global_shape=*/nullptr, /*split_dims=*/nullptr, /*split_of=*/nullptr);
-  if (failed(grad))
-    return failure();
-  backward.getResult().replaceAllUsesWith(grad->getResult());
+  auto [max, sums] = rows->second;
+  Value replacement;
+  if (forward) {
+    auto loss = createAnnotated<nn::CrossEntropyLossOp>(
+        loc, max, sums.getSumexp(), sums.getLabelLogit(), /*count=*/nullptr);
+    if (failed(loss))
+      return failure();
+    replacement = loss->getResult();
+  } else {
+    auto grad = createAnnotated<nn::CrossEntropySplitGradOp>(
+        loc, backward.getGradLoss(), logits, max, sums.getSumexp(), labels,
+        /*count=*/nullptr, /*global_shape=*/nullptr, /*split_dims=*/nullptr,
+        /*split_of=*/nullptr);
+    if (failed(grad))
+      return failure();
+    replacement = grad->getResult();
+  }
+  op->getResult(0).replaceAllUsesWith(replacement);
   op->erase();
   return success();
 }
