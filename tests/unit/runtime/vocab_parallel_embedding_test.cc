@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Error.h"
-#include "runtime/exec/RankAttrs.h"
 #include "tests/unit/runtime/kernel_test_util.h"
+#include "tests/unit/runtime/rank_attrs_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -27,27 +27,9 @@ constexpr int64_t kVocab = 10, kDim = 3;
 AttrMap rankAttrsOf(const std::string &op, AttrMap attrs,
                     std::vector<std::vector<int64_t>> operands,
                     std::vector<std::vector<int64_t>> results, int rank) {
-  Plan plan;
-  plan.source = "test.zplan";
-  plan.hierarchy = {1, 2};
-  plan.world = 2;
-  Instruction instruction;
-  instruction.op = op;
-  auto add = [&](std::vector<int64_t> shape) {
-    PlanValue value;
-    value.shape = std::move(shape);
-    plan.values.push_back(value);
-    return static_cast<int>(plan.values.size()) - 1;
-  };
-  for (std::vector<int64_t> &shape : operands)
-    instruction.operands.push_back(add(std::move(shape)));
-  for (std::vector<int64_t> &shape : results)
-    instruction.results.push_back(add(std::move(shape)));
-  attrs.set("global_shape", ints({kVocab, kDim}));
-  attrs.set("split_dims", ints({-1, 0}));
-  instruction.attrs = std::move(attrs);
-  plan.instructions = {instruction};
-  return rankAttrs(plan, rank)[0];
+  return rankAttrsOnModelAxis(op, std::move(attrs), std::move(operands),
+                              std::move(results), {kVocab, kDim},
+                              /*splitDim=*/0, rank, /*ranks=*/2);
 }
 
 /// Rows [5 rank, 5 rank + 5) of `whole`, in its type.

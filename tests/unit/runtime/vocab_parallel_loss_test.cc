@@ -12,8 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/core/Error.h"
-#include "runtime/exec/RankAttrs.h"
 #include "tests/unit/runtime/kernel_test_util.h"
+#include "tests/unit/runtime/rank_attrs_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -33,28 +33,9 @@ using Shapes = std::vector<std::vector<int64_t>>;
 AttrMap rankAttrsOf(const std::string &op, AttrMap attrs, Shapes operands,
                     Shapes results, const std::vector<int64_t> &globalShape,
                     int rank, int ranks) {
-  Plan plan;
-  plan.source = "test.zplan";
-  plan.hierarchy = {1, ranks};
-  plan.world = ranks;
-  Instruction instruction;
-  instruction.op = op;
-  auto add = [&](std::vector<int64_t> shape) {
-    PlanValue value;
-    value.shape = std::move(shape);
-    plan.values.push_back(value);
-    return static_cast<int>(plan.values.size()) - 1;
-  };
-  for (std::vector<int64_t> &shape : operands)
-    instruction.operands.push_back(add(std::move(shape)));
-  for (std::vector<int64_t> &shape : results)
-    instruction.results.push_back(add(std::move(shape)));
-  attrs.set("global_shape", globalShape);
-  attrs.set("split_dims",
-            ints({-1, static_cast<int64_t>(globalShape.size()) - 1}));
-  instruction.attrs = std::move(attrs);
-  plan.instructions = {instruction};
-  return rankAttrs(plan, rank)[0];
+  return rankAttrsOnModelAxis(
+      op, std::move(attrs), std::move(operands), std::move(results),
+      globalShape, static_cast<int64_t>(globalShape.size()) - 1, rank, ranks);
 }
 
 /// Columns [begin, begin + size) of a (rows, classes) tensor, in its type.
