@@ -29,6 +29,8 @@ const char *collectiveKindName(CollectiveKind kind) {
     return "all_gather";
   case CollectiveKind::AllToAll:
     return "all_to_all";
+  case CollectiveKind::SendRecv:
+    return "send_recv";
   }
   return "?";
 }
@@ -220,8 +222,10 @@ void reduceInRankOrder(DType type, const std::vector<const void *> &sources,
 }
 
 int64_t directBytesSent(CollectiveKind kind, DType type, int64_t count,
-                        int groupSize, int groupIndex) {
+                        int groupSize, int groupIndex, int sourceIndex) {
   int64_t elementBytes = static_cast<int64_t>(dtypeBytes(type));
+  if (kind == CollectiveKind::SendRecv)
+    return groupIndex == sourceIndex ? count * elementBytes : 0;
   int64_t others = groupSize - 1;
   if (kind != CollectiveKind::AllReduce)
     return others * count * elementBytes;
@@ -232,9 +236,10 @@ int64_t directBytesSent(CollectiveKind kind, DType type, int64_t count,
 }
 
 void Communicator::countCollective(CollectiveKind kind, DType type,
-                                   int64_t count, const CommGroup &group) {
-  int64_t bytes =
-      directBytesSent(kind, type, count, group.size(), group.index());
+                                   int64_t count, const CommGroup &group,
+                                   int sourceIndex) {
+  int64_t bytes = directBytesSent(kind, type, count, group.size(),
+                                  group.index(), sourceIndex);
   counters.called(kind) += 1;
   counters.sent(kind) += bytes;
   if (group.axis() >= 0 && group.axis() < kMaxHierarchyAxes)

@@ -12,6 +12,11 @@
 // and all-gather T(n-1)/n, all-to-all T(n-1)/n^2 per part... where T is the
 // full-size bytes. Each backend counts the bytes it sends, by kind.
 //
+// Pipeline stages pass activations point to point: send() and recv() move
+// one buffer from one group member to another (kind send_recv). Only the
+// sender counts its bytes; messages between two members arrive in the order
+// they were sent.
+//
 // A Communicator is used by one thread of its rank at a time (the rank's
 // communication stream). Failures: a rank that fails calls abort(); every
 // other rank's pending or next collective then throws RuntimeError naming
@@ -34,10 +39,17 @@
 
 namespace zerosbp::runtime {
 
-enum class CollectiveKind { AllReduce, ReduceScatter, AllGather, AllToAll };
-constexpr int kNumCollectiveKinds = 4;
-/// Placements have at most two hierarchy axes (nodes and ranks per node).
-constexpr int kMaxHierarchyAxes = 2;
+enum class CollectiveKind {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  AllToAll,
+  SendRecv
+};
+constexpr int kNumCollectiveKinds = 5;
+/// Placements have at most three hierarchy axes (Megatron's [pipeline,
+/// data, model]; [nodes, ranks per node]): bytes are counted per axis.
+constexpr int kMaxHierarchyAxes = 3;
 const char *collectiveKindName(CollectiveKind kind); // "all_reduce", ...
 
 enum class ReduceOp { Sum, Max };
@@ -111,6 +123,17 @@ public:
   virtual void allToAll(CommGroup &group, DType type, const void *send,
                         void *recv, int64_t count) = 0;
 
+  /// Point to point within `group`: `data` holds `count` elements for group
+  /// member `peerIndex`, which takes them with recv(). The bytes are counted
+  /// here, under send_recv. A backend may return before the peer receives.
+  virtual void send(CommGroup &group, DType type, const void *data,
+                    int64_t count, int peerIndex) = 0;
+  /// Receives into `data` the next message group member `peerIndex` sent
+  /// this rank; it must hold `count` elements of `type`. Waits at most the
+  /// timeout, naming the peer when it has not sent.
+  virtual void recv(CommGroup &group, DType type, void *data, int64_t count,
+                    int peerIndex) = 0;
+
   /// Tells every other rank that this one failed (best effort, never
   /// throws); their collectives then fail with a message naming this rank.
   virtual void abort(const std::string &reason) = 0;
@@ -123,8 +146,9 @@ public:
 protected:
   /// Counts one collective over `group`, `count` as the collective's own
   /// argument, with directBytesSent: every backend counts the same bytes.
+  /// For send_recv, `sourceIndex` is the sending member's group index.
   void countCollective(CollectiveKind kind, DType type, int64_t count,
-                       const CommGroup &group);
+                       const CommGroup &group, int sourceIndex = -1);
 
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   CommStats counters;
@@ -153,9 +177,11 @@ int memberIndex(const std::vector<int> &ranks, int myRank, int worldSize,
 /// The bytes rank `groupIndex` of a group of `groupSize` sends in one
 /// collective with the direct algorithms (docs/ir.md#boxing); `count` is
 /// the collective's own argument (all elements for an all-reduce, one
-/// rank's part for the others).
+/// rank's part for the others, the message for send_recv). A send_recv
+/// sends its `count` elements from group index `sourceIndex`; its
+/// receiver sends nothing.
 int64_t directBytesSent(CollectiveKind kind, DType type, int64_t count,
-                        int groupSize, int groupIndex);
+                        int groupSize, int groupIndex, int sourceIndex = -1);
 
 /// "[0, 1, 3]".
 std::string formatRanks(const std::vector<int> &ranks);

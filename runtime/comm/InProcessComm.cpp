@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -71,8 +72,16 @@ struct InProcessCall {
   }
 };
 
+/// A point-to-point message waiting in a mailbox: the sender's bytes, copied
+/// so that the sender may go on at once.
+struct InProcessMessage {
+  DType type = DType::F32;
+  int64_t count = 0;
+  std::vector<unsigned char> bytes;
+};
+
 /// The state a group's members share: a reusable barrier and the calls they
-/// published.
+/// published, and the mailboxes of point-to-point messages.
 struct InProcessGroupState {
   explicit InProcessGroupState(std::vector<int> members)
       : members(std::move(members)), present(this->members.size(), false),
@@ -85,6 +94,9 @@ struct InProcessGroupState {
   uint64_t generation = 0;
   std::vector<bool> present;
   std::vector<InProcessCall> calls;
+  /// Messages sent and not yet received, by (sender, receiver) group
+  /// index, oldest first.
+  std::map<std::pair<int, int>, std::deque<InProcessMessage>> mailboxes;
 };
 
 class InProcessComm::Group : public CommGroup {
@@ -221,7 +233,8 @@ void InProcessComm::abort(const std::string &reason) {
 }
 
 InProcessComm::Group &InProcessComm::begin(CommGroup &group,
-                                           const InProcessCall &call) {
+                                           const InProcessCall &call,
+                                           int peerIndex) {
   world.throwIfFailed();
   Group *found = nullptr;
   for (auto &candidate : groups)
@@ -231,23 +244,34 @@ InProcessComm::Group &InProcessComm::begin(CommGroup &group,
   size_t bytes = static_cast<size_t>(std::max<int64_t>(call.count, 0)) *
                  dtypeBytes(call.type);
   size_t parts = static_cast<size_t>(group.size());
+  // send() has only its input, recv() only its output.
+  bool pointToPoint = call.kind == CollectiveKind::SendRecv;
+  bool nullBuffer =
+      pointToPoint ? !call.send && !call.recv : !call.send || !call.recv;
   if (!found)
     problem = "a group that rank " + std::to_string(myRank) + " did not create";
   else if (call.count < 0)
     problem = "a negative element count";
-  else if (call.count > 0 && (!call.send || !call.recv))
+  else if (call.count > 0 && nullBuffer)
     problem = "a null buffer";
   else if (call.kind == CollectiveKind::AllToAll &&
            overlaps(call.send, bytes * parts, call.recv, bytes * parts))
     problem = "overlapping input and output";
-  if (!problem.empty()) {
+  else if (pointToPoint && (peerIndex < 0 || peerIndex >= group.size()))
+    problem = "peer index " + std::to_string(peerIndex) +
+              ", outside a group of " + std::to_string(group.size());
+  else if (pointToPoint && peerIndex == group.index())
+    problem = "a peer that is the rank itself";
+  if (!problem.empty())
     // Peers would otherwise wait for this rank until they time out.
-    std::string message = "rank " + std::to_string(myRank) +
-                          " failed: " + call.describe() + " on " + problem;
-    world.fail(myRank, message);
-    throw RuntimeError(message);
-  }
+    failWorld("rank " + std::to_string(myRank) + " failed: " + call.describe() +
+              " on " + problem);
   return *found;
+}
+
+void InProcessComm::failWorld(const std::string &message) {
+  world.fail(myRank, message);
+  throw RuntimeError(message);
 }
 
 /// One rank's passage through its group's barriers during a collective.
@@ -454,6 +478,67 @@ void InProcessComm::allReduce(CommGroup &group, DType type, void *data,
     meeting.sync();
   }
   countCollective(call.kind, type, count, group);
+}
+
+void InProcessComm::send(CommGroup &group, DType type, const void *data,
+                         int64_t count, int peerIndex) {
+  InProcessCall call{
+      CollectiveKind::SendRecv, type, count, ReduceOp::Sum, data, nullptr};
+  Group &own = begin(group, call, peerIndex);
+  InProcessMessage message{type, count, {}};
+  message.bytes.resize(static_cast<size_t>(count) * dtypeBytes(type));
+  if (!message.bytes.empty())
+    std::memcpy(message.bytes.data(), data, message.bytes.size());
+  {
+    std::lock_guard<std::mutex> lock(own.state.mutex);
+    own.state.mailboxes[{own.index(), peerIndex}].push_back(std::move(message));
+  }
+  own.state.arrivals.notify_all();
+  countCollective(call.kind, type, count, group, own.index());
+}
+
+void InProcessComm::recv(CommGroup &group, DType type, void *data,
+                         int64_t count, int peerIndex) {
+  InProcessCall call{
+      CollectiveKind::SendRecv, type, count, ReduceOp::Sum, nullptr, data};
+  Group &own = begin(group, call, peerIndex);
+  InProcessGroupState &state = own.state;
+  Clock::time_point deadline = Clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(state.mutex);
+  std::deque<InProcessMessage> &box = state.mailboxes[{peerIndex, own.index()}];
+  while (box.empty()) {
+    // world.fail() wakes every group's waiters, this one included.
+    if (world.failed()) {
+      lock.unlock();
+      world.throwIfFailed();
+    }
+    if (Clock::now() >= deadline) {
+      lock.unlock();
+      std::string message =
+          "timed out after " + formatDuration(timeout) + " waiting for rank " +
+          std::to_string(state.members[peerIndex]) + " in send_recv";
+      world.fail(std::nullopt, message);
+      throw RuntimeError(message);
+    }
+    state.arrivals.wait_until(lock, deadline);
+  }
+  InProcessMessage message = std::move(box.front());
+  box.pop_front();
+  lock.unlock();
+  if (message.type != type || message.count != count) {
+    // As for mismatched collectives, neither rank is the one to blame.
+    std::string text =
+        "mismatched send_recv in group " + formatRanks(state.members) +
+        ": rank " + std::to_string(state.members[peerIndex]) + " sends " +
+        std::to_string(message.count) + " " + dtypeName(message.type) +
+        " elements, rank " + std::to_string(myRank) + " receives " +
+        std::to_string(count) + " " + dtypeName(type) + " elements";
+    world.fail(std::nullopt, text);
+    throw RuntimeError(text);
+  }
+  if (!message.bytes.empty())
+    std::memcpy(data, message.bytes.data(), message.bytes.size());
+  countCollective(call.kind, type, count, group, peerIndex);
 }
 
 } // namespace zerosbp::runtime

@@ -28,6 +28,11 @@
 //                   divides count.
 // With n = 1 nothing is sent and collectives are local copies.
 //
+// Point to point: send() copies the bytes into the group's mailbox for the
+// (sender, receiver) pair and returns; recv() waits for the oldest message
+// of that pair and copies it out. Mailboxes are first in, first out, so
+// messages between two members arrive in the order sent.
+//
 // Buffers: the reduce-scatter output may be the rank's own part of its
 // input, and the all-gather input may be the rank's own part of its output
 // (in place); otherwise inputs and outputs must not overlap.
@@ -35,8 +40,9 @@
 // Failures: abort() records the failing rank and its reason in the world;
 // every collective of every rank that is waiting, or that starts later,
 // throws RuntimeError("rank R failed: <reason>"). A rank that waits longer
-// than its timeout for its group throws RuntimeError naming the ranks that
-// did not arrive and fails the world the same way. After a failure the
+// than its timeout for its group (or, in recv(), for its peer's message)
+// throws RuntimeError naming the ranks that did not arrive and fails the
+// world the same way. After a failure the
 // world is unusable: every collective throws.
 //
 //===----------------------------------------------------------------------===//
@@ -135,15 +141,22 @@ public:
                  int64_t count) override;
   void allToAll(CommGroup &group, DType type, const void *send, void *recv,
                 int64_t count) override;
+  void send(CommGroup &group, DType type, const void *data, int64_t count,
+            int peerIndex) override;
+  void recv(CommGroup &group, DType type, void *data, int64_t count,
+            int peerIndex) override;
 
   void abort(const std::string &reason) override;
 
 private:
   class Group;
 
-  /// Checks the world and the arguments; returns this rank's view of
-  /// `group`. An invalid call fails the world, as peers would wait for it.
-  Group &begin(CommGroup &group, const InProcessCall &call);
+  /// Checks the world and the arguments (and for send_recv `peerIndex`);
+  /// returns this rank's view of `group`. An invalid call fails the world,
+  /// as peers would wait for it.
+  Group &begin(CommGroup &group, const InProcessCall &call, int peerIndex = -1);
+  /// Fails the world with `message` and throws it.
+  [[noreturn]] void failWorld(const std::string &message);
 
   InProcessWorld &world;
   int myRank;

@@ -8,7 +8,10 @@
 //   all-to-all:     MPI_Ialltoall;
 //   all-reduce:     MPI_Ialltoallv sends chunk j to rank j, the rank reduces
 //                   its chunk in rank order in place, MPI_Iallgatherv
-//                   (in place) spreads the chunks.
+//                   (in place) spreads the chunks;
+//   send / recv:    MPI_Isend / MPI_Irecv on the group's communicator, with
+//                   a tag of their own (MPI keeps the messages of one
+//                   sender, tag and communicator in order).
 // Elements travel as unsigned integers of their width, so counts are in
 // elements.
 //
@@ -481,6 +484,10 @@ public:
                  int64_t count) override;
   void allToAll(CommGroup &group, DType type, const void *send, void *recv,
                 int64_t count) override;
+  void send(CommGroup &group, DType type, const void *data, int64_t count,
+            int peerIndex) override;
+  void recv(CommGroup &group, DType type, void *data, int64_t count,
+            int peerIndex) override;
 
   void abort(const std::string &reason) override;
 
@@ -488,9 +495,21 @@ private:
   /// Checks the communicator and the arguments; returns the MPI group.
   MpiGroup &begin(CommGroup &group, CollectiveKind kind, DType type,
                   int64_t count, bool hasBuffers);
+  /// begin()'s checks without the roll call's count (which counts the
+  /// group's collectives, that every member begins) and, for send_recv,
+  /// those of `peerIndex`.
+  MpiGroup &validate(CommGroup &group, CollectiveKind kind, DType type,
+                     int64_t count, bool hasBuffers, int peerIndex = -1);
   /// Completes `request`, polling so that the timeout can fire.
   void wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
             Clock::time_point deadline);
+  /// Completes a send's or receive's `request` likewise; a timeout names
+  /// the peer, the one rank it waits for.
+  void waitForPeer(MPI_Request &request, MpiGroup &group, int peerIndex,
+                   Clock::time_point deadline, MPI_Status &status);
+
+  /// The tag of send_recv messages on a group's communicator.
+  static constexpr int kSendRecvTag = 1;
 
   MPI_Comm world;
   int myRank = 0;
@@ -545,6 +564,13 @@ void MpiComm::abort(const std::string &reason) {
 
 MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
                          int64_t count, bool hasBuffers) {
+  MpiGroup &found = validate(group, kind, type, count, hasBuffers);
+  roll->begin(RollCall::slotOf(owner, found.slot));
+  return found;
+}
+
+MpiGroup &MpiComm::validate(CommGroup &group, CollectiveKind kind, DType type,
+                            int64_t count, bool hasBuffers, int peerIndex) {
   std::string what = "rank " + std::to_string(myRank) + ": " +
                      describeCollective(kind, type, count);
   if (!broken.empty())
@@ -559,15 +585,21 @@ MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
     throw RuntimeError(what + ": negative element count");
   if (count > 0 && !hasBuffers)
     throw RuntimeError(what + ": null buffer");
-  // MPI counts are int; all-reduce's displacements reach `count`, the other
-  // collectives' counts are per part.
-  int64_t limit = kind == CollectiveKind::AllReduce
-                      ? count
-                      : count * static_cast<int64_t>(found->size());
+  // MPI counts are int; all-reduce's displacements reach `count`, as does
+  // a message; the other collectives' counts are per part.
+  int64_t limit =
+      kind == CollectiveKind::AllReduce || kind == CollectiveKind::SendRecv
+          ? count
+          : count * static_cast<int64_t>(found->size());
   if (limit > INT_MAX)
     throw RuntimeError(what + ": more than " + std::to_string(INT_MAX) +
                        " elements for MPI");
-  roll->begin(RollCall::slotOf(owner, found->slot));
+  if (kind == CollectiveKind::SendRecv &&
+      (peerIndex < 0 || peerIndex >= found->size() ||
+       peerIndex == found->index()))
+    throw RuntimeError(what + ": peer index " + std::to_string(peerIndex) +
+                       " is not another member of group " +
+                       formatRanks(found->ranks()));
   return *found;
 }
 
@@ -599,6 +631,71 @@ void MpiComm::wait(MPI_Request &request, CollectiveKind kind, MpiGroup &group,
     else
       std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+void MpiComm::waitForPeer(MPI_Request &request, MpiGroup &group, int peerIndex,
+                          Clock::time_point deadline, MPI_Status &status) {
+  Clock::time_point start = Clock::now();
+  while (true) {
+    int done = 0;
+    check(MPI_Test(&request, &done, &status), "MPI error in send_recv");
+    if (done)
+      return;
+    roll->answer();
+    Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      // Only the peer can hold a message up, whether it is alive or not.
+      broken =
+          timeoutMessage(timeout, {group.ranks()[peerIndex]},
+                         "send_recv on group " + formatRanks(group.ranks()));
+      throw RuntimeError(broken);
+    }
+    if (now - start < std::chrono::milliseconds(50))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void MpiComm::send(CommGroup &group, DType type, const void *data,
+                   int64_t count, int peerIndex) {
+  CollectiveKind kind = CollectiveKind::SendRecv;
+  MpiGroup &own =
+      validate(group, kind, type, count, data != nullptr, peerIndex);
+  auto deadline = Clock::now() + timeout;
+  MPI_Request request;
+  MPI_Status status;
+  // Nonblocking even for a large message, which MPI sends only once the
+  // receiver has posted its receive: the wait is polled.
+  check(MPI_Isend(data, static_cast<int>(count), wireType(type), peerIndex,
+                  kSendRecvTag, own.comm, &request),
+        "MPI_Isend in send_recv");
+  waitForPeer(request, own, peerIndex, deadline, status);
+  countCollective(kind, type, count, own, own.index());
+}
+
+void MpiComm::recv(CommGroup &group, DType type, void *data, int64_t count,
+                   int peerIndex) {
+  CollectiveKind kind = CollectiveKind::SendRecv;
+  MpiGroup &own =
+      validate(group, kind, type, count, data != nullptr, peerIndex);
+  auto deadline = Clock::now() + timeout;
+  MPI_Request request;
+  MPI_Status status;
+  check(MPI_Irecv(data, static_cast<int>(count), wireType(type), peerIndex,
+                  kSendRecvTag, own.comm, &request),
+        "MPI_Irecv in send_recv");
+  waitForPeer(request, own, peerIndex, deadline, status);
+  // A longer message fails the receive (truncation); a shorter one is
+  // caught here.
+  int received = 0;
+  MPI_Get_count(&status, wireType(type), &received);
+  if (received != count)
+    throw RuntimeError("rank " + std::to_string(myRank) + ": " +
+                       describeCollective(kind, type, count) + " from rank " +
+                       std::to_string(own.ranks()[peerIndex]) + " got " +
+                       std::to_string(received) + " elements");
+  countCollective(kind, type, count, own, peerIndex);
 }
 
 void MpiComm::reduceScatter(CommGroup &group, DType type, const void *send,

@@ -157,6 +157,24 @@ void NcclComm::allToAll(CommGroup &group, DType type, const void *send,
   countCollective(CollectiveKind::AllToAll, type, count, group);
 }
 
+void NcclComm::send(CommGroup &group, DType type, const void *data,
+                    int64_t count, int peerIndex) {
+  ncclComm_t comm = commOf(group);
+  checkNccl(describeCollective(CollectiveKind::SendRecv, type, count),
+            ncclSend(data, count, ncclType(type), peerIndex, comm, stream),
+            comm);
+  countCollective(CollectiveKind::SendRecv, type, count, group, group.index());
+}
+
+void NcclComm::recv(CommGroup &group, DType type, void *data, int64_t count,
+                    int peerIndex) {
+  ncclComm_t comm = commOf(group);
+  checkNccl(describeCollective(CollectiveKind::SendRecv, type, count),
+            ncclRecv(data, count, ncclType(type), peerIndex, comm, stream),
+            comm);
+  countCollective(CollectiveKind::SendRecv, type, count, group, peerIndex);
+}
+
 void NcclComm::abort(const std::string &reason) {
   for (auto &group : groups) {
     if (group->comm)

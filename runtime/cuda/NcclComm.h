@@ -57,6 +57,12 @@ public:
                  int64_t count) override;
   void allToAll(CommGroup &group, DType type, const void *send, void *recv,
                 int64_t count) override;
+  /// ncclSend / ncclRecv to group member `peerIndex`, enqueued on the
+  /// stream; NCCL matches them in the order they were enqueued.
+  void send(CommGroup &group, DType type, const void *data, int64_t count,
+            int peerIndex) override;
+  void recv(CommGroup &group, DType type, void *data, int64_t count,
+            int peerIndex) override;
 
   /// Aborts every NCCL communicator of this rank (their pending work ends)
   /// and tells the host world.

@@ -224,6 +224,8 @@ int64_t inputElements(const CollectiveCase &c, int groupSize) {
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllToAll:
     return c.count * groupSize;
+  case CollectiveKind::SendRecv: // Point to point: never a case here.
+    break;
   }
   return 0;
 }
@@ -236,6 +238,8 @@ int64_t outputElements(const CollectiveCase &c, int groupSize) {
   case CollectiveKind::AllGather:
   case CollectiveKind::AllToAll:
     return c.count * groupSize;
+  case CollectiveKind::SendRecv: // Point to point: never a case here.
+    break;
   }
   return 0;
 }
@@ -284,6 +288,8 @@ Bytes expectedOutput(const CollectiveCase &c, int groupSize, int index,
         std::memcpy(out.data() + r * partBytes,
                     inputs[r].data() + index * partBytes, partBytes);
     break;
+  case CollectiveKind::SendRecv:
+    break;
   }
   return out;
 }
@@ -317,6 +323,8 @@ Bytes runCase(Communicator &comm, CommGroup &group, const CollectiveCase &c,
     break;
   case CollectiveKind::AllToAll:
     comm.allToAll(group, c.type, input.data(), out.data(), c.count);
+    break;
+  case CollectiveKind::SendRecv:
     break;
   }
   return out;

@@ -3,7 +3,9 @@
 // Run with `mpirun -n N mpi_comm_check`. Every rank runs each collective on
 // the world and on groups of two consecutive ranks, and checks its result
 // and its bytes-sent counter against the rank-order reference and, bit for
-// bit, against the in-process backend run in this process. Rank 0 prints
+// bit, against the in-process backend run in this process; then passes
+// messages (send / recv) round a ring, checking their bytes, their order
+// and that only senders count them. Rank 0 prints
 // "mpi_comm_check: OK" when every rank passed; the exit status is non-zero
 // otherwise.
 //
@@ -14,6 +16,9 @@
 //   --kill-rank=R     the same, but the second thread SIGKILLs the process.
 //   --timeout-rank=R  rank R stays away; the others time out after 500 ms
 //                     and abort.
+//   --recv-timeout-rank=R
+//                     the others wait to receive a message from rank R,
+//                     which never sends; they time out after 500 ms.
 //   --stop-rank=R --gather-rank=G
 //                     rank R stops itself (SIGSTOP); rank G waits in the
 //                     session's records gather, the others in a collective:
@@ -47,6 +52,7 @@ struct Options {
   int abortRank = -1;
   int killRank = -1;
   int timeoutRank = -1;
+  int recvTimeoutRank = -1;
   /// Stops itself (SIGSTOP) after the first collective, while `gatherRank`
   /// waits in the session's records gather and the others in a collective.
   int stopRank = -1;
@@ -153,6 +159,75 @@ int checkCollectives(MpiSession &session, Communicator &comm) {
   return failures;
 }
 
+/// The messages of the ring: sizes that go eagerly and one that MPI sends
+/// only once the receive is posted.
+const std::vector<int64_t> kMessageCounts = {1, 1000, 100003};
+
+std::vector<float> messageOf(int sender, size_t message, int64_t count) {
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = static_cast<float>(sender * 100 + message) +
+                static_cast<float>(i) * 0.5f;
+  return values;
+}
+
+/// Every rank sends the ring's messages to the next rank and receives the
+/// previous rank's: rank 0 sends first and the others pass on, so that no
+/// two ranks wait to send to each other.
+int checkSendRecv(MpiSession &session, Communicator &comm) {
+  int rank = session.rank(), size = session.size();
+  if (size < 2)
+    return 0;
+  std::vector<int> all(size);
+  std::iota(all.begin(), all.end(), 0);
+  CommGroup &ring = comm.createGroup(all);
+  ring.setAxis(0);
+  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  comm.resetStats();
+  auto sendAll = [&] {
+    for (size_t m = 0; m < kMessageCounts.size(); ++m) {
+      std::vector<float> data = messageOf(rank, m, kMessageCounts[m]);
+      comm.send(ring, DType::F32, data.data(), kMessageCounts[m], next);
+    }
+  };
+  int failures = 0;
+  auto receiveAll = [&] {
+    for (size_t m = 0; m < kMessageCounts.size(); ++m) {
+      std::vector<float> data(kMessageCounts[m], -1.0f);
+      comm.recv(ring, DType::F32, data.data(), kMessageCounts[m], previous);
+      if (data != messageOf(previous, m, kMessageCounts[m])) {
+        std::fprintf(stderr, "rank %d: message %zu from rank %d differs\n",
+                     rank, m, previous);
+        ++failures;
+      }
+    }
+  };
+  if (rank == 0) {
+    sendAll();
+    receiveAll();
+  } else {
+    receiveAll();
+    sendAll();
+  }
+  int64_t bytes = 0;
+  for (int64_t count : kMessageCounts)
+    bytes += count * 4;
+  const CommStats &stats = comm.stats();
+  int64_t calls = 2 * static_cast<int64_t>(kMessageCounts.size());
+  if (stats.sent(CollectiveKind::SendRecv) != bytes ||
+      stats.bytesSentOnAxis[0] != bytes ||
+      stats.called(CollectiveKind::SendRecv) != calls) {
+    std::fprintf(stderr,
+                 "rank %d: send_recv counted %lld bytes in %lld calls, "
+                 "expected %lld in %lld\n",
+                 rank, (long long)stats.sent(CollectiveKind::SendRecv),
+                 (long long)stats.called(CollectiveKind::SendRecv),
+                 (long long)bytes, (long long)calls);
+    ++failures;
+  }
+  return failures;
+}
+
 /// Fault injection: never returns normally on the failing rank.
 void injectFault(MpiSession &session, Communicator &comm,
                  const Options &options) {
@@ -166,6 +241,21 @@ void injectFault(MpiSession &session, Communicator &comm,
   CommGroup &otherWorld = other->createGroup(all);
   float value = 1.0f;
   comm.allReduce(world, DType::F32, &value, 1, ReduceOp::Sum);
+
+  if (options.recvTimeoutRank >= 0) {
+    if (rank == options.recvTimeoutRank) {
+      // Never sends: waits elsewhere until the others end the job.
+      other->allReduce(otherWorld, DType::F32, &value, 1, ReduceOp::Sum);
+      return;
+    }
+    comm.setTimeout(500ms);
+    try {
+      comm.recv(world, DType::F32, &value, 1, options.recvTimeoutRank);
+    } catch (const RuntimeError &error) {
+      comm.abort(error.what());
+    }
+    return;
+  }
 
   if (options.stopRank >= 0) {
     if (rank == options.stopRank) {
@@ -223,6 +313,7 @@ int main(int argc, char **argv) {
     if (parseFlag(argv[i], "--abort-rank", options.abortRank) ||
         parseFlag(argv[i], "--kill-rank", options.killRank) ||
         parseFlag(argv[i], "--timeout-rank", options.timeoutRank) ||
+        parseFlag(argv[i], "--recv-timeout-rank", options.recvTimeoutRank) ||
         parseFlag(argv[i], "--stop-rank", options.stopRank) ||
         parseFlag(argv[i], "--gather-rank", options.gatherRank) ||
         std::strncmp(argv[i], "--tag=", 6) == 0)
@@ -237,7 +328,8 @@ int main(int argc, char **argv) {
     MpiSession session(&argc, &argv);
     std::unique_ptr<Communicator> comm = session.communicator();
     if (options.abortRank >= 0 || options.killRank >= 0 ||
-        options.timeoutRank >= 0 || options.stopRank >= 0) {
+        options.timeoutRank >= 0 || options.recvTimeoutRank >= 0 ||
+        options.stopRank >= 0) {
       injectFault(session, *comm, options);
       std::fprintf(stderr,
                    "mpi_comm_check: rank %d: the fault did not stop "
@@ -246,6 +338,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     int failures = checkCollectives(session, *comm);
+    failures += checkSendRecv(session, *comm);
     // Agree on the verdict through the communicator under test.
     std::vector<int> all(session.size());
     std::iota(all.begin(), all.end(), 0);

@@ -60,6 +60,10 @@ expect_failure kill 2 "process rank 0 with PID" --kill-rank=0
 expect_failure timeout 3 \
   "failed: timed out after 500 ms waiting for rank 2 in all_reduce on group [0, 1, 2]" \
   --timeout-rank=2
+# Ranks 0 and 1 wait for a message from rank 2, which never sends.
+expect_failure recv-timeout 3 \
+  "failed: timed out after 500 ms waiting for rank 2 in send_recv on group [0, 1, 2]" \
+  --recv-timeout-rank=2
 # Rank 1 stops; rank 0 waits in the records gather, rank 2 in a collective.
 # They answer each other's roll call whichever they wait in, so whichever
 # prints names rank 1 alone.
