@@ -151,6 +151,44 @@ def ZeroRemat : Pass<"zero-remat", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroPipelineStages : Pass<"zero-pipeline-stages", "::mlir::func::FuncOp"> {
+  let summary = "Pipeline parallelism: stages on a pipeline axis, send/recv "
+                "between them, and the micro-batch schedule";
+  let description = [{
+    Runs last on the global view, on a graph laid out on the first stage's
+    ranks (docs/design.md#pipeline-parallelism). Every op goes to a
+    pipeline stage: the builder's `zero.pipeline_stage` marks (zero-autodiff
+    copies them onto the gradients); an unmarked op goes where its operands
+    are, else where its users are, else to the earliest stage of its
+    operands. Stage k's values move to stage k's placement: the first
+    stage's ranks shifted by k times their count, the same grid. A value
+    read on another stage crosses once per stage by an `sbp.cast` between
+    the placements (zero-partition makes it `sbp.send_recv`); an op without
+    operands (a fill, the step) is copied instead. The loss goes to the
+    first stage, whose rank 0 reports it. A gradient summed over
+    micro-batches is summed per stage in micro-batch order, then across
+    stages.
+
+    The ops are then ordered as the schedule runs them: each stage runs its
+    micro-batches' forwards F(m) and backwards B(m) as GPipe (every F, then
+    every B) or 1F1B (stage s runs P - 1 - s forwards ahead, then one
+    backward per forward), and the rest (casts of parameters, the
+    optimizer) as soon as what they read is there. `zero.pipeline` records
+    the stages, micro-batches, schedule and the bubble planned from the
+    matmul FLOPs of each F(m) and B(m): the share of the stages' time that
+    they wait.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "1", "pipeline stages (1: none)">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "micro-batches per step (zero-accumulate's steps)">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "1f1b or gpipe">,
+  ];
+  let dependentDialects = ["::mlir::sbp::SbpDialect",
+                           "::mlir::nn::NNDialect"];
+}
+
 def ZeroOffload : Pass<"zero-offload", "::mlir::func::FuncOp"> {
   let summary = "ZeRO-Offload and ZeRO-Infinity: optimizer states off the device";
   let description = [{

@@ -7,6 +7,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 using namespace mlir;
 using zerosbp::Gpt2Config;
@@ -82,6 +84,54 @@ std::string Gpt2Config::checkModelParallel() const {
   return "";
 }
 
+std::string Gpt2Config::checkPipeline() const {
+  if (pipelineStages < 1)
+    return "the pipeline-parallel size must be at least 1, got " +
+           std::to_string(pipelineStages);
+  if (layers < pipelineStages)
+    return llvm::formatv("{0} layers do not cut into {1} pipeline stages "
+                         "(each stage needs at least one layer)",
+                         layers, pipelineStages)
+        .str();
+  return "";
+}
+
+llvm::SmallVector<int64_t> Gpt2Config::pipelineCut() const {
+  // FLOPs per token of the forward (the backward is twice as much on every
+  // stage alike): a block's four products and its attention, the head's
+  // product; the embedding's gather is free.
+  double e = static_cast<double>(embed);
+  double block = 24.0 * e * e + 4.0 * static_cast<double>(seqLen) * e;
+  double head = 2.0 * static_cast<double>(vocab) * e;
+  int64_t stages = std::max<int64_t>(pipelineStages, 1);
+  // best[s][n]: the least maximum over stages 0..s holding blocks [0, n).
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages,
+                                        std::vector<double>(layers + 1, inf));
+  std::vector<std::vector<int64_t>> from(stages,
+                                         std::vector<int64_t>(layers + 1, 0));
+  auto cost = [&](int64_t stage, int64_t first, int64_t end) {
+    double total = block * static_cast<double>(end - first);
+    return stage == stages - 1 ? total + head : total;
+  };
+  for (int64_t n = 1; n <= layers; ++n)
+    best[0][n] = cost(0, 0, n);
+  for (int64_t s = 1; s < stages; ++s)
+    for (int64_t n = s + 1; n <= layers; ++n)
+      for (int64_t first = s; first < n; ++first) {
+        double worst = std::max(best[s - 1][first], cost(s, first, n));
+        if (worst < best[s][n]) {
+          best[s][n] = worst;
+          from[s][n] = first;
+        }
+      }
+  llvm::SmallVector<int64_t> cut(stages + 1, 0);
+  cut[stages] = layers;
+  for (int64_t s = stages - 1; s > 0; --s)
+    cut[s] = from[s][cut[s + 1]];
+  return cut;
+}
+
 llvm::SmallVector<Gpt2Config::Tensor> Gpt2Config::largestTensors() const {
   constexpr int64_t f32 = 4, i64 = 8;
   return {
@@ -102,6 +152,8 @@ public:
   Gpt2Emitter(zerosbp::GraphBuilder &b, const Gpt2Config &c) : b(b), c(c) {}
 
   Value emit() {
+    if (pipelined())
+      b.setPipelineStage(0);
     Value tokens = b.input("tokens", {c.batch, c.seqLen}, b.i64());
     Value labels = b.input("labels", {c.batch, c.seqLen}, b.i64());
     // Vocabulary-parallel: each model rank looks up its rows of the
@@ -114,7 +166,13 @@ public:
     Value x = b.add(b.embedding(wte, tokens), wpe);
     x = b.reshape(x, {rows(), c.embed});
     int64_t every = c.checkpointLayers;
-    for (int64_t i = 0; i < c.layers; ++i) {
+    SmallVector<int64_t> cut = c.pipelineCut();
+    for (int64_t i = 0, stage = 0; i < c.layers; ++i) {
+      if (pipelined()) {
+        while (i >= cut[stage + 1])
+          ++stage;
+        b.setPipelineStage(stage);
+      }
       bool alone = every == 0 && i < c.checkpointedBlocks;
       if (alone || (every > 0 && i % every == 0))
         b.beginCheckpoint();
@@ -122,6 +180,8 @@ public:
       if (alone || (every > 0 && ((i + 1) % every == 0 || i + 1 == c.layers)))
         b.endCheckpoint();
     }
+    if (pipelined())
+      b.setPipelineStage(c.pipelineStages - 1);
     x = b.layerNormLayer("ln_f", x);
     Value logits = b.matmul(x, wte, /*transposeLhs=*/false,
                             /*transposeRhs=*/true);
@@ -135,6 +195,7 @@ public:
 private:
   int64_t rows() const { return c.batch * c.seqLen; }
   bool parallel() const { return c.modelParallel > 1; }
+  bool pipelined() const { return c.pipelineStages > 1; }
   /// A split on `dim` over the model axis, when there is one.
   std::optional<int64_t> split(int64_t dim) const {
     return parallel() ? std::optional<int64_t>(dim) : std::nullopt;
@@ -213,7 +274,7 @@ private:
 
 Value zerosbp::buildGpt2(GraphBuilder &builder, const Gpt2Config &config) {
   if (config.heads < 1 || config.embed % config.heads != 0 ||
-      !config.checkModelParallel().empty()) {
+      !config.checkModelParallel().empty() || !config.checkPipeline().empty()) {
     // Let the builder carry the error like any other failed step.
     builder.reshape(Value(), {});
     return {};
@@ -224,7 +285,7 @@ Value zerosbp::buildGpt2(GraphBuilder &builder, const Gpt2Config &config) {
 std::pair<Value, Value> zerosbp::buildGpt2Inference(GraphBuilder &builder,
                                                     const Gpt2Config &config) {
   if (config.heads < 1 || config.embed % config.heads != 0 ||
-      !config.checkModelParallel().empty()) {
+      !config.checkModelParallel().empty() || !config.checkPipeline().empty()) {
     builder.reshape(Value(), {});
     return {};
   }

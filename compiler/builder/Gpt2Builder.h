@@ -35,6 +35,11 @@ struct Gpt2Config {
   /// hidden size, the head count and the vocabulary to divide by it
   /// (checkModelParallel).
   int64_t modelParallel = 1;
+  /// Pipeline stages the blocks are cut into (Megatron's pipeline
+  /// parallelism; 1: none): the embedding on the first, the final layer
+  /// norm, the tied LM head and the loss on the last, the blocks between
+  /// them balanced by their FLOPs (pipelineCut).
+  int64_t pipelineStages = 1;
 
   /// Presets: "tiny" (tests), "small" (124M), "medium" (350M), "large"
   /// (774M), "xl" (1.5B, DeepSpeed's Megatron GPT-2 tutorial).
@@ -50,6 +55,15 @@ struct Gpt2Config {
   /// computes whole heads and an equal part of the hidden size and of the
   /// vocabulary.
   std::string checkModelParallel() const;
+
+  /// Why pipelineStages cannot cut this model, or empty: every stage needs
+  /// at least one block.
+  std::string checkPipeline() const;
+  /// The first block of each pipeline stage: blocks [cut[s], cut[s + 1])
+  /// run on stage s. Contiguous and balanced: the most FLOPs per token of
+  /// any stage, counting the embedding on the first stage and the LM head
+  /// on the last, is as small as it can be.
+  llvm::SmallVector<int64_t> pipelineCut() const;
 
   /// A tensor of the graph as the product of its sizes, so that a caller
   /// can check the product for overflow before anything computes it.

@@ -27,13 +27,16 @@ GraphBuilder::GraphBuilder(MLIRContext &context, StringRef name,
 
 void GraphBuilder::CheckpointMarker::notifyOperationInserted(
     Operation *op, OpBuilder::InsertPoint) {
+  auto i64 = IntegerType::get(op->getContext(), 64);
+  // An input is read on another stage than the one open when it is made
+  // (the labels by the loss); zero-pipeline-stages places it by its users.
+  if (pipelineStage >= 0 && !isa<nn::InputOp>(op))
+    op->setAttr(nn::kPipelineStageAttr, IntegerAttr::get(i64, pipelineStage));
   // Sources are not recomputed: a parameter first used inside the segment
   // stays a variable of the graph.
   if (segment < 0 || isa<nn::VariableOp, nn::InputOp, nn::StepOp>(op))
     return;
-  op->setAttr(
-      nn::kCheckpointAttr,
-      IntegerAttr::get(IntegerType::get(op->getContext(), 64), segment));
+  op->setAttr(nn::kCheckpointAttr, IntegerAttr::get(i64, segment));
 }
 
 void GraphBuilder::beginCheckpoint() {
@@ -44,6 +47,14 @@ void GraphBuilder::beginCheckpoint() {
 }
 
 void GraphBuilder::endCheckpoint() { checkpoints.segment = -1; }
+
+void GraphBuilder::setPipelineStage(int64_t stage) {
+  if (stage < checkpoints.pipelineStage)
+    return fail("pipeline stages do not decrease along the forward: stage " +
+                llvm::Twine(stage) + " after stage " +
+                llvm::Twine(checkpoints.pipelineStage));
+  checkpoints.pipelineStage = stage;
+}
 
 sbp::PlacementAttr GraphBuilder::cpuPlacement(MLIRContext &context,
                                               int64_t numRanks) {

@@ -53,6 +53,11 @@ public:
   /// the backward instead of kept (zero-remat). Segments do not nest.
   void beginCheckpoint();
   void endCheckpoint();
+
+  /// Every op built from here on, variables included, runs on pipeline
+  /// stage `stage` (docs/design.md#pipeline-parallelism); inputs are placed
+  /// where they are read. Stages do not decrease along the forward.
+  void setPipelineStage(int64_t stage);
   mlir::Type f32() { return builder.getF32Type(); }
   mlir::Type i64() { return builder.getI64Type(); }
 
@@ -170,11 +175,13 @@ private:
                                     mlir::sbp::SbpAttr onModelAxis = {});
   mlir::Location loc();
 
-  /// Marks each op inserted while a segment is open.
+  /// Marks each op inserted while a segment is open, and with the current
+  /// pipeline stage.
   struct CheckpointMarker : mlir::OpBuilder::Listener {
     void notifyOperationInserted(mlir::Operation *op,
                                  mlir::OpBuilder::InsertPoint) override;
-    int64_t segment = -1; // -1: none open.
+    int64_t segment = -1;       // -1: none open.
+    int64_t pipelineStage = -1; // -1: not pipelined.
   };
 
   mlir::MLIRContext &context;

@@ -70,6 +70,11 @@ std::string dataParallelText(FieldNamer name, const ZeroConfig &config) {
     text += llvm::formatv(" / {0} ({1})", name(ConfigField::ModelParallelSize),
                           config.modelParallelSize)
                 .str();
+  if (config.pipelineParallelSize != 1)
+    text +=
+        llvm::formatv(" / {0} ({1})", name(ConfigField::PipelineParallelSize),
+                      config.pipelineParallelSize)
+            .str();
   return text;
 }
 
@@ -147,6 +152,8 @@ bool zerosbp::optionApplies(const ConfigOption &option,
     return config.zero.offloadParam != OffloadDevice::None;
   case OptionWhen::ParamNvme:
     return config.zero.offloadParam == OffloadDevice::Nvme;
+  case OptionWhen::Pipelined:
+    return config.pipelineParallelSize > 1;
   case OptionWhen::Always:
   case OptionWhen::PrintedNotSgd:
   case OptionWhen::NonZero:
@@ -170,6 +177,8 @@ std::string zerosbp::unusedReason(OptionWhen when) {
     return "only used with offload-param=cpu or nvme";
   case OptionWhen::ParamNvme:
     return "only used with offload-param=nvme";
+  case OptionWhen::Pipelined:
+    return "only used with pipeline-parallel-size > 1";
   default:
     return "used";
   }
@@ -207,6 +216,23 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
                  llvm::formatv("expected a divisor of {0} ({1}), got {2}",
                                name(ConfigField::World), config.world,
                                config.modelParallelSize));
+    if (option.field == ConfigField::PipelineParallelSize &&
+        config.pipelineParallelSize > 1 &&
+        config.world % (config.pipelineParallelSize *
+                        std::max<int64_t>(config.modelParallelSize, 1)) !=
+            0)
+      check.fail(ConfigField::PipelineParallelSize,
+                 llvm::formatv("expected {0} ({1}) to divide by it times {2} "
+                               "({3}), got {4}",
+                               name(ConfigField::World), config.world,
+                               name(ConfigField::ModelParallelSize),
+                               config.modelParallelSize,
+                               config.pipelineParallelSize));
+    if (option.field == ConfigField::PipelineSchedule &&
+        config.pipelineSchedule != "1f1b" && config.pipelineSchedule != "gpipe")
+      check.fail(ConfigField::PipelineSchedule,
+                 "expected 1f1b or gpipe, got '" + config.pipelineSchedule +
+                     "'");
     // Offload moves the stage's optimizer-state partitions: stage 0 has
     // none (DeepSpeed: "ZeRO-Offload requires ZeRO stage >= 1").
     if (option.field == ConfigField::OffloadOptimizer &&

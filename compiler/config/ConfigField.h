@@ -56,7 +56,8 @@ enum class OptionWhen {
   Offload,
   Nvme,
   ParamOffload,
-  ParamNvme
+  ParamNvme,
+  Pipelined
 };
 
 struct ConfigOption {

@@ -143,9 +143,11 @@ const char *const kOptimizerTypes = "\"Adam\", \"AdamW\" or \"SGD\"";
 
 class DeepSpeedParser {
 public:
-  DeepSpeedParser(int64_t world, int64_t modelParallelSize) {
+  DeepSpeedParser(int64_t world, int64_t modelParallelSize,
+                  int64_t pipelineParallelSize) {
     config.world = world;
     config.modelParallelSize = modelParallelSize;
+    config.pipelineParallelSize = pipelineParallelSize;
   }
 
   llvm::Expected<ZeroConfig> parse(const llvm::json::Object &root);
@@ -517,7 +519,8 @@ void DeepSpeedParser::readBatchSizes(JsonObjectReader &root) {
 
 llvm::Expected<ZeroConfig>
 zerosbp::parseDeepSpeedConfig(llvm::StringRef json, int64_t world,
-                              int64_t modelParallelSize) {
+                              int64_t modelParallelSize,
+                              int64_t pipelineParallelSize) {
   if (world < 1)
     return configError(
         llvm::formatv("world: expected an integer >= 1, got {0}", world));
@@ -525,6 +528,12 @@ zerosbp::parseDeepSpeedConfig(llvm::StringRef json, int64_t world,
     return configError(llvm::formatv(
         "model_parallel_size: expected a divisor of world ({0}), got {1}",
         world, modelParallelSize));
+  if (pipelineParallelSize < 1 ||
+      world % (modelParallelSize * pipelineParallelSize) != 0)
+    return configError(llvm::formatv(
+        "pipeline_parallel_size: expected world ({0}) to divide by it times "
+        "model_parallel_size ({1}), got {2}",
+        world, modelParallelSize, pipelineParallelSize));
   llvm::Expected<llvm::json::Value> root = parseJsonStrictly(json);
   if (!root)
     return root.takeError();
@@ -532,5 +541,6 @@ zerosbp::parseDeepSpeedConfig(llvm::StringRef json, int64_t world,
   if (!object)
     return configError("expected a JSON object at the top level, got " +
                        describeJson(*root));
-  return DeepSpeedParser(world, modelParallelSize).parse(*object);
+  return DeepSpeedParser(world, modelParallelSize, pipelineParallelSize)
+      .parse(*object);
 }

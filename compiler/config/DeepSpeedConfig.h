@@ -45,13 +45,15 @@
 namespace zerosbp {
 
 /// Parses the DeepSpeed JSON config `json` for `world` ranks, of which
-/// `modelParallelSize` share each model part (its batch sizes count the
-/// data-parallel ranks, world / modelParallelSize, as DeepSpeed's do).
+/// `modelParallelSize` share each model part and `pipelineParallelSize`
+/// stages cut the layers (its batch sizes count the data-parallel ranks,
+/// world / (modelParallelSize * pipelineParallelSize), as DeepSpeed's do).
 /// Errors are one line and name the key path and the bad value, e.g.
 /// `zero_optimization.stage: expected an integer in [0, 3], got 4`.
 llvm::Expected<ZeroConfig> parseDeepSpeedConfig(llvm::StringRef json,
                                                 int64_t world,
-                                                int64_t modelParallelSize = 1);
+                                                int64_t modelParallelSize = 1,
+                                                int64_t pipelineParallelSize = 1);
 
 } // namespace zerosbp
 

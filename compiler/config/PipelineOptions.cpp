@@ -163,6 +163,9 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
   case ConfigField::OffloadParamNvmePath:
     config.zero.offloadParamNvmePath = value.str();
     return llvm::Error::success();
+  case ConfigField::PipelineSchedule:
+    config.pipelineSchedule = value.str();
+    return llvm::Error::success();
   case ConfigField::OverlapComm:
     if (!(overlapComm = parseBool(value)))
       return expected("true or false");

@@ -80,8 +80,14 @@ struct ZeroConfig {
   /// The data-parallel ranks, that the batch sizes count: the world over
   /// the model axes (verify() checks that they divide it).
   int64_t dataParallelSize() const {
-    return modelParallelSize > 0 && world % modelParallelSize == 0
-               ? world / modelParallelSize
+    int64_t model = modelParallelSize * pipelineParallelSize;
+    return model > 0 && world % model == 0 ? world / model : world;
+  }
+
+  /// The ranks of one pipeline stage: the world without the pipeline axis.
+  int64_t stageWorld() const {
+    return pipelineParallelSize > 0 && world % pipelineParallelSize == 0
+               ? world / pipelineParallelSize
                : world;
   }
 

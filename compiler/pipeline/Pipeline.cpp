@@ -24,6 +24,34 @@ llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
   // is what the stage rewrite does; 0 would leave consumers the shards.
   if (config.stage > 0 && config.shardRestoreLevel == 0)
     return notYet("shard_restore_level=0");
+  if (config.pipelineParallelSize > 1) {
+    // Each of these reads or reduces something over every stage at once,
+    // which the pipeline does not yet carry between stages.
+    auto refuse = [](const llvm::Twine &what) {
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "pipeline-parallel-size > 1 with " + what +
+              " is not built (docs/design.md#pipeline-parallelism)");
+    };
+    if (config.stage > 1)
+      return refuse("ZeRO stage " + llvm::Twine(config.stage) +
+                    ": a stage accumulates each gradient over the "
+                    "micro-batches in full, so stage 2 would save nothing "
+                    "over stage 1 and stage 3 would gather each parameter "
+                    "once per micro-batch; use stage 0 or 1 (as DeepSpeed's "
+                    "pipeline engine does)");
+    if (config.gradientClipping > 0)
+      return refuse("gradient clipping (the norm spans every stage)");
+    if (config.precision.precision == Precision::FP16 &&
+        config.precision.lossScale == 0)
+      return refuse("dynamic fp16 loss scaling (an overflow on one stage "
+                    "skips every stage's step)");
+    if (config.zero.offloadOptimizer != OffloadDevice::None ||
+        config.zero.offloadParam != OffloadDevice::None)
+      return refuse("offload");
+    if (config.zero.micsShardSize > 0 || config.zero.hpzPartitionSize > 0)
+      return refuse("MiCS or hpZ");
+  }
   return llvm::Error::success();
 }
 
@@ -32,12 +60,13 @@ static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
   // MiCS and hpZ lay the ranks out as [nodes, group size]; a group of
   // every rank is flat ZeRO.
   auto groupOf = [&](int64_t size, bool applies) -> int64_t {
-    return applies && size > 1 && size < config.world ? size : 0;
+    return applies && size > 1 && size < config.stageWorld() ? size : 0;
   };
   int64_t mics = groupOf(config.zero.micsShardSize, config.stage > 0);
   int64_t hpz = groupOf(config.zero.hpzPartitionSize, config.stage == 3);
+  // A pipelined graph is laid out on one stage's ranks.
   pm.addPass(createZeroSbpPropagation(
-      {/*world=*/config.world, /*groupSize=*/mics ? mics : hpz}));
+      {/*world=*/config.stageWorld(), /*groupSize=*/mics ? mics : hpz}));
   ZeroStageOptions stage;
   stage.stage = config.stage;
   stage.shardMinSize = config.shardMinSize;
@@ -46,6 +75,18 @@ static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
   stage.micsShardSize = mics;
   stage.hpzPartitionSize = hpz;
   pm.addPass(createZeroStage(stage));
+}
+
+/// Pipeline parallelism, last on the global view: the layout passes saw
+/// one stage's ranks.
+static void addPipelineStages(OpPassManager &pm, const ZeroConfig &config) {
+  if (config.pipelineParallelSize <= 1)
+    return;
+  ZeroPipelineStagesOptions pipeline;
+  pipeline.stages = config.pipelineParallelSize;
+  pipeline.microBatches = config.gradientAccumulationSteps;
+  pipeline.schedule = config.pipelineSchedule;
+  pm.addPass(createZeroPipelineStages(pipeline));
 }
 
 llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
@@ -70,13 +111,14 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
       pm.addPass(createZeroAmp(amp));
     }
     addLayoutPasses(pm, config);
+    addPipelineStages(pm, config);
     return llvm::Error::success();
   }
   // The graph's batch is the whole step's: micro-batch x accumulation x
   // world, as DeepSpeed's train_batch_size.
   if (config.gradientAccumulationSteps > 1)
-    pm.addPass(createZeroAccumulate(
-        {/*steps=*/config.gradientAccumulationSteps, /*world=*/config.world}));
+    pm.addPass(createZeroAccumulate({/*steps=*/config.gradientAccumulationSteps,
+                                     /*world=*/config.stageWorld()}));
   pm.addPass(createZeroAutodiff());
   if (checkpointed)
     pm.addPass(createZeroRemat());
@@ -123,6 +165,7 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
       config.zero.offloadParam != OffloadDevice::None)
     pm.addPass(createZeroOffload({/*device=*/config.zero.offloadOptimizer,
                                   /*paramDevice=*/config.zero.offloadParam}));
+  addPipelineStages(pm, config);
   return llvm::Error::success();
 }
 

@@ -183,13 +183,23 @@ void ZeroAccumulatePass::runOnOperation() {
   Value total;
   for (int64_t index = 0; index < steps; ++index) {
     IRMapping mapping;
-    for (nn::InputOp input : inputs)
-      mapping.map(input.getResult(),
-                  microBatch(builder, input.getResult(), ranks, index));
+    // The pipeline schedule orders micro-batches by this mark.
+    auto microBatchMark = builder.getI64IntegerAttr(index);
+    for (nn::InputOp input : inputs) {
+      Value part = microBatch(builder, input.getResult(), ranks, index);
+      for (Operation *op = part.getDefiningOp(); op;
+           op = op->getOperand(0).getDefiningOp()) {
+        if (op == input)
+          break;
+        op->setAttr(nn::kMicroBatchAttr, microBatchMark);
+      }
+      mapping.map(input.getResult(), part);
+    }
     for (Operation *op : perMicroBatch) {
       FailureOr<Operation *> copy = cloneForMicroBatch(builder, *op, mapping);
       if (failed(copy))
         return signalPassFailure();
+      (*copy)->setAttr(nn::kMicroBatchAttr, microBatchMark);
       // Each micro-batch draws its own dropout mask (docs/compiler.md).
       if (auto dropout = dyn_cast<nn::DropoutOp>(*copy))
         dropout.setMicroBatchAttr(builder.getI64IntegerAttr(index));

@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/common/SbpUtils.h"
 #include "passes/common/ZeroAttrNames.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -50,24 +52,96 @@ class GradientMap {
 public:
   explicit GradientMap(OpBuilder &builder) : builder(builder) {}
 
-  Value lookup(Value value) const { return grads.lookup(value); }
+  /// The sum of `value`'s contributions, built at the first lookup: every
+  /// use of a value is differentiated before the value's own producer.
+  Value lookup(Value value) {
+    auto it = parts.find(value);
+    if (it == parts.end())
+      return {};
+    if (it->second.size() > 1)
+      it->second = {sum(it->second)};
+    return it->second.front();
+  }
 
   /// Adds one use's contribution; a value used several times (a tied
   /// embedding and LM head) gets the sum.
-  void accumulate(Value value, Value grad, Location loc) {
-    Value &total = grads[value];
-    if (!total) {
-      total = grad;
-      return;
-    }
-    auto sum = nn::AddOp::create(builder, loc, total, grad);
-    sum->setAttr(zerosbp::kGradSumAttr, builder.getUnitAttr());
-    total = sum;
+  void accumulate(Value value, Value grad) {
+    SmallVector<Value, 1> &sofar = parts[value];
+    sofar.push_back(grad);
+    // Without pipeline stages the running total grows as the uses are
+    // differentiated, so that each contribution dies at once.
+    if (sofar.size() > 1 && !isPipelined(sofar))
+      sofar = {sum(sofar)};
   }
 
 private:
+  static int64_t markOf(Value grad, StringRef name) {
+    Operation *op = grad.getDefiningOp();
+    auto mark = op ? op->getAttrOfType<IntegerAttr>(name) : IntegerAttr();
+    return mark ? mark.getInt() : -1;
+  }
+  static bool isPipelined(ArrayRef<Value> grads) {
+    return llvm::any_of(grads, [&](Value grad) {
+      return markOf(grad, nn::kPipelineStageAttr) >= 0;
+    });
+  }
+
+  /// total = grads[0] + grads[1] + ..., left to right. Pipelined, each
+  /// add runs on the stage of its running total, with the micro-batch that
+  /// completes it when both sides are on one stage.
+  Value chain(ArrayRef<Value> grads, bool pipelined) {
+    Value total = grads.front();
+    for (Value grad : grads.drop_front()) {
+      int64_t totalStage = markOf(total, nn::kPipelineStageAttr);
+      auto add = nn::AddOp::create(builder, grad.getLoc(), total, grad);
+      add->setAttr(zerosbp::kGradSumAttr, builder.getUnitAttr());
+      if (pipelined) {
+        add->setAttr(nn::kPipelineStageAttr,
+                     builder.getI64IntegerAttr(totalStage));
+        int64_t microBatch = markOf(grad, nn::kMicroBatchAttr);
+        if (totalStage == markOf(grad, nn::kPipelineStageAttr) &&
+            microBatch >= 0)
+          add->setAttr(nn::kMicroBatchAttr,
+                       builder.getI64IntegerAttr(microBatch));
+      }
+      total = add;
+    }
+    return total;
+  }
+
+  /// Adds `grads` (in the order their uses were differentiated). Under
+  /// pipeline parallelism each stage first sums its own in micro-batch
+  /// order, so that the total grows as the schedule runs the backwards
+  /// and crosses stages once (docs/design.md#pipeline-parallelism).
+  Value sum(SmallVector<Value, 1> grads) {
+    bool pipelined = isPipelined(grads);
+    if (!pipelined)
+      return chain(grads, /*pipelined=*/false);
+    llvm::stable_sort(grads, [&](Value a, Value b) {
+      return std::make_pair(markOf(a, nn::kPipelineStageAttr),
+                            markOf(a, nn::kMicroBatchAttr)) <
+             std::make_pair(markOf(b, nn::kPipelineStageAttr),
+                            markOf(b, nn::kMicroBatchAttr));
+    });
+    // One running total per stage, then the totals summed on the earliest
+    // stage: a stage's contributions cross to it once.
+    SmallVector<Value> totals;
+    for (size_t first = 0; first < grads.size();) {
+      size_t end = first;
+      while (end < grads.size() &&
+             markOf(grads[end], nn::kPipelineStageAttr) ==
+                 markOf(grads[first], nn::kPipelineStageAttr))
+        ++end;
+      totals.push_back(chain(ArrayRef<Value>(grads).slice(first, end - first),
+                             /*pipelined=*/true));
+      first = end;
+    }
+    Value total = chain(totals, /*pipelined=*/true);
+    return total;
+  }
+
   OpBuilder &builder;
-  DenseMap<Value, Value> grads;
+  DenseMap<Value, SmallVector<Value, 1>> parts;
 };
 } // namespace
 
@@ -97,6 +171,17 @@ static LogicalResult backpropagate(Operation *op, OpBuilder &builder,
         "has no gradient (GradientOpInterface), but the loss depends on it");
   }
   SmallVector<Value> operandGrads;
+  // The ops built from here to the end of this function are `op`'s
+  // gradient: they run on its pipeline stage, for its micro-batch.
+  Operation *lastBefore =
+      builder.getInsertionPoint() == builder.getInsertionBlock()->begin()
+          ? nullptr
+          : &*std::prev(builder.getInsertionPoint());
+  llvm::scope_exit copyMarks([&] {
+    Block::iterator first = lastBefore ? std::next(Block::iterator(lastBefore))
+                                       : builder.getInsertionBlock()->begin();
+    zerosbp::copyPipelineMarks(op, first, builder.getInsertionPoint());
+  });
   if (failed(differentiable.buildGradients(builder, resultGrads, operandGrads)))
     return failure();
   if (operandGrads.size() != op->getNumOperands())
@@ -111,7 +196,7 @@ static LogicalResult backpropagate(Operation *op, OpBuilder &builder,
       return op->emitOpError("built a gradient of type ")
              << grad.getType() << " for operand #" << index << " of type "
              << operand.getType();
-    grads.accumulate(operand, grad, op->getLoc());
+    grads.accumulate(operand, grad);
   }
   return success();
 }
@@ -119,8 +204,7 @@ static LogicalResult backpropagate(Operation *op, OpBuilder &builder,
 /// One `nn.gradient` per trainable parameter that reaches the loss, in
 /// declaration order.
 static void emitParameterGradients(ArrayRef<Operation *> forward,
-                                   OpBuilder &builder,
-                                   const GradientMap &grads) {
+                                   OpBuilder &builder, GradientMap &grads) {
   for (Operation *op : forward) {
     auto variable = dyn_cast<nn::VariableOp>(op);
     if (!variable || variable.getRole() != sbp::Role::param ||
@@ -183,7 +267,7 @@ struct ZeroAutodiffPass
     // zero-amp finds the seed by this mark to apply the loss scale.
     seed.getDefiningOp()->setAttr(zerosbp::kLossSeedAttr,
                                   builder.getUnitAttr());
-    grads.accumulate(*loss, seed, loss->getLoc());
+    grads.accumulate(*loss, seed);
     for (Operation *op : llvm::reverse(forward))
       if (failed(backpropagate(op, builder, grads)))
         return failure();

@@ -134,3 +134,18 @@ void zerosbp::moveAfterInBlock(Operation *op, Operation *target) {
   op->remove();
   target->getBlock()->getOperations().insertAfter(target->getIterator(), op);
 }
+
+int64_t zerosbp::pipelineStageOf(Operation *op) {
+  while (op) {
+    if (auto hop = dyn_cast<SendRecvOp>(op))
+      return hop.getTargetStage();
+    if (auto stage = op->getAttrOfType<IntegerAttr>(nn::kPipelineStageAttr))
+      return stage.getInt();
+    Operation *next = nullptr;
+    for (Value operand : op->getOperands())
+      if ((next = operand.getDefiningOp()))
+        break;
+    op = next;
+  }
+  return -1;
+}

@@ -224,3 +224,11 @@ SmallVector<int64_t, 2> zerosbp::rankCoordinates(ArrayRef<int64_t> hierarchy,
   }
   return at;
 }
+
+void zerosbp::copyPipelineMarks(Operation *from, Block::iterator first,
+                                Block::iterator end) {
+  for (StringRef mark : {nn::kPipelineStageAttr, nn::kMicroBatchAttr})
+    if (Attribute value = from->getAttr(mark))
+      for (Operation &built : llvm::make_range(first, end))
+        built.setAttr(mark, value);
+}

@@ -112,6 +112,13 @@ mlir::LogicalResult reinferResultTypes(mlir::Operation *op);
 void hoistGradientsAboveUpdates(
     llvm::ArrayRef<mlir::nn::OptimizerUpdateOpInterface> updates);
 
+/// Gives the ops in [`first`, `end`) of one block `from`'s pipeline marks
+/// (stage and micro-batch): ops a pass builds to compute what `from`
+/// computes, or its gradient, run where and when `from` does
+/// (docs/design.md#pipeline-parallelism).
+void copyPipelineMarks(mlir::Operation *from, mlir::Block::iterator first,
+                       mlir::Block::iterator end);
+
 } // namespace zerosbp
 
 #endif // ZEROSBP_PASSES_COMMON_SBPUTILS_H

@@ -52,6 +52,10 @@ inline constexpr llvm::StringLiteral kGlobalTypeAttr = "zero.global_type";
 /// zero-partition; without it, in device memory (docs/design.md#offload).
 inline constexpr llvm::StringLiteral kMemoryKindAttr = "zero.memory_kind";
 
+/// func: the pipeline's stages, micro-batches, schedule, planned bubble and
+/// each stage's FLOPs (zero-pipeline-stages).
+inline constexpr llvm::StringLiteral kPipelineAttr = "zero.pipeline";
+
 /// func: the rank a per-rank program is for (zero-partition with `rank=N`).
 inline constexpr llvm::StringLiteral kRankAttr = "zero.rank";
 

@@ -154,7 +154,19 @@ private:
   std::vector<PlannedBuffer> buffers;
   llvm::DenseMap<Value, int64_t> ids;
   SmallVector<Value> values;
+  /// The plan's rank grid: with pipeline stages, [stages, ...one stage's
+  /// grid] over every stage's ranks (docs/plan-format.md#pipeline).
   PlacementAttr placement;
+  SmallVector<int64_t> hierarchy;
+  /// Pipeline stages (1: none); a stage's collectives run over the axes
+  /// after the pipeline axis.
+  int64_t stages = 1;
+  int64_t firstHopBucket = 0;
+  llvm::DenseMap<Operation *, int64_t> hopBuckets;
+
+  LogicalResult readPlacement();
+  /// The stages that run `op`, written as `stages` when pipelined.
+  void writeStages(llvm::json::OStream &json, Operation &op);
 };
 
 } // namespace
@@ -198,9 +210,82 @@ void Exporter::writeTensorEntry(llvm::json::OStream &json, Operation *op,
   json.attribute("global_shape", llvm::json::Array(global.getShape()));
   if (GlobalTensorAttr encoding = getGlobalEncoding(global))
     json.attributeArray("sbp", [&] {
+      // Whole on the pipeline axis: the tensor's stage holds all of it.
+      if (stages > 1)
+        json.value("B");
       for (SbpAttr sbp : encoding.getSbp())
         json.value(sbp.str());
     });
+  if (int64_t stage = pipelineStageOf(op); stages > 1 && stage >= 0)
+    json.attribute("stage", stage);
+}
+
+void Exporter::writeStages(llvm::json::OStream &json, Operation &op) {
+  if (stages <= 1)
+    return;
+  if (auto hop = dyn_cast<SendRecvOp>(op)) {
+    int64_t a = hop.getSourceStage(), b = hop.getTargetStage();
+    json.attribute("stages",
+                   llvm::json::Array({std::min(a, b), std::max(a, b)}));
+    return;
+  }
+  if (int64_t stage = pipelineStageOf(&op); stage >= 0)
+    json.attribute("stages", llvm::json::Array({stage}));
+}
+
+LogicalResult Exporter::readPlacement() {
+  // One grid per pipeline stage, each the first's ranks shifted by its
+  // size; without stages, the one grid of the module.
+  auto module = func->getParentOfType<ModuleOp>();
+  SmallVector<PlacementAttr> grids;
+  for (auto grid : module.getOps<shard::GridOp>())
+    if (auto attr = grid->getAttrOfType<PlacementAttr>(kPlacementAttr))
+      if (!llvm::is_contained(grids, attr))
+        grids.push_back(attr);
+  if (grids.empty())
+    return func.emitError("zero-export-plan: no shard.grid with a ")
+           << kPlacementAttr << "; run zero-partition first";
+  auto pipeline = func->getAttrOfType<DictionaryAttr>(kPipelineAttr);
+  if (!pipeline) {
+    if (grids.size() > 1)
+      return func.emitError("zero-export-plan: a plan holds one placement, "
+                            "found ")
+             << grids[0] << " and " << grids[1];
+    placement = grids.front();
+    hierarchy = llvm::to_vector(placement.getHierarchyShape());
+    return success();
+  }
+  stages = cast<IntegerAttr>(pipeline.get("stages")).getInt();
+  llvm::sort(grids, [](PlacementAttr a, PlacementAttr b) {
+    return a.getRanks().front() < b.getRanks().front();
+  });
+  PlacementAttr first = grids.front();
+  SmallVector<int64_t> ranks;
+  for (int64_t s = 0; s < stages; ++s) {
+    bool found = s < static_cast<int64_t>(grids.size());
+    if (found) {
+      PlacementAttr grid = grids[s];
+      found = grid.getDevice() == first.getDevice() &&
+              grid.getHierarchyShape() == first.getHierarchyShape();
+      for (auto [index, rank] : llvm::enumerate(first.getRanks()))
+        found =
+            found && grid.getRanks()[index] == rank + s * first.getNumRanks();
+    }
+    if (!found)
+      return func.emitError("zero-export-plan: pipeline stage ")
+             << s << " has no placement of the first stage's grid shifted "
+             << "by its ranks";
+    llvm::append_range(ranks, grids[s].getRanks());
+  }
+  if (static_cast<int64_t>(grids.size()) != stages)
+    return func.emitError("zero-export-plan: ")
+           << grids.size() << " placements for " << stages
+           << " pipeline stages";
+  hierarchy = {stages};
+  llvm::append_range(hierarchy, first.getHierarchyShape());
+  placement = PlacementAttr::get(func.getContext(), first.getDevice(), ranks,
+                                 hierarchy);
+  return success();
 }
 
 LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
@@ -218,9 +303,10 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
       json.attribute("kind", stringifyCollectiveKind(start.getKind()));
       json.attribute("stream", "comm");
       json.attribute("bucket", start.getBucket().value_or(0));
-      json.attribute("group_axis", (int64_t)start.getHierarchyAxis());
-      json.attribute("group_size",
-                     placement.getHierarchyShape()[start.getHierarchyAxis()]);
+      int64_t axis = start.getHierarchyAxis() + (stages > 1 ? 1 : 0);
+      json.attribute("group_axis", axis);
+      json.attribute("group_size", hierarchy[axis]);
+      writeStages(json, op);
       json.attribute("reduce", stringifyReduceKind(start.getReduce()));
       if (start.getGatherAxis())
         json.attribute("gather_axis", *start.getGatherAxis());
@@ -252,14 +338,45 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
     json.object([&] {
       json.attribute("op", "collective_wait");
       json.attribute("bucket", start.getBucket().value_or(0));
+      writeStages(json, op);
       if (!frees.empty())
         json.attribute("free", llvm::json::Array(frees));
+    });
+    return success();
+  }
+  if (auto hop = dyn_cast<SendRecvOp>(op)) {
+    // A collective of its own over the pipeline axis, waited for at once.
+    int64_t bucket = hopBuckets.lookup(&op);
+    json.object([&] {
+      json.attribute("op", "collective_start");
+      json.attribute("kind", "send_recv");
+      json.attribute("stream", "comm");
+      json.attribute("bucket", bucket);
+      json.attribute("group_axis", 0);
+      json.attribute("group_size", stages);
+      json.attribute("source_stage", hop.getSourceStage());
+      json.attribute("target_stage", hop.getTargetStage());
+      writeStages(json, op);
+      writeValueList(json, "results", op.getResults());
+      json.attributeArray("segments", [&] {
+        json.object([&] {
+          json.attribute("offset", 0);
+          json.attribute("numel", numElements(hop.getInput().getType()));
+        });
+      });
+      common();
+    });
+    json.object([&] {
+      json.attribute("op", "collective_wait");
+      json.attribute("bucket", bucket);
+      writeStages(json, op);
     });
     return success();
   }
   if (auto start = dyn_cast<TransferStartOp>(op)) {
     json.object([&] {
       json.attribute("op", "transfer_start");
+      writeStages(json, op);
       json.attribute("transfer", transferIds.lookup(&op));
       json.attribute("from", stringifyMemoryKind(start.getFrom()));
       json.attribute("to", stringifyMemoryKind(start.getTo()));
@@ -273,6 +390,7 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
   if (auto wait = dyn_cast<TransferWaitOp>(op)) {
     json.object([&] {
       json.attribute("op", "transfer_wait");
+      writeStages(json, op);
       json.attribute("transfer", transferIds.lookup(wait.getStart()));
       if (!frees.empty())
         json.attribute("free", llvm::json::Array(frees));
@@ -282,6 +400,7 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
   if (auto assign = dyn_cast<nn::AssignOp>(op)) {
     json.object([&] {
       json.attribute("op", "copy");
+      writeStages(json, op);
       json.attribute("variable", assign.getName());
       common();
     });
@@ -294,6 +413,7 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
                           "for this op");
   json.object([&] {
     json.attribute("op", op.getName().getStringRef());
+    writeStages(json, op);
     if (auto memory = op.getAttrOfType<MemoryKindAttr>(kMemoryKindAttr))
       json.attribute("memory", stringifyMemoryKind(memory.getValue()));
     writeValueList(json, "results", op.getResults());
@@ -350,21 +470,14 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
   for (Operation &op : block)
     if (isa<TransferStartOp>(op))
       transferIds[&op] = transferIds.size();
-  // The plan's placement: the one grid of the module.
-  auto module = func->getParentOfType<ModuleOp>();
-  for (auto grid : module.getOps<shard::GridOp>()) {
-    auto attr = grid->getAttrOfType<PlacementAttr>(kPlacementAttr);
-    if (!attr)
-      continue;
-    if (placement && placement != attr)
-      return grid.emitOpError("zero-export-plan: a plan holds one placement, "
-                              "found ")
-             << placement << " and " << attr;
-    placement = attr;
-  }
-  if (!placement)
-    return func.emitError("zero-export-plan: no shard.grid with a ")
-           << kPlacementAttr << "; run zero-partition first";
+  if (failed(readPlacement()))
+    return failure();
+  // The hops' buckets follow the collectives'.
+  for (auto start : block.getOps<CollectiveStartOp>())
+    firstHopBucket =
+        std::max<int64_t>(firstHopBucket, start.getBucket().value_or(0) + 1);
+  for (auto hop : block.getOps<SendRecvOp>())
+    hopBuckets[hop] = firstHopBucket + hopBuckets.size();
 
   // Buffers released after each op: those whose last read is there.
   llvm::DenseMap<int64_t, SmallVector<int64_t>> freesAt;
@@ -390,9 +503,13 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     json.attributeObject("placement", [&] {
       json.attribute("device", stringifyDeviceKind(placement.getDevice()));
       json.attribute("ranks", llvm::json::Array(placement.getRanks()));
-      json.attribute("hierarchy",
-                     llvm::json::Array(placement.getHierarchyShape()));
+      json.attribute("hierarchy", llvm::json::Array(hierarchy));
     });
+    if (auto pipeline = func->getAttrOfType<DictionaryAttr>(kPipelineAttr))
+      json.attributeObject("pipeline", [&] {
+        for (StringRef key : {"stages", "micro_batches", "schedule", "bubble"})
+          json.attribute(key, toJson(pipeline.get(key)));
+      });
     if (config)
       json.attribute("config", *config);
     json.attributeObject("memory", [&] {
@@ -425,6 +542,8 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
           json.attribute("role", stringifyBufferRole(buffer.role));
           json.attribute("arena",
                          arenaOf.lookup(stringifyMemoryKind(buffer.memory)));
+          if (buffer.stage >= 0)
+            json.attribute("stage", buffer.stage);
         });
     });
     json.attributeArray("values", [&] {

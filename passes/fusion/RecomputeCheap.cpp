@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/common/SbpUtils.h"
 #include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -98,7 +99,14 @@ private:
     for (Value input : op.getRecomputeInputs(result))
       inputs.push_back(kept(input) ? input
                                    : build(builder, cast<OpResult>(input)));
-    return op.buildRecompute(builder, result, inputs);
+    Operation *before = builder.getInsertionPoint()->getPrevNode();
+    Block *block = builder.getInsertionBlock();
+    Value again = op.buildRecompute(builder, result, inputs);
+    // The copy runs on the original's pipeline stage, for its micro-batch.
+    zerosbp::copyPipelineMarks(
+        op, before ? std::next(before->getIterator()) : block->begin(),
+        builder.getInsertionPoint());
+    return again;
   }
 
   Operation *seed = nullptr;

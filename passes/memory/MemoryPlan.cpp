@@ -20,6 +20,7 @@
 #include "dialects/sbp/IR/SbpOps.h"
 
 #include <map>
+#include <set>
 
 namespace zerosbp {
 #define GEN_PASS_DEF_ZEROMEMORYPLAN
@@ -43,6 +44,8 @@ struct BufferInfo {
   bool merged = false;
   SmallVector<Value> values;
   int64_t first = 0, last = 0, offset = 0;
+  /// The pipeline stage whose ranks hold it; -1: every rank.
+  int64_t stage = -1;
 };
 
 class Planner {
@@ -100,9 +103,12 @@ private:
   void layOutBuckets();
   LogicalResult retargetAssignments();
   void computeLiveness();
-  /// Offsets in each memory's arena.
+  /// Each buffer's pipeline stage, read off its values' ops.
+  LogicalResult assignStages();
+  /// Offsets in each memory's arena, for each pipeline stage apart: the
+  /// ranks of one stage never hold another's buffers.
   LogicalResult pack();
-  LogicalResult pack(MemoryKind memory);
+  LogicalResult pack(MemoryKind memory, int64_t stage);
   void writeAttributes();
 
   func::FuncOp func;
@@ -409,15 +415,47 @@ void Planner::computeLiveness() {
   }
 }
 
-LogicalResult Planner::pack() {
-  for (MemoryKind memory :
-       {MemoryKind::device, MemoryKind::host, MemoryKind::nvme})
-    if (failed(pack(memory)))
-      return failure();
+/// The pipeline stage whose ranks compute `value`; -1 without stages.
+static int64_t stageOf(Value value) {
+  return pipelineStageOf(value.getDefiningOp());
+}
+
+LogicalResult Planner::assignStages() {
+  for (BufferInfo &info : buffers) {
+    if (info.merged)
+      continue;
+    for (Value value : info.values) {
+      int64_t stage = stageOf(value);
+      if (info.stage >= 0 && stage != info.stage)
+        return value.getDefiningOp()->emitOpError(
+                   "zero-memory-plan: shares a buffer with a value of "
+                   "pipeline stage ")
+               << info.stage << " but runs on stage " << stage;
+      info.stage = stage;
+    }
+  }
+  for (auto [start, buffer] : staging)
+    buffers[buffer].stage = pipelineStageOf(start);
   return success();
 }
 
-LogicalResult Planner::pack(MemoryKind memory) {
+LogicalResult Planner::pack() {
+  std::set<int64_t> stages;
+  for (const BufferInfo &info : buffers)
+    if (!info.merged)
+      stages.insert(info.stage);
+  if (stages.size() > 1 && stages.count(-1))
+    return func.emitError("zero-memory-plan: some buffers have a pipeline "
+                          "stage and some do not");
+  for (MemoryKind memory :
+       {MemoryKind::device, MemoryKind::host, MemoryKind::nvme})
+    for (int64_t stage : stages)
+      if (failed(pack(memory, stage)))
+        return failure();
+  return success();
+}
+
+LogicalResult Planner::pack(MemoryKind memory, int64_t stage) {
   auto aligned = [&](int64_t bytes) {
     return (bytes + alignment - 1) / alignment * alignment;
   };
@@ -432,7 +470,7 @@ LogicalResult Planner::pack(MemoryKind memory) {
   int64_t base = 0;
   SmallVector<int64_t> order;
   for (auto [index, info] : llvm::enumerate(buffers)) {
-    if (info.merged || info.memory != memory)
+    if (info.merged || info.memory != memory || info.stage != stage)
       continue;
     if (info.bytes > kMaxPlanBytes)
       return tooLarge();
@@ -498,7 +536,7 @@ void Planner::writeAttributes() {
     number[index] = entries.size();
     entries.push_back(BufferAttr::get(context, info.offset, info.bytes,
                                       info.first, info.last, info.role,
-                                      info.memory));
+                                      info.memory, info.stage));
   }
   func->setAttr(kBuffersAttr, builder.getArrayAttr(entries));
 
@@ -541,11 +579,13 @@ void Planner::writeAttributes() {
     std::map<BufferRole, std::vector<int64_t>> byRole;
     std::vector<int64_t> total, states;
   };
-  std::map<MemoryKind, ArenaSummary> arenas;
+  // One summary per memory kind and pipeline stage; a rank holds one
+  // stage's buffers, so the plan reports the largest stage.
+  std::map<std::pair<MemoryKind, int64_t>, ArenaSummary> arenas;
   for (BufferInfo &info : buffers) {
     if (info.merged)
       continue;
-    ArenaSummary &summary = arenas[info.memory];
+    ArenaSummary &summary = arenas[{info.memory, info.stage}];
     if (!summary.used) {
       summary.used = true;
       summary.total.assign(end + 2, 0);
@@ -563,41 +603,52 @@ void Planner::writeAttributes() {
       summary.states[info.last + 1] -= info.bytes;
     }
   }
-  auto peaksOf = [&](ArenaSummary &summary) {
+  struct Largest {
+    bool used = false;
+    int64_t arena = 0, lowerBound = 0, modelStates = 0;
+    std::map<BufferRole, int64_t> peak;
+  };
+  std::map<MemoryKind, Largest> largest;
+  for (auto &[key, summary] : arenas) {
+    Largest &into = largest[key.first];
+    into.used = true;
+    into.arena = std::max(into.arena, summary.arena);
+    into.lowerBound = std::max(into.lowerBound, peakOf(summary.total));
+    into.modelStates = std::max(into.modelStates, peakOf(summary.states));
+    for (auto &[role, deltas] : summary.byRole)
+      into.peak[role] = std::max(into.peak[role], peakOf(deltas));
+  }
+  auto peaksOf = [&](Largest &summary) {
     SmallVector<NamedAttribute> peaks;
     for (BufferRole role : planRoles()) {
-      auto it = summary.byRole.find(role);
-      int64_t peak = it == summary.byRole.end() ? 0 : peakOf(it->second);
+      auto it = summary.peak.find(role);
+      int64_t peak = it == summary.peak.end() ? 0 : it->second;
       peaks.push_back(builder.getNamedAttr(stringifyBufferRole(role),
                                            builder.getI64IntegerAttr(peak)));
     }
     return builder.getDictionaryAttr(peaks);
   };
-  ArenaSummary &device = arenas[MemoryKind::device];
-  if (!device.used) {
-    device.total.assign(end + 2, 0);
-    device.states.assign(end + 2, 0);
-  }
+  Largest &device = largest[MemoryKind::device];
   SmallVector<NamedAttribute> memory = {
       builder.getNamedAttr("arena", builder.getI64IntegerAttr(device.arena)),
       builder.getNamedAttr("lower_bound",
-                           builder.getI64IntegerAttr(peakOf(device.total))),
+                           builder.getI64IntegerAttr(device.lowerBound)),
       builder.getNamedAttr("model_states",
-                           builder.getI64IntegerAttr(peakOf(device.states))),
+                           builder.getI64IntegerAttr(device.modelStates)),
       builder.getNamedAttr("peak", peaksOf(device)),
   };
   for (MemoryKind kind : {MemoryKind::host, MemoryKind::nvme}) {
-    auto it = arenas.find(kind);
-    if (it == arenas.end() || !it->second.used)
+    auto it = largest.find(kind);
+    if (it == largest.end() || !it->second.used)
       continue;
-    ArenaSummary &summary = it->second;
+    Largest &summary = it->second;
     memory.push_back(builder.getNamedAttr(
         stringifyMemoryKind(kind),
         builder.getDictionaryAttr({
             builder.getNamedAttr("arena",
                                  builder.getI64IntegerAttr(summary.arena)),
-            builder.getNamedAttr("lower_bound", builder.getI64IntegerAttr(
-                                                    peakOf(summary.total))),
+            builder.getNamedAttr("lower_bound",
+                                 builder.getI64IntegerAttr(summary.lowerBound)),
             builder.getNamedAttr("peak", peaksOf(summary)),
         })));
   }
@@ -628,7 +679,7 @@ LogicalResult Planner::run() {
   if (failed(retargetAssignments()))
     return failure();
   computeLiveness();
-  if (failed(pack()))
+  if (failed(assignStages()) || failed(pack()))
     return failure();
   writeAttributes();
   return success();

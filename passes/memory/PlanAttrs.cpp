@@ -22,7 +22,8 @@ zerosbp::readPlannedBuffers(func::FuncOp func) {
       return func.emitError("buffer #")
              << index << " of " << kBuffersAttr << " is not an #sbp.buffer";
     result.push_back({buffer.getOffset(), buffer.getBytes(), buffer.getFirst(),
-                      buffer.getLast(), buffer.getRole(), buffer.getMemory()});
+                      buffer.getLast(), buffer.getRole(), buffer.getMemory(),
+                      buffer.getStage()});
   }
   return result;
 }

@@ -7,7 +7,8 @@
 //                        (-1, -1 for results that are not tensors)
 //   func: zero.buffers = [#sbp.buffer<offset = O, bytes = B,
 //                                     live = [first, last], role = R>, ...]
-//                        (`memory = host` or `nvme` last when not device)
+//                        (`memory = host` or `nvme` when not device, then
+//                        `stage = k` under pipeline parallelism)
 //         zero.memory  = {arena, lower_bound, model_states,
 //                         peak = {role: bytes},
 //                         host = {arena, lower_bound, peak},
@@ -62,6 +63,8 @@ struct PlannedBuffer {
   mlir::sbp::BufferRole role = mlir::sbp::BufferRole::activation;
   /// Which arena the offset is in.
   mlir::sbp::MemoryKind memory = mlir::sbp::MemoryKind::device;
+  /// The pipeline stage whose ranks hold it; -1: every rank.
+  int64_t stage = -1;
 };
 
 /// Where a value lives: a buffer and a byte offset in it.

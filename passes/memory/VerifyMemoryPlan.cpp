@@ -188,10 +188,13 @@ LogicalResult Checker::run() {
   SmallVector<int64_t> byOffset;
   for (int64_t index = 0; index < count; ++index)
     byOffset.push_back(index);
-  // Each arena has offsets of its own: sort by arena, then offset.
+  // Each arena has offsets of its own, and each pipeline stage's ranks
+  // their own layout in it: sort by arena, stage, then offset.
   llvm::stable_sort(byOffset, [&](int64_t a, int64_t b) {
-    return std::make_pair(buffers[a].memory, buffers[a].offset) <
-           std::make_pair(buffers[b].memory, buffers[b].offset);
+    return std::make_tuple(buffers[a].memory, buffers[a].stage,
+                           buffers[a].offset) <
+           std::make_tuple(buffers[b].memory, buffers[b].stage,
+                           buffers[b].offset);
   });
   for (auto [i, first] : llvm::enumerate(byOffset))
     for (size_t j = i + 1; j < byOffset.size(); ++j) {
@@ -199,6 +202,7 @@ LogicalResult Checker::run() {
               b = std::max(first, byOffset[j]);
       const PlannedBuffer &x = buffers[a], &y = buffers[b];
       if (buffers[byOffset[j]].memory != buffers[first].memory ||
+          buffers[byOffset[j]].stage != buffers[first].stage ||
           buffers[byOffset[j]].offset >=
               buffers[first].offset + buffers[first].bytes)
         break;

@@ -18,6 +18,7 @@
 #include "passes/Passes.h"
 #include "passes/common/SbpUtils.h"
 #include "passes/common/ZeroAttrNames.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
@@ -484,6 +485,33 @@ void Partitioner::lowerCast(CastOp cast) {
   builder.setInsertionPoint(cast);
   PlacementAttr placement = cast.getTargetEncoding().getPlacement();
   Value value = cast.getInput();
+  // What the cast becomes runs on the cast's pipeline stage.
+  Operation *before = cast->getPrevNode(), *after = cast->getNextNode();
+  Block *block = cast->getBlock();
+  Attribute stage = cast->getAttr(nn::kPipelineStageAttr);
+  llvm::scope_exit markStage([&] {
+    if (!stage)
+      return;
+    Block::iterator first =
+        before ? std::next(before->getIterator()) : block->begin();
+    for (Operation &op : llvm::make_range(first, after->getIterator()))
+      if (!isa<SendRecvOp>(op))
+        op.setAttr(nn::kPipelineStageAttr, stage);
+  });
+  PlacementAttr sourcePlacement =
+      getGlobalEncoding(globalTypes.lookup(cast.getInput())).getPlacement();
+  if (sourcePlacement.onDevice() != placement.onDevice()) {
+    // A hop between pipeline stages (zero-pipeline-stages): each rank's
+    // part goes as it is to the same place on the other stage's grid.
+    auto stageOf = [&](PlacementAttr at) {
+      return at.getRanks().front() / std::max<int64_t>(at.getNumRanks(), 1);
+    };
+    value =
+        SendRecvOp::create(builder, cast.getLoc(), value,
+                           builder.getI64IntegerAttr(stageOf(sourcePlacement)),
+                           builder.getI64IntegerAttr(stageOf(placement)))
+            .getResult();
+  }
   // The input's type is local by now; its global one was kept.
   MemoryKind from = getGlobalEncoding(globalTypes.lookup(cast.getInput()))
                         .getPlacement()

@@ -121,6 +121,18 @@ static zerosbp::DecimalOpt modelParallelSize(
 static cl::alias tensorModelParallelSize(
     "tensor-model-parallel-size", cl::aliasopt(modelParallelSize),
     cl::desc("alias for --model-parallel-size (Megatron-DeepSpeed)"));
+static zerosbp::DecimalOpt pipelineParallelSize(
+    "pipeline-model-parallel-size", cl::init(1), cl::cat(category),
+    cl::desc("Megatron's pipeline degree: the layers cut into N stages on a "
+             "[N, data, model] placement; --gradient-accumulation-steps "
+             "micro-batches flow through them; batch sizes count world / "
+             "(N * model-parallel size)"));
+static cl::opt<std::string> pipelineSchedule(
+    "pipeline-schedule", cl::init("1f1b"), cl::cat(category),
+    cl::desc("micro-batch order on each pipeline stage: 1f1b or gpipe"));
+static zerosbp::DecimalOpt gradientAccumulationSteps(
+    "gradient-accumulation-steps", cl::init(1), cl::cat(category),
+    cl::desc("micro-batches per step (the pipeline's micro-batches)"));
 static cl::opt<bool> evalGraph(
     "eval", cl::init(false), cl::cat(category),
     cl::desc("compile for inference: the forward only, returning the "
@@ -214,6 +226,14 @@ static llvm::Error checkMegatronFlags() {
   if (modelParallelSize < 1)
     return error("--model-parallel-size: expected an integer >= 1, got " +
                  llvm::Twine(modelParallelSize));
+  if (pipelineParallelSize < 1)
+    return error(
+        "--pipeline-model-parallel-size: expected an integer >= 1, got " +
+        llvm::Twine(pipelineParallelSize));
+  if (gradientAccumulationSteps < 1)
+    return error(
+        "--gradient-accumulation-steps: expected an integer >= 1, got " +
+        llvm::Twine(gradientAccumulationSteps));
   if (given(checkpointNumLayers) && checkpointNumLayers < 1)
     return error("--checkpoint-num-layers: expected an integer >= 1, got " +
                  llvm::Twine(checkpointNumLayers));
@@ -256,14 +276,21 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
         path, zerosbp::runtime::kMaxConfigFileBytes, "the config");
     if (!file)
       return file.takeError();
-    config = zerosbp::parseDeepSpeedConfig((*file)->getBuffer(), world,
-                                           modelParallelSize);
+    config = zerosbp::parseDeepSpeedConfig(
+        (*file)->getBuffer(), world, modelParallelSize, pipelineParallelSize);
     if (!config)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      path + ": " +
                                          llvm::toString(config.takeError()));
     if (statesStage((*file)->getBuffer()))
       stageSource = (path + ": zero_optimization.stage").str();
+    if (given(gradientAccumulationSteps))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": give gradient_accumulation_steps in the config, not "
+                 "--gradient-accumulation-steps");
+    if (given(pipelineSchedule))
+      config->pipelineSchedule = pipelineSchedule;
   } else if (!pipelineOptions.empty()) {
     // --stage and --world go in with the pairs, so that keys checked
     // against them (mics-shard-size, hpz-partition-size) see them; where
@@ -277,6 +304,18 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
         !statesPair(pipelineOptions, "model-parallel-size"))
       flagPairs += " model-parallel-size=" +
                    std::to_string(static_cast<int64_t>(modelParallelSize));
+    if (given(pipelineParallelSize) &&
+        !statesPair(pipelineOptions, "pipeline-parallel-size"))
+      flagPairs += " pipeline-parallel-size=" +
+                   std::to_string(static_cast<int64_t>(pipelineParallelSize));
+    if (given(pipelineSchedule) &&
+        !statesPair(pipelineOptions, "pipeline-schedule"))
+      flagPairs += " pipeline-schedule=" + pipelineSchedule;
+    if (given(gradientAccumulationSteps) &&
+        !statesPair(pipelineOptions, "gradient-accumulation-steps"))
+      flagPairs +=
+          " gradient-accumulation-steps=" +
+          std::to_string(static_cast<int64_t>(gradientAccumulationSteps));
     config = zerosbp::parsePipelineOptions(pipelineOptions + flagPairs);
     if (!config)
       return config.takeError();
@@ -291,6 +330,9 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
   } else {
     config->world = world;
     config->modelParallelSize = modelParallelSize;
+    config->pipelineParallelSize = pipelineParallelSize;
+    config->pipelineSchedule = pipelineSchedule;
+    config->gradientAccumulationSteps = gradientAccumulationSteps;
   }
   if (given(stage)) {
     if (!stageSource.empty() && config->stage != stage)
@@ -410,6 +452,12 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
          ": " + problem);
     return failure();
   }
+  config.pipelineStages = zero.pipelineParallelSize;
+  if (std::string problem = config.checkPipeline(); !problem.empty()) {
+    fail("--pipeline-model-parallel-size " +
+         std::to_string(config.pipelineStages) + ": " + problem);
+    return failure();
+  }
   if (checkpointActivations)
     config.checkpointLayers = checkpointNumLayers;
   config.checkpointedBlocks = checkpointedBlocks;
@@ -426,14 +474,16 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
     fail(llvm::toString(std::move(error)));
     return failure();
   }
-  // Megatron's layout: the model axis inside the data axis, [dp, tp].
+  // Megatron's layout: the model axis inside the data axis, [dp, tp]. The
+  // graph is captured on the first pipeline stage's ranks; the pipeline
+  // axis, outermost, is zero-pipeline-stages' to add.
   SmallVector<int64_t, 2> hierarchy;
   if (config.modelParallel > 1)
     hierarchy = {zero.dataParallelSize(), config.modelParallel};
   zerosbp::GraphBuilder builder(
       context, "gpt2",
       zerosbp::GraphBuilder::makePlacement(context, sbp::DeviceKind::cpu,
-                                           zero.world, hierarchy));
+                                           zero.stageWorld(), hierarchy));
   if (config.modelParallel > 1)
     builder.setModelAxis(1);
   SmallVector<Value> results;

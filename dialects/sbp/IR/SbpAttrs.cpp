@@ -356,7 +356,10 @@ GlobalTensorAttr GlobalTensorAttr::withRole(Role role) const {
 
 LogicalResult BufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t offset, int64_t bytes, int64_t first,
-                                 int64_t last, BufferRole, MemoryKind) {
+                                 int64_t last, BufferRole, MemoryKind,
+                                 int64_t stage) {
+  if (stage < -1)
+    return emitError() << "buffer stage " << stage << " is negative";
   if (offset < 0)
     return emitError() << "buffer offset " << offset << " is negative";
   if (bytes < 0)

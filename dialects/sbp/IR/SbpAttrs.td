@@ -142,6 +142,11 @@ def Sbp_BufferAttr : Sbp_Attr<"Buffer", "buffer"> {
     Offsets and sizes are non-negative and the buffer ends at most 2^53
     bytes into its arena (kMaxPlanBytes), the most a plan addresses; live
     op indices are non-negative and `first <= last`.
+
+    `stage = k` (pipeline parallelism) gives the buffer to the ranks of
+    pipeline stage k only: buffers of different stages share the arena's
+    bytes freely (docs/design.md#pipeline-parallelism). Without it every
+    rank holds the buffer.
   }];
   let parameters = (ins
     "int64_t":$offset,
@@ -150,12 +155,13 @@ def Sbp_BufferAttr : Sbp_Attr<"Buffer", "buffer"> {
     "int64_t":$last,
     EnumParameter<Sbp_BufferRole>:$role,
     Sbp_DefaultValuedEnumParameter<Sbp_MemoryKind,
-        "::mlir::sbp::MemoryKind::device">:$memory
+        "::mlir::sbp::MemoryKind::device">:$memory,
+    DefaultValuedParameter<"int64_t", "-1">:$stage
   );
   let assemblyFormat = [{
     `<` `offset` `=` $offset `,` `bytes` `=` $bytes `,`
         `live` `=` `[` $first `,` $last `]` `,` `role` `=` $role
-        (`,` `memory` `=` $memory^)? `>`
+        (`,` `memory` `=` $memory^)? (`,` `stage` `=` $stage^)? `>`
   }];
   let genVerifyDecl = 1;
 }

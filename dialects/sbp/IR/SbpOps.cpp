@@ -108,10 +108,21 @@ LogicalResult CastOp::verify() {
            (a.getDevice() == b.getDevice() && a.getRanks() == b.getRanks() &&
             a.getHierarchy() == b.getHierarchy());
   };
-  if (!sameRanks(from, to))
+  // A hop between pipeline stages: each rank's part moves as it is to the
+  // rank at the same place of another stage's grid of the same shape.
+  bool hop = from.getDevice() == to.getDevice() &&
+             from.getHierarchyShape() == to.getHierarchyShape() &&
+             from.getRanks() != to.getRanks();
+  if (hop && (source.getSbp() != target.getSbp() ||
+              from.getMemory() != to.getMemory()))
+    return emitOpError("moves to another pipeline stage's placement and "
+                       "changes the SBP or memory kind too; cast one, then "
+                       "the other");
+  if (!hop && !sameRanks(from, to))
     return emitOpError("casts between different placements ")
            << from << " and " << to
-           << "; only SBP changes on one placement are supported";
+           << "; only SBP changes on one placement and moves between "
+              "pipeline stages' placements of one grid shape are supported";
   // A transfer between memory kinds moves each rank's part as it is.
   if (from.getMemory() != to.getMemory() && source.getSbp() != target.getSbp())
     return emitOpError("changes both the memory kind and the SBP; cast "
@@ -328,5 +339,18 @@ LogicalResult FutureType::verify(function_ref<InFlightDiagnostic()> emitError,
                                  ArrayRef<RankedTensorType> valueTypes) {
   if (valueTypes.empty())
     return emitError() << "!sbp.future needs at least one value type";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SendRecvOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SendRecvOp::verify() {
+  if (getSourceStage() < 0 || getTargetStage() < 0)
+    return emitOpError("needs non-negative stages, got ")
+           << getSourceStage() << " and " << getTargetStage();
+  if (getSourceStage() == getTargetStage())
+    return emitOpError("sends from stage ") << getSourceStage() << " to itself";
   return success();
 }

@@ -170,4 +170,30 @@ def Sbp_ToPartialOp : Sbp_Op<"to_partial", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Sbp_SendRecvOp : Sbp_Op<"send_recv", [
+    MemoryEffects<[MemRead, MemWrite]>, SameOperandsAndResultType]> {
+  let summary = "moves a per-rank tensor to the next or previous pipeline "
+                "stage";
+  let description = [{
+    The local form of a cast between two pipeline stages' placements
+    (docs/design.md#pipeline-parallelism): the rank of stage
+    `source_stage` sends its tensor to the rank at the same place of stage
+    `target_stage`'s grid, which receives it as the result. Only those two
+    ranks run it; the operand lives on the source stage, the result on the
+    target stage.
+
+    ```mlir
+    %y = sbp.send_recv %x from stage 0 to stage 1 : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$source_stage,
+                       I64Attr:$target_stage);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `from` `stage` $source_stage `to` `stage` $target_stage attr-dict
+    `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ZEROSBP_DIALECTS_SBP_IR_SBPOPS_TD

@@ -1,0 +1,553 @@
+//===- PipelineStages.cpp - zero-pipeline-stages --------------------------===//
+//
+// Pipeline parallelism on the global view (docs/design.md#pipeline-
+// parallelism). Each op gets a stage, each stage's values move to that
+// stage's placement (the first stage's ranks shifted, the same grid), a
+// value read on another stage crosses by a cast between the placements,
+// and the ops are ordered as the micro-batch schedule runs them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/common/OpCost.h"
+#include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
+
+#include "dialects/nn/IR/NNOps.h"
+#include "dialects/sbp/IR/SbpOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <map>
+#include <set>
+
+namespace zerosbp {
+#define GEN_PASS_DEF_ZEROPIPELINESTAGES
+#include "passes/Passes.h.inc"
+} // namespace zerosbp
+
+using namespace mlir;
+using namespace mlir::sbp;
+using zerosbp::kLossSeedAttr;
+using zerosbp::kPipelineAttr;
+
+namespace {
+
+/// A forward or a backward of one micro-batch on one stage.
+enum class Phase { Forward, Backward };
+using Chunk = std::pair<Phase, int64_t>;
+
+/// The chunks stage `stage` of `stages` runs, in order.
+SmallVector<Chunk> scheduleOf(int64_t stage, int64_t stages,
+                              int64_t microBatches, bool gpipe) {
+  SmallVector<Chunk> order;
+  if (gpipe) {
+    for (int64_t m = 0; m < microBatches; ++m)
+      order.push_back({Phase::Forward, m});
+    for (int64_t m = 0; m < microBatches; ++m)
+      order.push_back({Phase::Backward, m});
+    return order;
+  }
+  // 1F1B: the forwards that fill the pipeline behind this stage, then one
+  // backward per forward, then the backwards left.
+  int64_t warmup = std::min(stages - 1 - stage, microBatches);
+  int64_t forward = 0, backward = 0;
+  for (; forward < warmup; ++forward)
+    order.push_back({Phase::Forward, forward});
+  for (; forward < microBatches; ++forward, ++backward) {
+    order.push_back({Phase::Forward, forward});
+    order.push_back({Phase::Backward, backward});
+  }
+  for (; backward < microBatches; ++backward)
+    order.push_back({Phase::Backward, backward});
+  return order;
+}
+
+int64_t markOf(Operation *op, StringRef name) {
+  auto mark = op->getAttrOfType<IntegerAttr>(name);
+  return mark ? mark.getInt() : -1;
+}
+
+/// An op without operands that each stage may compute for itself instead
+/// of receiving it: a fill, the step counter. Variables and inputs hold
+/// state or data and live on one stage.
+bool isCopiedPerStage(Operation *op) {
+  return op->getNumOperands() == 0 && op->getNumRegions() == 0 &&
+         !isa<nn::VariableOp, nn::InputOp>(op) && isMemoryEffectFree(op);
+}
+
+class StagePlanner {
+public:
+  StagePlanner(func::FuncOp func, int64_t stages, int64_t microBatches,
+               bool gpipe)
+      : func(func), body(func.getBody().front()), builder(func.getContext()),
+        stages(stages), microBatches(microBatches), gpipe(gpipe) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult makePlacements();
+  LogicalResult assignStages();
+  void movePlacements();
+  void connectStages();
+  Value crossTo(Value value, int64_t stage);
+  LogicalResult order();
+  LogicalResult recordPlan(ArrayRef<SmallVector<Operation *>> sequences);
+
+  int64_t stageOf(Operation *op) const { return stage.lookup(op); }
+  void setStage(Operation *op, int64_t s) {
+    stage[op] = s;
+    op->setAttr(nn::kPipelineStageAttr, builder.getI64IntegerAttr(s));
+  }
+
+  func::FuncOp func;
+  Block &body;
+  OpBuilder builder;
+  int64_t stages, microBatches;
+  bool gpipe;
+  SmallVector<PlacementAttr> placements; // Per stage, in device memory.
+  llvm::DenseMap<Operation *, int64_t> stage;
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> crossed;
+  llvm::DenseMap<std::pair<Operation *, int64_t>, Operation *> copies;
+  /// The casts between stages: their operand's stage is not theirs.
+  llvm::DenseSet<Operation *> hops;
+};
+
+} // namespace
+
+LogicalResult StagePlanner::makePlacements() {
+  PlacementAttr first;
+  auto check = [&](Type type, Operation *op) -> LogicalResult {
+    auto encoding = getGlobalEncoding(type);
+    if (!encoding)
+      return success();
+    PlacementAttr placement = encoding.getPlacement().onDevice();
+    if (!first)
+      first = placement;
+    if (placement != first)
+      return op->emitOpError("zero-pipeline-stages: the graph is placed on ")
+             << first << " and " << placement
+             << "; a pipelined graph is captured on one stage's placement";
+    return success();
+  };
+  if (body.getNumArguments() != 0)
+    return func.emitError("zero-pipeline-stages: @")
+           << func.getSymName()
+           << " takes arguments; a pipelined graph reads its data by "
+              "nn.input";
+  for (Operation &op : body)
+    for (Type type : op.getResultTypes())
+      if (failed(check(type, &op)))
+        return failure();
+  if (!first)
+    return func.emitError("zero-pipeline-stages: @")
+           << func.getSymName() << " has no placed tensor";
+  int64_t size = first.getNumRanks();
+  for (int64_t s = 0; s < stages; ++s) {
+    SmallVector<int64_t> ranks;
+    for (int64_t rank : first.getRanks())
+      ranks.push_back(rank + s * size);
+    placements.push_back(PlacementAttr::get(
+        func.getContext(), first.getDevice(), ranks, first.getHierarchy()));
+  }
+  return success();
+}
+
+LogicalResult StagePlanner::assignStages() {
+  SmallVector<Operation *> open;
+  for (Operation &op : body.without_terminator()) {
+    int64_t mark = markOf(&op, nn::kPipelineStageAttr);
+    if (mark >= stages)
+      return op.emitOpError("zero-pipeline-stages: marked for stage ")
+             << mark << " of " << stages;
+    if (mark >= 0)
+      stage[&op] = mark;
+    else
+      open.push_back(&op);
+  }
+  // Stages of the placed operands (or users) of `op`.
+  auto stagesOf = [&](auto &&ops) {
+    std::set<int64_t> found;
+    for (Operation *other : ops)
+      if (other && stage.count(other))
+        found.insert(stage.lookup(other));
+    return found;
+  };
+  auto producers = [](Operation *op) {
+    return llvm::map_to_vector(op->getOperands(), [](Value operand) {
+      return operand.getDefiningOp();
+    });
+  };
+  auto users = [](Operation *op) {
+    SmallVector<Operation *> found;
+    for (Operation *user : op->getUsers())
+      if (!isa<func::ReturnOp>(user))
+        found.push_back(user);
+    return found;
+  };
+  // Where its operands are, else where its users are; an op torn between
+  // stages goes to the earliest.
+  while (!open.empty()) {
+    bool placed = false;
+    auto settle = [&](auto &&rule) {
+      for (Operation *&op : open)
+        if (op && (rule)(op)) {
+          op = nullptr;
+          placed = true;
+        }
+      llvm::erase(open, nullptr);
+    };
+    settle([&](Operation *op) {
+      std::set<int64_t> found = stagesOf(producers(op));
+      if (found.size() != 1)
+        return false;
+      setStage(op, *found.begin());
+      return true;
+    });
+    if (placed)
+      continue;
+    std::reverse(open.begin(), open.end());
+    settle([&](Operation *op) {
+      std::set<int64_t> found = stagesOf(users(op));
+      if (found.size() != 1 || !stagesOf(producers(op)).empty())
+        return false;
+      setStage(op, *found.begin());
+      return true;
+    });
+    std::reverse(open.begin(), open.end());
+    if (placed)
+      continue;
+    settle([&](Operation *op) {
+      std::set<int64_t> found = stagesOf(producers(op));
+      if (found.empty())
+        found = stagesOf(users(op));
+      if (found.empty())
+        return false;
+      setStage(op, *found.begin());
+      return true;
+    });
+    if (placed)
+      continue;
+    // Nothing reaches these ops from a placed one: they feed nothing.
+    for (Operation *op : open)
+      setStage(op, 0);
+    open.clear();
+  }
+  return success();
+}
+
+void StagePlanner::movePlacements() {
+  for (Operation &op : body.without_terminator()) {
+    PlacementAttr target = placements[stageOf(&op)];
+    for (Value result : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      GlobalTensorAttr encoding = type ? getGlobalEncoding(type) : nullptr;
+      if (!encoding)
+        continue;
+      auto moved = GlobalTensorAttr::get(
+          func.getContext(), encoding.getSbp(),
+          target.withMemory(encoding.getPlacement().getMemory()),
+          encoding.getRole());
+      result.setType(
+          RankedTensorType::get(type.getShape(), type.getElementType(), moved));
+    }
+  }
+}
+
+Value StagePlanner::crossTo(Value value, int64_t target) {
+  Operation *producer = value.getDefiningOp();
+  if (isCopiedPerStage(producer)) {
+    Operation *&copy = copies[{producer, target}];
+    if (!copy) {
+      builder.setInsertionPointAfter(producer);
+      copy = builder.clone(*producer);
+      setStage(copy, target);
+      for (OpResult result : copy->getResults())
+        if (auto type = dyn_cast<RankedTensorType>(result.getType()))
+          if (auto encoding = getGlobalEncoding(type))
+            result.setType(RankedTensorType::get(
+                type.getShape(), type.getElementType(),
+                GlobalTensorAttr::get(func.getContext(), encoding.getSbp(),
+                                      placements[target], encoding.getRole())));
+    }
+    return copy->getResult(cast<OpResult>(value).getResultNumber());
+  }
+  Value &hop = crossed[{value, target}];
+  if (hop)
+    return hop;
+  auto type = cast<RankedTensorType>(value.getType());
+  GlobalTensorAttr encoding = getGlobalEncoding(type);
+  auto moved = RankedTensorType::get(
+      type.getShape(), type.getElementType(),
+      GlobalTensorAttr::get(
+          func.getContext(), encoding.getSbp(),
+          placements[target].withMemory(encoding.getPlacement().getMemory()),
+          encoding.getRole()));
+  builder.setInsertionPointAfter(producer);
+  auto cast = CastOp::create(builder, value.getLoc(), moved, value);
+  // It runs with its producer; the receiving stage takes it from there.
+  setStage(cast, stageOf(producer));
+  for (StringRef mark : {nn::kMicroBatchAttr})
+    if (Attribute attr = producer->getAttr(mark))
+      cast->setAttr(mark, attr);
+  hops.insert(cast);
+  hop = cast.getResult();
+  return hop;
+}
+
+void StagePlanner::connectStages() {
+  SmallVector<Operation *> ops = llvm::map_to_vector(
+      body.without_terminator(), [](Operation &op) { return &op; });
+  for (Operation *op : ops)
+    for (OpOperand &operand : op->getOpOperands()) {
+      Operation *producer = operand.get().getDefiningOp();
+      if (producer && stageOf(producer) != stageOf(op))
+        operand.set(crossTo(operand.get(), stageOf(op)));
+    }
+  // The loss goes to the first stage, whose rank 0 reports it.
+  Operation *ret = body.getTerminator();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    Operation *producer = operand.get().getDefiningOp();
+    if (producer && stageOf(producer) != 0 &&
+        getGlobalEncoding(operand.get().getType()))
+      operand.set(crossTo(operand.get(), 0));
+  }
+  func.setFunctionType(builder.getFunctionType({}, ret->getOperandTypes()));
+}
+
+LogicalResult StagePlanner::order() {
+  // The backward starts at its seed; without one (an eval graph) every
+  // micro-batch op is a forward.
+  DenseMap<Operation *, int64_t> index;
+  int64_t seedAt = INT64_MAX;
+  for (Operation &op : body) {
+    index[&op] = index.size();
+    if (op.hasAttr(kLossSeedAttr))
+      seedAt = std::min<int64_t>(seedAt, index[&op]);
+  }
+  SmallVector<DenseMap<Chunk, int64_t>> slotOfChunk(stages);
+  SmallVector<SmallVector<Chunk>> chunks;
+  for (int64_t s = 0; s < stages; ++s) {
+    chunks.push_back(scheduleOf(s, stages, microBatches, gpipe));
+    for (auto [at, chunk] : llvm::enumerate(chunks.back()))
+      slotOfChunk[s][chunk] = at;
+  }
+  // The slot of each op in its stage's run: its chunk's, or for an op of
+  // no micro-batch the latest slot of what it reads (-1: before any).
+  DenseMap<Operation *, int64_t> slot;
+  auto chunkOf = [&](Operation *op) -> std::optional<Chunk> {
+    int64_t micro = markOf(op, nn::kMicroBatchAttr);
+    if (micro < 0)
+      return std::nullopt;
+    return Chunk{index.lookup(op) < seedAt ? Phase::Forward : Phase::Backward,
+                 micro};
+  };
+  for (Operation &op : body.without_terminator()) {
+    int64_t s = stageOf(&op);
+    if (std::optional<Chunk> chunk = chunkOf(&op)) {
+      auto it = slotOfChunk[s].find(*chunk);
+      if (it == slotOfChunk[s].end())
+        return op.emitOpError("zero-pipeline-stages: micro-batch ")
+               << chunk->second << " is not one of the " << microBatches
+               << " micro-batches";
+      slot[&op] = it->second;
+      continue;
+    }
+    int64_t latest = -1;
+    for (Value operand : op.getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer)
+        continue;
+      if (stageOf(producer) == s && !hops.contains(producer)) {
+        latest = std::max(latest, slot.lookup(producer));
+        continue;
+      }
+      // Received from another stage: no earlier than this stage's chunk
+      // of the same micro-batch and direction.
+      if (std::optional<Chunk> chunk = chunkOf(producer))
+        latest = std::max(latest, slotOfChunk[s].lookup(*chunk));
+      else
+        latest = std::max(latest, slot.lookup(producer));
+    }
+    slot[&op] = latest;
+  }
+  // Each stage's run: by slot, then as the graph had them.
+  SmallVector<SmallVector<Operation *>> sequences(stages);
+  for (Operation &op : body.without_terminator())
+    sequences[stageOf(&op)].push_back(&op);
+  for (SmallVector<Operation *> &sequence : sequences)
+    llvm::stable_sort(sequence, [&](Operation *a, Operation *b) {
+      return slot.lookup(a) < slot.lookup(b);
+    });
+  // One program: the stages' runs merged in an order that respects every
+  // value, as the ranks meet at each send and receive.
+  SmallVector<size_t> next(stages, 0);
+  DenseSet<Operation *> done;
+  SmallVector<Operation *> program;
+  auto ready = [&](Operation *op) {
+    return llvm::all_of(op->getOperands(), [&](Value operand) {
+      Operation *producer = operand.getDefiningOp();
+      return !producer || done.contains(producer);
+    });
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < stages; ++s)
+      while (next[s] < sequences[s].size() && ready(sequences[s][next[s]])) {
+        Operation *op = sequences[s][next[s]++];
+        done.insert(op);
+        program.push_back(op);
+        progress = true;
+      }
+  }
+  for (int64_t s = 0; s < stages; ++s)
+    if (next[s] < sequences[s].size())
+      return sequences[s][next[s]]->emitOpError(
+                 "zero-pipeline-stages: the schedule cannot run this op on "
+                 "stage ")
+             << s << ": what it reads comes later in the schedule";
+  Operation *terminator = body.getTerminator();
+  for (Operation *op : program)
+    body.getOperations().splice(terminator->getIterator(), body.getOperations(),
+                                op->getIterator());
+  // The schedule's chunks and what each waits for, for the bubble.
+  return recordPlan(sequences);
+}
+
+LogicalResult
+StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences) {
+  // Each chunk's planned time is its matmul FLOPs. A chunk starts when its
+  // stage is free and the chunks it receives from have finished.
+  using Key = std::pair<int64_t, Chunk>; // (stage, chunk)
+  std::map<Key, double> cost;
+  std::map<Key, std::set<Key>> waitsFor;
+  // Whether each op is in the backward, read once in program order.
+  DenseMap<Operation *, bool> inBackward;
+  bool backward = false;
+  for (Operation &op : body) {
+    backward |= op.hasAttr(kLossSeedAttr);
+    inBackward[&op] = backward;
+  }
+  auto keyOf = [&](Operation *op) -> std::optional<Key> {
+    int64_t micro = markOf(op, nn::kMicroBatchAttr);
+    if (micro < 0)
+      return std::nullopt;
+    return Key{
+        stageOf(op),
+        {inBackward.lookup(op) ? Phase::Backward : Phase::Forward, micro}};
+  };
+  for (const SmallVector<Operation *> &sequence : sequences)
+    for (Operation *op : sequence) {
+      std::optional<Key> key = keyOf(op);
+      if (!key)
+        continue;
+      cost[*key] += zerosbp::matmulFlops(op);
+      for (Value operand : op->getOperands()) {
+        Operation *hop = operand.getDefiningOp();
+        if (!hop || !hops.contains(hop))
+          continue;
+        Operation *source = hop->getOperand(0).getDefiningOp();
+        if (std::optional<Key> from = source ? keyOf(source) : std::nullopt)
+          waitsFor[*key].insert(*from);
+      }
+    }
+  SmallVector<SmallVector<Chunk>> runs;
+  for (int64_t s = 0; s < stages; ++s)
+    runs.push_back(scheduleOf(s, stages, microBatches, gpipe));
+  std::map<Key, double> finish;
+  SmallVector<double> freeAt(stages, 0.0);
+  SmallVector<size_t> next(stages, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < stages; ++s)
+      while (next[s] < runs[s].size()) {
+        Key key{s, runs[s][next[s]]};
+        double start = freeAt[s];
+        bool ready = true;
+        for (const Key &from : waitsFor[key]) {
+          auto it = finish.find(from);
+          if (it == finish.end()) {
+            ready = false;
+            break;
+          }
+          start = std::max(start, it->second);
+        }
+        if (!ready)
+          break;
+        finish[key] = freeAt[s] = start + cost[key];
+        ++next[s];
+        progress = true;
+      }
+  }
+  for (int64_t s = 0; s < stages; ++s)
+    if (next[s] < runs[s].size())
+      return func.emitError("zero-pipeline-stages: the planned schedule "
+                            "stalls on stage ")
+             << s << " before chunk " << next[s];
+  double step = 0, busy = 0;
+  SmallVector<Attribute> stageFlops;
+  for (int64_t s = 0; s < stages; ++s) {
+    step = std::max(step, freeAt[s]);
+    double own = 0;
+    for (const Chunk &chunk : runs[s])
+      own += cost[{s, chunk}];
+    busy += own;
+    stageFlops.push_back(builder.getF64FloatAttr(own));
+  }
+  double bubble =
+      step > 0 ? 1.0 - busy / (static_cast<double>(stages) * step) : 0.0;
+  func->setAttr(
+      kPipelineAttr,
+      builder.getDictionaryAttr({
+          builder.getNamedAttr("stages", builder.getI64IntegerAttr(stages)),
+          builder.getNamedAttr("micro_batches",
+                               builder.getI64IntegerAttr(microBatches)),
+          builder.getNamedAttr("schedule",
+                               builder.getStringAttr(gpipe ? "gpipe" : "1f1b")),
+          builder.getNamedAttr("bubble", builder.getF64FloatAttr(bubble)),
+          builder.getNamedAttr("stage_flops", builder.getArrayAttr(stageFlops)),
+      }));
+  return success();
+}
+
+LogicalResult StagePlanner::run() {
+  if (failed(makePlacements()) || failed(assignStages()))
+    return failure();
+  movePlacements();
+  connectStages();
+  return order();
+}
+
+namespace {
+struct ZeroPipelineStagesPass
+    : public zerosbp::impl::ZeroPipelineStagesBase<ZeroPipelineStagesPass> {
+  using ZeroPipelineStagesBase::ZeroPipelineStagesBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || stages <= 1)
+      return;
+    if (microBatches < 1) {
+      func.emitError("zero-pipeline-stages: micro-batches must be at least "
+                     "1, got ")
+          << microBatches.getValue();
+      return signalPassFailure();
+    }
+    if (schedule != "1f1b" && schedule != "gpipe") {
+      func.emitError("zero-pipeline-stages: schedule must be 1f1b or gpipe, "
+                     "got '")
+          << schedule.getValue() << "'";
+      return signalPassFailure();
+    }
+    if (!func.getBody().hasOneBlock()) {
+      func.emitError("zero-pipeline-stages: @")
+          << func.getSymName() << " must have a single block";
+      return signalPassFailure();
+    }
+    if (failed(StagePlanner(func, stages, microBatches, schedule == "gpipe")
+                   .run()))
+      signalPassFailure();
+  }
+};
+} // namespace
