@@ -81,6 +81,18 @@ std::vector<int64_t> Plan::coordinates(int rank) const {
   return coords;
 }
 
+int Plan::stageOf(int rank) const {
+  if (!pipeline)
+    return 0;
+  return static_cast<int>(coordinates(rank)[0]);
+}
+
+bool Plan::runsOn(const Instruction &instruction, int stage) const {
+  return instruction.stages.empty() ||
+         std::binary_search(instruction.stages.begin(),
+                            instruction.stages.end(), stage);
+}
+
 std::vector<int> Plan::groupOf(int rank, int axis) const {
   std::vector<int64_t> coords = coordinates(rank);
   std::vector<int> group;

@@ -7,6 +7,11 @@
 // inside their arenas, and only transfers touch an NVMe arena, so the
 // executor indexes without checking again.
 //
+// A pipeline-parallel plan (docs/plan-format.md#pipeline-stages) gives
+// buffers, variables, inputs and instructions a stage: a rank runs the
+// instructions of its stage only and touches only its stage's buffers (and
+// those of every stage), which may share bytes with other stages' buffers.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_RUNTIME_PLAN_PLAN_H
@@ -60,6 +65,8 @@ struct PlanBuffer {
   int64_t liveLast = 0;
   Role role = Role::Activation;
   int arena = 0;
+  /// The pipeline stage whose ranks use it; -1: every rank.
+  int stage = -1;
 };
 
 struct PlanValue {
@@ -82,6 +89,9 @@ struct DistributedTensor {
   std::vector<int64_t> localShape;
   std::vector<int64_t> globalShape;
   std::vector<std::string> sbp;
+  /// The pipeline stage whose ranks hold it (its value's buffer's); -1:
+  /// every rank.
+  int stage = -1;
   /// The dim each hierarchy axis splits, -1 where it does not (from `sbp`),
   /// and the plan's hierarchy: what shard() computes a rank's block from.
   std::vector<int> splitDims;
@@ -151,6 +161,8 @@ struct Instruction {
   std::vector<int> operands;
   std::vector<int> results;
   std::vector<int> free; // Buffer ids released after this instruction.
+  /// The pipeline stages whose ranks run it, increasing; empty: every rank.
+  std::vector<int> stages;
   // Collectives.
   CollectiveKind collective = CollectiveKind::AllReduce;
   int bucket = -1;
@@ -161,6 +173,10 @@ struct Instruction {
   std::optional<int> scatterAxis;
   std::vector<Segment> segments;
   std::optional<int> staging;
+  /// send_recv: the stage that sends operand 0 and the one that receives
+  /// it into result 0 (group indices on the pipeline axis).
+  int sourceStage = -1;
+  int targetStage = -1;
   // Copies.
   std::string variable;
   int variableIndex = -1;
@@ -179,6 +195,17 @@ struct PlanMemory {
   int64_t peak[kNumRoles] = {};
 };
 
+/// How a plan runs its pipeline stages (docs/plan-format.md#pipeline-stages).
+/// The stages are hierarchy axis 0; the schedule and micro-batches are
+/// already in the instruction order, and are kept for reports.
+struct PlanPipeline {
+  int stages = 1;
+  int microBatches = 1;
+  std::string schedule = "1f1b";
+  /// The compiler's estimate of the step's idle fraction, in [0, 1).
+  double bubble = 0;
+};
+
 struct Plan {
   std::string source; // The file it was read from, for messages.
   std::string function;
@@ -190,6 +217,8 @@ struct Plan {
   std::string device = "cpu";
   std::vector<int> ranks;
   std::vector<int64_t> hierarchy;
+  /// Pipeline parallelism; absent for a plan of one stage.
+  std::optional<PlanPipeline> pipeline;
   std::string configJson; // The compile configuration, as JSON text.
   PlanMemory memory;
   /// The device arena's bytes: arenas[0].bytes.
@@ -217,6 +246,24 @@ struct Plan {
   /// Whether variable `index` lives in the NVMe arena.
   bool variableInNvme(int index) const {
     return memoryOf(values[variables[index].value].buffer) == MemoryKind::Nvme;
+  }
+
+  /// Rank `rank`'s pipeline stage: its coordinate on hierarchy axis 0; 0
+  /// without a pipeline.
+  int stageOf(int rank) const;
+  /// Whether the ranks of `stage` run `instruction`.
+  bool runsOn(const Instruction &instruction, int stage) const;
+  /// Whether the ranks of `stage` use buffer `buffer`, value `value`.
+  bool bufferOnStage(int buffer, int stage) const {
+    return buffers[buffer].stage < 0 || buffers[buffer].stage == stage;
+  }
+  bool valueOnStage(int value, int stage) const {
+    return bufferOnStage(values[value].buffer, stage);
+  }
+  /// Whether rank `rank` holds `tensor`, a variable or an input: only the
+  /// ranks of its stage touch its bytes.
+  bool holds(const DistributedTensor &tensor, int rank) const {
+    return tensor.stage < 0 || tensor.stage == stageOf(rank);
   }
 
   /// Coordinates of `rank` in the hierarchy, row-major.

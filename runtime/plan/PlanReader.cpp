@@ -35,6 +35,19 @@ constexpr int kPlanVersion = 2;
 /// (docs/plan-format.md#conventions).
 constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
 
+/// More micro-batches than this is a corrupted count, not a schedule.
+constexpr int64_t kMaxMicroBatches = int64_t(1) << 20;
+
+/// "[0, 1]", "every stage" for an empty list: an instruction's stages.
+std::string stagesText(const std::vector<int> &stages) {
+  if (stages.empty())
+    return "every stage";
+  std::string text = "stages [";
+  for (size_t i = 0; i < stages.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(stages[i]);
+  return text + "]";
+}
+
 /// A JSON node and its path, for messages.
 class Reader {
 public:
@@ -251,6 +264,8 @@ private:
         static_cast<int64_t>(plan.ranks.size()) != plan.world)
       placement.fail("hierarchy and ranks do not match world " +
                      std::to_string(plan.world));
+    if (root.has("pipeline"))
+      readPipeline();
     if (root.has("config"))
       plan.configJson = root.at("config").json().dump();
     plan.arenaBytes = root.at("arena_bytes").integer(0);
@@ -265,6 +280,41 @@ private:
       if (peak.has(name))
         plan.memory.peak[role] = peak.at(name).integer(0);
     }
+  }
+
+  // Pipeline stages are hierarchy axis 0 (docs/plan-format.md#pipeline-stages).
+  void readPipeline() {
+    Reader field = root.at("pipeline");
+    if (!field.json().is_object())
+      field.fail("expected an object");
+    PlanPipeline pipeline;
+    pipeline.stages =
+        static_cast<int>(field.at("stages").integer(2, kMaxRanks));
+    if (pipeline.stages != plan.hierarchy[0])
+      field.at("stages").fail(
+          std::to_string(pipeline.stages) + " stages, but the hierarchy " +
+          shapeText(plan.hierarchy) +
+          " does not begin with them (the pipeline axis comes first)");
+    pipeline.microBatches = static_cast<int>(
+        field.at("micro_batches").integer(1, kMaxMicroBatches));
+    pipeline.schedule = field.at("schedule").string();
+    if (pipeline.schedule != "1f1b" && pipeline.schedule != "gpipe")
+      field.at("schedule")
+          .fail("unknown schedule '" + pipeline.schedule +
+                "' (expected 1f1b or gpipe)");
+    pipeline.bubble = field.at("bubble").number();
+    if (!(pipeline.bubble >= 0 && pipeline.bubble < 1))
+      field.at("bubble").fail("expected a fraction in [0, 1), got " +
+                              field.at("bubble").json().dump());
+    plan.pipeline = pipeline;
+  }
+
+  // A buffer's, variable's or input's `stage`: only with a pipeline.
+  int readStage(const Reader &item) {
+    Reader field = item.at("stage");
+    if (!plan.pipeline)
+      field.fail("a stage, but the plan has no 'pipeline' object");
+    return static_cast<int>(field.integer(0, plan.pipeline->stages - 1));
   }
 
   // Device memory first, then host memory and NVMe, each at most once
@@ -323,6 +373,8 @@ private:
       buffer.role = *parsed;
       buffer.arena = static_cast<int>(item.at("arena").integer(
           0, static_cast<int64_t>(plan.arenas.size()) - 1));
+      if (item.has("stage"))
+        buffer.stage = readStage(item);
       const PlanArena &arena = plan.arenas[buffer.arena];
       if (buffer.offset + buffer.bytes > arena.bytes)
         item.fail("buffer ends at byte " +
@@ -337,17 +389,23 @@ private:
   // (docs/plan-format.md#buffers); buffers in different arenas share none.
   // Per arena, a sweep in order of first position keeps the live buffers by
   // offset; they do not overlap so far, so a new one can only meet its
-  // neighbours there: O(n log n) for 10^5 buffers.
+  // neighbours there: O(n log n) for 10^5 buffers. Buffers of different
+  // pipeline stages never meet on a rank, so each stage's ranks (its
+  // buffers and those of every stage) are swept apart.
   void checkBufferOverlap() {
     for (size_t arena = 0; arena < plan.arenas.size(); ++arena)
-      checkBufferOverlap(static_cast<int>(arena));
+      for (int stage = 0; stage < stageCount(); ++stage)
+        checkBufferOverlap(static_cast<int>(arena), stage);
   }
 
-  void checkBufferOverlap(int arena) {
+  int stageCount() const { return plan.pipeline ? plan.pipeline->stages : 1; }
+
+  void checkBufferOverlap(int arena, int stage) {
     const std::vector<PlanBuffer> &buffers = plan.buffers;
     std::vector<int> order;
     for (size_t id = 0; id < buffers.size(); ++id)
-      if (buffers[id].bytes > 0 && buffers[id].arena == arena)
+      if (buffers[id].bytes > 0 && buffers[id].arena == arena &&
+          plan.bufferOnStage(static_cast<int>(id), stage))
         order.push_back(static_cast<int>(id));
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
       return buffers[a].liveFirst < buffers[b].liveFirst;
@@ -418,6 +476,14 @@ private:
     const PlanValue &value = plan.values[tensor.value];
     if (value.shape != tensor.localShape || value.dtype != tensor.dtype)
       item.fail("'" + tensor.name + "' does not match its value's type");
+    if (item.has("stage"))
+      tensor.stage = readStage(item);
+    int bufferStage = plan.buffers[value.buffer].stage;
+    if (tensor.stage != bufferStage)
+      item.fail("'" + tensor.name + "' is held by " + stageName(tensor.stage) +
+                " but its value " + std::to_string(tensor.value) +
+                " is in buffer " + std::to_string(value.buffer) + " of " +
+                stageName(bufferStage));
     tensor.hierarchy = plan.hierarchy;
     tensor.splitDims.assign(plan.hierarchy.size(), -1);
     if (item.has("sbp")) {
@@ -428,6 +494,10 @@ private:
       for (size_t axis = 0; axis < entries.size(); ++axis) {
         std::string text = entries[axis].string();
         tensor.sbp.push_back(text);
+        // Every stage's ranks hold whole copies of their own tensors.
+        if (axis == 0 && plan.pipeline && text != "B")
+          entries[axis].fail("the pipeline axis's entry is always B, got '" +
+                             text + "'");
         int dim = -1;
         if (text == "B" || text == "P(sum)" || text == "P(max)")
           continue;
@@ -487,6 +557,11 @@ private:
           dims[d].fail("bad shard range for '" + tensor.name + "'");
       }
     }
+  }
+
+  /// "stage 1", or "every stage" for -1.
+  static std::string stageName(int stage) {
+    return stage < 0 ? "every stage" : "stage " + std::to_string(stage);
   }
 
   void readVariables() {
@@ -583,6 +658,7 @@ private:
     std::set<int> started, waited;
     std::set<int> transfersStarted, transfersWaited;
     std::vector<int> transferStarts; // By transfer id: its start's index.
+    std::map<int, std::vector<int>> bucketStages; // Of each bucket's start.
     for (const Reader &item : items) {
       Instruction instruction;
       instruction.op = item.at("op").string();
@@ -603,6 +679,8 @@ private:
               readAttr(Reader(it.value(), attrs.where() + "." + it.key(),
                               plan.source)));
       }
+      if (item.has("stages"))
+        instruction.stages = readStages(item.at("stages"));
       const std::string &op = instruction.op;
       if (op == "collective_start") {
         readCollective(item, instruction);
@@ -610,6 +688,7 @@ private:
           item.at("bucket").fail("bucket " +
                                  std::to_string(instruction.bucket) +
                                  " is started twice");
+        bucketStages[instruction.bucket] = instruction.stages;
       } else if (op == "collective_wait") {
         instruction.kind = InstructionKind::CollectiveWait;
         instruction.bucket = static_cast<int>(item.at("bucket").integer(0));
@@ -621,6 +700,7 @@ private:
           item.at("bucket").fail("bucket " +
                                  std::to_string(instruction.bucket) +
                                  " is waited for twice");
+        checkWaitStages(item, instruction, bucketStages[instruction.bucket]);
       } else if (op == "copy") {
         instruction.kind = InstructionKind::Copy;
         instruction.variable = item.at("variable").string();
@@ -679,10 +759,12 @@ private:
             plan.instructions[transferStarts[instruction.transfer]];
         instruction.from = start.from;
         instruction.to = start.to;
+        checkWaitStages(item, instruction, start.stages);
       } else {
         item.at("op").fail("unknown instruction '" + op + "'");
       }
       checkNvmeUntouched(item, instruction);
+      checkStageBuffers(item, instruction);
       plan.instructions.push_back(std::move(instruction));
     }
     for (int bucket : started)
@@ -699,6 +781,111 @@ private:
             .fail("transfer " + std::to_string(transfer) +
                   " is started but never waited for");
     plan.numTransfers = static_cast<int>(transfersStarted.size());
+  }
+
+  // An instruction's `stages`: distinct stages of the pipeline, increasing.
+  std::vector<int> readStages(const Reader &field) {
+    if (!plan.pipeline)
+      field.fail("stages, but the plan has no 'pipeline' object");
+    std::vector<int> stages;
+    for (const Reader &entry : field.items())
+      stages.push_back(
+          static_cast<int>(entry.integer(0, plan.pipeline->stages - 1)));
+    if (stages.empty())
+      field.fail("expected at least one stage (leave the key out for every "
+                 "stage)");
+    for (size_t i = 1; i < stages.size(); ++i)
+      if (stages[i] <= stages[i - 1])
+        field.fail("expected distinct stages in increasing order, got " +
+                   stagesText(stages).substr(7));
+    return stages;
+  }
+
+  // A wait runs on the ranks that ran its start: on any other rank it would
+  // wait for work that never began.
+  void checkWaitStages(const Reader &item, const Instruction &wait,
+                       const std::vector<int> &startStages) {
+    if (wait.stages != startStages)
+      item.fail(wait.op + " runs on " + stagesText(wait.stages) +
+                " but its start on " + stagesText(startStages) +
+                "; both run on the same ranks");
+  }
+
+  // A rank touches only its stage's buffers and those of every stage, which
+  // other stages' buffers cannot overlap: so an instruction that touches a
+  // stage's buffer runs on that stage alone. A send_recv, which touches
+  // one stage's buffer on either side, is checked by readCollective.
+  void checkStageBuffers(const Reader &item, const Instruction &instruction) {
+    if (!plan.pipeline ||
+        (instruction.kind == InstructionKind::CollectiveStart &&
+         instruction.collective == CollectiveKind::SendRecv))
+      return;
+    auto check = [&](const std::string &what, int buffer) {
+      int stage = plan.buffers[buffer].stage;
+      if (stage >= 0 && instruction.stages != std::vector<int>{stage})
+        item.fail(instruction.op + " runs on " +
+                  stagesText(instruction.stages) + " but " + what + " buffer " +
+                  std::to_string(buffer) + " of stage " +
+                  std::to_string(stage));
+    };
+    for (int id : instruction.operands)
+      check("reads value " + std::to_string(id) + " in",
+            plan.values[id].buffer);
+    for (int id : instruction.results)
+      check("writes value " + std::to_string(id) + " in",
+            plan.values[id].buffer);
+    if (instruction.staging)
+      check("stages through", *instruction.staging);
+    if (instruction.kind == InstructionKind::Copy)
+      check(
+          "writes variable '" + instruction.variable + "' in",
+          plan.values[plan.variables[instruction.variableIndex].value].buffer);
+  }
+
+  // send_recv (docs/plan-format.md#send_recv): operand 0, on the source
+  // stage, goes to result 0, on the target stage, over the pipeline axis.
+  void readSendRecv(const Reader &item, Instruction &instruction) {
+    if (!plan.pipeline)
+      item.at("kind").fail("send_recv, but the plan has no 'pipeline' object");
+    int last = plan.pipeline->stages - 1;
+    instruction.sourceStage =
+        static_cast<int>(item.at("source_stage").integer(0, last));
+    instruction.targetStage =
+        static_cast<int>(item.at("target_stage").integer(0, last));
+    if (instruction.sourceStage == instruction.targetStage)
+      item.at("target_stage")
+          .fail("stage " + std::to_string(instruction.targetStage) +
+                " sends to itself");
+    if (instruction.groupAxis != 0)
+      item.at("group_axis")
+          .fail("a send_recv runs over the pipeline axis 0, not axis " +
+                std::to_string(instruction.groupAxis));
+    if (instruction.operands.size() != 1 || instruction.results.size() != 1)
+      item.fail("send_recv takes one operand and one result");
+    std::vector<int> ends = {
+        std::min(instruction.sourceStage, instruction.targetStage),
+        std::max(instruction.sourceStage, instruction.targetStage)};
+    if (instruction.stages != ends)
+      item.fail("send_recv runs on " + stagesText(instruction.stages) +
+                ", not on its source and target " + stagesText(ends));
+    const PlanValue &operand = plan.values[instruction.operands[0]];
+    const PlanValue &result = plan.values[instruction.results[0]];
+    if (operand.dtype != result.dtype || operand.numel() != result.numel())
+      item.fail("the operand (" + typeText(operand) + ") and the result (" +
+                typeText(result) + ") differ in dtype or element count");
+    auto onStage = [&](const char *key, int id, int stage) {
+      int buffer = plan.values[id].buffer;
+      int actual = plan.buffers[buffer].stage;
+      if (actual >= 0 && actual != stage)
+        item.at(key).fail("value " + std::to_string(id) + " is in buffer " +
+                          std::to_string(buffer) + " of stage " +
+                          std::to_string(actual) + ", not of stage " +
+                          std::to_string(stage));
+    };
+    onStage("operands", instruction.operands[0], instruction.sourceStage);
+    onStage("results", instruction.results[0], instruction.targetStage);
+    if (instruction.staging)
+      item.at("staging").fail("a send_recv has no staging buffer");
   }
 
   // transfer_start: one operand in memory `from`, one result of the same
@@ -808,6 +995,8 @@ private:
       instruction.collective = CollectiveKind::AllGather;
     else if (kind == "all_to_all")
       instruction.collective = CollectiveKind::AllToAll;
+    else if (kind == "send_recv")
+      instruction.collective = CollectiveKind::SendRecv;
     else
       item.at("kind").fail("unknown collective '" + kind + "'");
     instruction.bucket = static_cast<int>(item.at("bucket").integer(0));
@@ -817,7 +1006,10 @@ private:
     instruction.groupSize = static_cast<int>(item.at("group_size").integer(1));
     if (instruction.groupSize != plan.hierarchy[instruction.groupAxis])
       item.at("group_size").fail("does not match the hierarchy");
-    std::string reduce = item.at("reduce").string();
+    bool sendRecv = instruction.collective == CollectiveKind::SendRecv;
+    // A send_recv reduces nothing; every other kind writes `reduce`.
+    std::string reduce =
+        sendRecv && !item.has("reduce") ? "sum" : item.at("reduce").string();
     if (reduce == "sum")
       instruction.reduce = ReduceOp::Sum;
     else if (reduce == "max")
@@ -838,6 +1030,16 @@ private:
       segment.numel = entry.at("numel").integer(0);
       instruction.segments.push_back(segment);
     }
+    if (sendRecv)
+      readSendRecv(item, instruction);
+    else if (plan.pipeline && instruction.groupAxis == 0 &&
+             !instruction.stages.empty() &&
+             static_cast<int>(instruction.stages.size()) !=
+                 plan.pipeline->stages)
+      // Its group holds a rank of every stage, which all must take part.
+      item.fail("a collective over the pipeline axis runs on every stage, "
+                "not on " +
+                stagesText(instruction.stages));
     size_t count = instruction.operands.size();
     if (count == 0 || instruction.results.size() != count ||
         instruction.segments.size() != count)
@@ -867,6 +1069,9 @@ private:
       case CollectiveKind::AllToAll:
         ok = axisOk(instruction.scatterAxis, operand) &&
              axisOk(instruction.gatherAxis, result) && in == out && count == 1;
+        break;
+      case CollectiveKind::SendRecv:
+        ok = in == out && count == 1;
         break;
       }
       if (!ok)

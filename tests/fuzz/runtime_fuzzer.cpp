@@ -76,10 +76,13 @@ void fuzzPlan(const std::string &text, bool verifyChecksum) {
               buffer.offset + buffer.bytes <= plan.arenas[buffer.arena].bytes,
           "plan buffer outside its arena");
   // The reader's sweep against brute force: buffers that share bytes of one
-  // arena are never live together.
+  // arena are never live together, unless they belong to different pipeline
+  // stages, whose ranks never hold both.
   for (size_t a = 0; a < buffers.size() && buffers.size() <= 1000; ++a)
     for (size_t b = a + 1; b < buffers.size(); ++b)
       check(buffers[a].arena != buffers[b].arena || buffers[a].bytes == 0 ||
+                (buffers[a].stage >= 0 && buffers[b].stage >= 0 &&
+                 buffers[a].stage != buffers[b].stage) ||
                 buffers[b].bytes == 0 ||
                 buffers[a].offset + buffers[a].bytes <= buffers[b].offset ||
                 buffers[b].offset + buffers[b].bytes <= buffers[a].offset ||

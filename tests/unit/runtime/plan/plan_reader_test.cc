@@ -10,6 +10,7 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/plan/Plan.h"
+#include "tests/unit/runtime/plan/plan_text.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,6 +23,9 @@
 
 using namespace zerosbp::runtime;
 using ::testing::HasSubstr;
+using zerosbp::testing::errorOf;
+using zerosbp::testing::replacedIn;
+using zerosbp::testing::sealed;
 
 namespace {
 
@@ -125,41 +129,12 @@ const char *const kOffloadPlan = R"({
   "checksum": "00000000"
 })";
 
-/// `text` with its checksum filled in, as zero-compile writes it.
-std::string sealed(std::string text) {
-  size_t quote = text.rfind("\"00000000\"");
-  if (quote == std::string::npos)
-    return text;
-  char digits[9];
-  std::snprintf(digits, sizeof(digits), "%08x", planChecksum(text, quote + 1));
-  return text.replace(quote + 1, 8, digits);
-}
-
-/// `text` with the first occurrence of `from` replaced by `to`.
-std::string replacedIn(std::string text, const std::string &from,
-                       const std::string &to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at == std::string::npos)
-    return text;
-  return text.replace(at, from.size(), to);
-}
-
 std::string replaced(const std::string &from, const std::string &to) {
   return replacedIn(kValidPlan, from, to);
 }
 
 std::string offloadReplaced(const std::string &from, const std::string &to) {
   return replacedIn(kOffloadPlan, from, to);
-}
-
-std::string errorOf(const std::string &text) {
-  try {
-    parsePlan(sealed(text), "model.zplan");
-  } catch (const RuntimeError &error) {
-    return error.what();
-  }
-  return "(no error)";
 }
 
 TEST(PlanReader, ReadsAValidPlan) {
