@@ -159,6 +159,14 @@ llvm::json::Value ZeroConfig::toJson() const {
   if (modelParallelSize != 1)
     result.getObject("zerosbp")->try_emplace("model_parallel_size",
                                              modelParallelSize);
+  // DeepSpeed sets pipeline stages in code (PipelineModule), not in its
+  // config: they are ZeroSBP's own keys.
+  if (pipelineParallelSize != 1) {
+    result.getObject("zerosbp")->try_emplace("pipeline_parallel_size",
+                                             pipelineParallelSize);
+    result.getObject("zerosbp")->try_emplace("pipeline_schedule",
+                                             pipelineSchedule);
+  }
   if (trainMicroBatchSizePerGpu != 0)
     result["train_micro_batch_size_per_gpu"] = trainMicroBatchSizePerGpu;
   if (trainBatchSize != 0)

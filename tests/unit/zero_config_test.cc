@@ -1089,7 +1089,7 @@ std::string otherValue(const ConfigOption &option, const ZeroConfig &defaults) {
   case OptionType::Offload:
     return "nvme";
   case OptionType::Text:
-    return "/nvme";
+    return option.field == ConfigField::PipelineSchedule ? "gpipe" : "/nvme";
   }
   return "";
 }
@@ -1111,8 +1111,11 @@ Context contextOf(const ConfigOption &option) {
   if (option.field == ConfigField::HpzPartitionSize)
     context.pairs = " stage=3";
   // The model axes divide the ranks.
-  if (option.field == ConfigField::ModelParallelSize)
+  if (option.field == ConfigField::ModelParallelSize ||
+      option.field == ConfigField::PipelineParallelSize)
     context.pairs = " world=6";
+  if (option.when == OptionWhen::Pipelined)
+    context.pairs = " world=2 pipeline-parallel-size=2";
   if (option.when == OptionWhen::ParamOffload ||
       option.when == OptionWhen::ParamNvme) {
     context.pairs = " stage=3";
@@ -1197,6 +1200,8 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     ZeroConfig fromJson = configOf(parseDeepSpeedConfig(text, config.world));
     fromJson.shardMinSize = config.shardMinSize;
     fromJson.modelParallelSize = config.modelParallelSize;
+    fromJson.pipelineParallelSize = config.pipelineParallelSize;
+    fromJson.pipelineSchedule = config.pipelineSchedule;
     fromJson.shardRestoreLevel = config.shardRestoreLevel;
     fromJson.fuseAttention = config.fuseAttention;
     fromJson.fuseEpilogues = config.fuseEpilogues;

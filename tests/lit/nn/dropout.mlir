@@ -45,8 +45,8 @@ func.func @mlp() -> tensor<f32> {
 // Each micro-batch's copy draws its own mask.
 // ACCUM-LABEL: func.func @mlp
 // ACCUM: %[[STEP:.*]] = nn.step
-// ACCUM: nn.dropout %{{.*}}, %[[STEP]] {micro_batch = 0 : i64, p = 2.500000e-01 : f64, seed = -1 : i64, stream = 3 : i64} : (tensor<4x5xf32>, tensor<i64>) -> tensor<4x5xf32>
-// ACCUM: nn.dropout %{{.*}}, %[[STEP]] {micro_batch = 1 : i64, p = 2.500000e-01 : f64, seed = -1 : i64, stream = 3 : i64} : (tensor<4x5xf32>, tensor<i64>) -> tensor<4x5xf32>
+// ACCUM: nn.dropout %{{.*}}, %[[STEP]] {micro_batch = 0 : i64, p = 2.500000e-01 : f64, seed = -1 : i64, stream = 3 : i64, zero.micro_batch = 0 : i64} : (tensor<4x5xf32>, tensor<i64>) -> tensor<4x5xf32>
+// ACCUM: nn.dropout %{{.*}}, %[[STEP]] {micro_batch = 1 : i64, p = 2.500000e-01 : f64, seed = -1 : i64, stream = 3 : i64, zero.micro_batch = 1 : i64} : (tensor<4x5xf32>, tensor<i64>) -> tensor<4x5xf32>
 // ACCUM-NOT: nn.dropout
 
 // Adam reads the graph's step; both dropouts compute in bf16 on 2 of the 8

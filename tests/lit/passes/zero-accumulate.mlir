@@ -19,12 +19,12 @@ func.func @linear() -> tensor<f32> {
 // CHECK-LABEL: func.func @linear
 // CHECK: %[[X:.*]] = nn.input "x"
 // CHECK: %[[W:.*]] = nn.variable "w"
-// CHECK: %[[V0:.*]] = nn.reshape %[[X]] : {{.*}} to tensor<2x2x2x6xf32>
-// CHECK-NEXT: %[[S0:.*]] = nn.slice %[[V0]] {offsets = array<i64: 0, 0, 0, 0>, sizes = array<i64: 2, 1, 2, 6>}
-// CHECK-NEXT: %[[M0:.*]] = nn.reshape %[[S0]] : tensor<2x1x2x6xf32> to tensor<4x6xf32>
-// CHECK: nn.matmul %[[M0]], %[[W]] {transpose_rhs} : {{.*}} -> tensor<4x3xf32>
+// CHECK: %[[V0:.*]] = nn.reshape %[[X]] {zero.micro_batch = 0 : i64} : {{.*}} to tensor<2x2x2x6xf32>
+// CHECK-NEXT: %[[S0:.*]] = nn.slice %[[V0]] {offsets = array<i64: 0, 0, 0, 0>, sizes = array<i64: 2, 1, 2, 6>, zero.micro_batch = 0 : i64}
+// CHECK-NEXT: %[[M0:.*]] = nn.reshape %[[S0]] {zero.micro_batch = 0 : i64} : tensor<2x1x2x6xf32> to tensor<4x6xf32>
+// CHECK: nn.matmul %[[M0]], %[[W]] {transpose_rhs, zero.micro_batch = 0 : i64} : {{.*}} -> tensor<4x3xf32>
 // CHECK: %[[L0:.*]] = nn.cross_entropy
-// CHECK: nn.slice %{{.*}} {offsets = array<i64: 0, 1, 0, 0>, sizes = array<i64: 2, 1, 2, 6>}
+// CHECK: nn.slice %{{.*}} {offsets = array<i64: 0, 1, 0, 0>, sizes = array<i64: 2, 1, 2, 6>, zero.micro_batch = 1 : i64}
 // CHECK: %[[L1:.*]] = nn.cross_entropy
 // CHECK: %[[SUM:.*]] = nn.add %[[L0]], %[[L1]]
 // CHECK-NEXT: %[[MEAN:.*]] = nn.scale %[[SUM]] {factor = 5.000000e-01 : f64}

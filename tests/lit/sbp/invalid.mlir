@@ -166,12 +166,33 @@ func.func @dynamic_shape(%x: tensor<?x4xf32, #sbp.global<[S(1)], #p>>) {
 //===----------------------------------------------------------------------===//
 
 #p = #sbp.placement<cpu, [0, 1]>
-#q = #sbp.placement<cpu, [2, 3]>
+#q = #sbp.placement<cpu, [2, 3, 4]>
 
 func.func @cast_placement(%x: tensor<8x4xf32, #sbp.global<[B], #p>>) {
-  // expected-error@+1 {{'sbp.cast' op casts between different placements #sbp.placement<cpu, [0, 1]> and #sbp.placement<cpu, [2, 3]>; only SBP changes on one placement are supported}}
+  // expected-error@+1 {{'sbp.cast' op casts between different placements #sbp.placement<cpu, [0, 1]> and #sbp.placement<cpu, [2, 3, 4]>; only SBP changes on one placement and moves between pipeline stages' placements of one grid shape are supported}}
   %0 = sbp.cast %x : tensor<8x4xf32, #sbp.global<[B], #p>>
                   to tensor<8x4xf32, #sbp.global<[B], #q>>
+  return
+}
+
+// -----
+
+#p = #sbp.placement<cpu, [0, 1]>
+#q = #sbp.placement<cpu, [2, 3]>
+
+// A move to another pipeline stage keeps the SBP.
+func.func @cast_hop_and_sbp(%x: tensor<8x4xf32, #sbp.global<[B], #p>>) {
+  // expected-error@+1 {{'sbp.cast' op moves to another pipeline stage's placement and changes the SBP or memory kind too; cast one, then the other}}
+  %0 = sbp.cast %x : tensor<8x4xf32, #sbp.global<[B], #p>>
+                  to tensor<8x4xf32, #sbp.global<[S(0)], #q>>
+  return
+}
+
+// -----
+
+func.func @send_to_itself(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{'sbp.send_recv' op sends from stage 1 to itself}}
+  %0 = sbp.send_recv %x from stage 1 to stage 1 : tensor<8x4xf32>
   return
 }
 
