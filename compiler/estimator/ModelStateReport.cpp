@@ -7,6 +7,8 @@
 #include "passes/common/SbpUtils.h"
 #include "passes/common/ZeroAttrNames.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace mlir::sbp;
 using namespace zerosbp;
@@ -59,15 +61,28 @@ FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
     report.stage = stage.getInt();
   for (const char *role : {"param", "grad", "master", "opt_state"})
     report.bytesPerRank[role] = 0;
+  // A rank of a pipelined graph holds one stage's states: each stage is
+  // counted apart and the report is of the largest
+  // (docs/design.md#pipeline-parallelism).
+  int64_t stages = 1;
+  if (auto pipeline = func->getAttrOfType<DictionaryAttr>(kPipelineAttr))
+    stages = cast<IntegerAttr>(pipeline.get("stages")).getInt();
+  std::map<int64_t, std::map<std::string, int64_t>> stageBytes;
+  std::map<int64_t, std::map<std::string, int64_t>> stageOffloaded;
 
   WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
     ++report.ops;
+    auto stageMark = op->getAttrOfType<IntegerAttr>(nn::kPipelineStageAttr);
+    int64_t stage = stageMark ? stageMark.getInt() : -1;
+    std::map<std::string, int64_t> &bytesPerRank = stageBytes[stage];
+    std::map<std::string, int64_t> &offloadedBytesPerRank =
+        stageOffloaded[stage];
     if (auto variable = dyn_cast<nn::VariableOp>(op)) {
       GlobalTensorAttr encoding =
           getGlobalEncoding(variable.getResult().getType());
       if (!encoding)
         return variable.emitOpError("has no SBP; compile the graph first");
-      report.world = encoding.getPlacement().getNumRanks();
+      report.world = encoding.getPlacement().getNumRanks() * stages;
       Role role = variable.getRole();
       if (role == Role::param)
         report.params += logicalElements(variable);
@@ -76,10 +91,9 @@ FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
       if (role != Role::activation && role != Role::input) {
         int64_t bytes = perRankBytes(variable.getResult().getType());
         if (memory == MemoryKind::device)
-          report.bytesPerRank[stringifyRole(role).str()] += bytes;
+          bytesPerRank[stringifyRole(role).str()] += bytes;
         else
-          report.offloadedBytesPerRank[stringifyMemoryKind(memory).str()] +=
-              bytes;
+          offloadedBytesPerRank[stringifyMemoryKind(memory).str()] += bytes;
       }
       return WalkResult::advance();
     }
@@ -91,20 +105,27 @@ FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
       MemoryKind memory =
           encoding ? encoding.getPlacement().getMemory() : MemoryKind::device;
       if (memory != MemoryKind::device) {
-        report.offloadedBytesPerRank[stringifyMemoryKind(memory).str()] +=
+        offloadedBytesPerRank[stringifyMemoryKind(memory).str()] +=
             perRankBytes(grad.getType());
         if (report.stage < 2)
-          report.bytesPerRank["grad"] +=
-              perRankBytes(fullGradient(grad).getType());
+          bytesPerRank["grad"] += perRankBytes(fullGradient(grad).getType());
         return WalkResult::advance();
       }
       Value counted = report.stage >= 2 ? grad : fullGradient(grad);
-      report.bytesPerRank["grad"] += perRankBytes(counted.getType());
+      bytesPerRank["grad"] += perRankBytes(counted.getType());
       return WalkResult::advance();
     }
     if (auto cast = dyn_cast<CastOp>(op)) {
       GlobalTensorAttr source = cast.getSourceEncoding();
       GlobalTensorAttr target = cast.getTargetEncoding();
+      if (source.getPlacement().onDevice().getRanks() !=
+          target.getPlacement().onDevice().getRanks()) {
+        // A move between pipeline stages: the rank's part, sent once.
+        ++report.collectives["send_recv"];
+        report.commBytesPerStep["send_recv"] +=
+            perRankBytes(cast.getInput().getType());
+        return WalkResult::advance();
+      }
       SmallVector<int64_t, 2> hierarchy =
           source.getPlacement().getHierarchyShape();
       int64_t bytes = tensorBytes(cast.getInput().getType());
@@ -123,6 +144,24 @@ FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
   });
   if (walk.wasInterrupted())
     return failure();
+  auto total = [](const std::map<std::string, int64_t> &bytes) {
+    int64_t sum = 0;
+    for (const auto &[role, count] : bytes)
+      sum += count;
+    return sum;
+  };
+  const std::map<std::string, int64_t> *largest = nullptr;
+  int64_t largestStage = -1;
+  for (const auto &[stage, bytes] : stageBytes)
+    if (!largest || total(bytes) > total(*largest)) {
+      largest = &bytes;
+      largestStage = stage;
+    }
+  if (largest) {
+    for (const auto &[role, bytes] : *largest)
+      report.bytesPerRank[role] = bytes;
+    report.offloadedBytesPerRank = stageOffloaded[largestStage];
+  }
   return report;
 }
 

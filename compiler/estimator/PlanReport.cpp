@@ -2,6 +2,8 @@
 
 #include "compiler/estimator/PlanReport.h"
 
+#include "passes/common/ZeroAttrNames.h"
+
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
 #include "passes/common/LocalUtils.h"
@@ -41,6 +43,23 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
       if (auto bytes = dyn_cast<IntegerAttr>(entry.getValue()))
         report.peakBytesByRole[entry.getName().str()] = bytes.getInt();
 
+  // A rank runs one pipeline stage's collectives; the report is of the
+  // stage that sends the most. Sends between stages count on the pipeline
+  // axis, the plan's axis 0 (docs/plan-format.md).
+  struct StageTraffic {
+    double bytes = 0, overlapped = 0;
+    std::map<std::string, double> byKind;
+    std::vector<double> byAxis;
+    void add(const std::string &kind, size_t axis, double sent) {
+      bytes += sent;
+      byKind[kind] += sent;
+      if (byAxis.size() <= axis)
+        byAxis.resize(axis + 1, 0.0);
+      byAxis[axis] += sent;
+    }
+  };
+  std::map<int64_t, StageTraffic> byStage;
+  size_t axisShift = func->hasAttr(kPipelineAttr) ? 1 : 0;
   func.walk([&](CollectiveStartOp start) {
     CollectiveWaitOp wait = waitOf(start);
     std::string kind = stringifyCollectiveKind(start.getKind()).str();
@@ -61,19 +80,29 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
       elements += std::max(in.getNumElements(), out.getNumElements());
     }
     report.buckets[kind].push_back(elements);
-    report.commBytes += sent;
-    report.commBytesByKind[kind] += sent;
-    size_t axis = start.getHierarchyAxis();
-    if (report.commBytesByAxis.size() <= axis)
-      report.commBytesByAxis.resize(axis + 1, 0.0);
-    report.commBytesByAxis[axis] += sent;
+    StageTraffic &traffic = byStage[pipelineStageOf(start)];
+    traffic.add(kind, start.getHierarchyAxis() + axisShift, sent);
     for (Operation *op = start->getNextNode(); op && op != wait;
          op = op->getNextNode())
       if (computes(op)) {
-        report.overlappedBytes += sent;
+        traffic.overlapped += sent;
         break;
       }
   });
+  func.walk([&](SendRecvOp hop) {
+    byStage[hop.getSourceStage()].add("send_recv", 0,
+                                      tensorBytes(hop.getInput().getType()));
+  });
+  const StageTraffic *busiest = nullptr;
+  for (const auto &[stage, traffic] : byStage)
+    if (!busiest || traffic.bytes > busiest->bytes)
+      busiest = &traffic;
+  if (busiest) {
+    report.commBytes = busiest->bytes;
+    report.overlappedBytes = busiest->overlapped;
+    report.commBytesByKind = busiest->byKind;
+    report.commBytesByAxis = busiest->byAxis;
+  }
   return report;
 }
 
