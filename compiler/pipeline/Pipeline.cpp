@@ -25,32 +25,33 @@ llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
   if (config.stage > 0 && config.shardRestoreLevel == 0)
     return notYet("shard_restore_level=0");
   if (config.pipelineParallelSize > 1) {
-    // Each of these reads or reduces something over every stage at once,
-    // which the pipeline does not yet carry between stages.
-    auto refuse = [](const llvm::Twine &what) {
+    // What the pipeline does not carry yet; each refusal says why.
+    auto refuse = [](const llvm::Twine &what, const llvm::Twine &why) {
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "pipeline-parallel-size > 1 with " + what +
-              " is not built (docs/design.md#pipeline-parallelism)");
+          "pipeline-parallel-size > 1 with " + what + " is not built: " +
+              why + " (docs/design.md#pipeline-parallelism)");
     };
     if (config.stage > 1)
-      return refuse("ZeRO stage " + llvm::Twine(config.stage) +
-                    ": a stage accumulates each gradient over the "
-                    "micro-batches in full, so stage 2 would save nothing "
-                    "over stage 1 and stage 3 would gather each parameter "
-                    "once per micro-batch; use stage 0 or 1 (as DeepSpeed's "
-                    "pipeline engine does)");
+      return refuse("ZeRO stage " + llvm::Twine(config.stage),
+                    "a stage sums each gradient over the micro-batches in "
+                    "full before reducing it, so stage 2 would save nothing "
+                    "over stage 1, and stage 3 would gather each parameter "
+                    "once per micro-batch; use stage 0 or 1, as DeepSpeed's "
+                    "pipeline engine does");
     if (config.gradientClipping > 0)
-      return refuse("gradient clipping (the norm spans every stage)");
+      return refuse("gradient clipping", "its norm spans every stage");
     if (config.precision.precision == Precision::FP16 &&
         config.precision.lossScale == 0)
-      return refuse("dynamic fp16 loss scaling (an overflow on one stage "
-                    "skips every stage's step)");
+      return refuse("dynamic fp16 loss scaling",
+                    "an overflow on one stage skips every stage's step; "
+                    "give a static loss_scale");
     if (config.zero.offloadOptimizer != OffloadDevice::None ||
         config.zero.offloadParam != OffloadDevice::None)
-      return refuse("offload");
+      return refuse("offload", "the host updates are not placed on stages");
     if (config.zero.micsShardSize > 0 || config.zero.hpzPartitionSize > 0)
-      return refuse("MiCS or hpZ");
+      return refuse("MiCS or hpZ",
+                    "their groups are laid out over the whole world");
   }
   return llvm::Error::success();
 }

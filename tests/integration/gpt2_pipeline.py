@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""GPT-2 in Megatron's 3-D layout: `zero-compile
+--pipeline-model-parallel-size P` cuts the blocks into P stages on a
+[pipeline, data, model] placement, and --gradient-accumulation-steps M
+micro-batches flow through them as 1F1B or GPipe
+(docs/design.md#pipeline-parallelism).
+
+The 2-layer GPT-2 of checks.py on 4 ranks, same initial values and data:
+
+* at (pp, dp, tp) = (2, 2, 1) and (2, 1, 2), ZeRO stages 0 and 1, 2
+  micro-batches, the losses equal the (1, 4, 1) run's within FP32_RTOL:
+  the micro-batches' losses are averaged and their gradients summed in
+  another order, which moves the last bits of float32 (the largest
+  difference is printed);
+* 1F1B and GPipe give the same losses bit for bit (the same sums in the
+  same order, run in another order);
+* each pipeline stage holds only its own parameters: a rank's model states
+  at (2, 2, 1) are those of its stage's blocks;
+* the plan records the schedule and the bubble, and the report the bytes
+  sent between stages (send_recv, on the pipeline axis);
+* over MPI the (2, 2, 1) plan gives the in-process losses bit for bit;
+* refusals, each one line and a non-zero exit: more stages than layers,
+  micro-batches that do not divide a rank's batch, ZeRO stage 2, gradient
+  clipping, an unknown schedule.
+
+Usage: gpt2_pipeline.py ZERO_COMPILE ZERO_RUN
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+from checks import GPT2, check, finish, max_rel, run, train_report
+
+# The micro-batches' mean loss and the gradients summed in another order
+# round differently in float32.
+FP32_RTOL = 1e-5
+STEPS = 4
+MICRO = 2
+FLAGS = dict(flag[2:].split("=") for flag in GPT2)
+SEQ, VOCAB = int(FLAGS["seq-length"]), int(FLAGS["vocab-size"])
+BATCH = int(FLAGS["batch-size"])
+
+
+def main():
+    zero_compile, zero_run = sys.argv[1:3]
+    work = os.environ.get("TEST_TMPDIR", "/tmp/gpt2_pipeline")
+    os.makedirs(work, exist_ok=True)
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for name in ("tokens", "labels"):
+        np.save(os.path.join(data, name + ".npy"),
+                rng.integers(0, VOCAB, (STEPS, BATCH, SEQ)))
+
+    def compile_plan(pp, tp, stage, schedule="1f1b", micro=MICRO,
+                     pairs="optimizer=adam"):
+        name = "gpt2_%d_%d_%d_%s_%d" % (pp, tp, stage, schedule, micro)
+        plan = os.path.join(work, name + ".zplan")
+        flags = ["--world=4", "--stage=%d" % stage, "--pipeline=" + pairs]
+        if pp > 1:
+            flags += ["--pipeline-model-parallel-size=%d" % pp,
+                      "--pipeline-schedule=%s" % schedule,
+                      "--gradient-accumulation-steps=%d" % micro]
+        if tp > 1:
+            flags.append("--model-parallel-size=%d" % tp)
+        result = run([zero_compile, *GPT2, *flags, "-o", plan,
+                      "--report=json"])
+        compiled = json.loads(result.stdout) if result.returncode == 0 else None
+        return plan, compiled, result
+
+    def train(plan, *flags):
+        return train_report(zero_run, plan, work, data, STEPS, *flags)
+
+    losses, states = {}, {}
+    worst = 0.0
+    for stage in (0, 1):
+        for pp, tp in [(1, 1), (2, 1), (2, 2)]:
+            plan, compiled, result = compile_plan(pp, tp, stage)
+            check(compiled is not None, "(%d, %d, %d) stage %d compiles (%s)"
+                  % (pp, 4 // (pp * tp), tp, stage, result.stderr.strip()))
+            if compiled is None:
+                continue
+            states[(pp, tp, stage)] = compiled["bytes_per_rank"]["param"]
+            report, error = train(plan)
+            check(report is not None, "(%d, %d, %d) stage %d trains (%s)" % (
+                pp, 4 // (pp * tp), tp, stage, error))
+            if report is None:
+                continue
+            losses[(pp, tp, stage)] = report["losses"]
+            if pp > 1:
+                with open(plan) as file:
+                    pipeline = json.load(file).get("pipeline", {})
+                check(pipeline.get("stages") == pp and
+                      pipeline.get("micro_batches") == MICRO and
+                      0 < pipeline.get("bubble", 0) < 1,
+                      "(%d, %d) stage %d: the plan records the schedule and "
+                      "its bubble (%s)" % (pp, tp, stage, pipeline))
+                sent = compiled["comm_bytes_per_step"].get("send_recv", 0)
+                check(sent > 0, "(%d, %d) stage %d: the report counts the "
+                      "bytes sent between stages (%s)" % (pp, tp, stage,
+                                                           sent))
+        base = losses.get((1, 1, stage))
+        for pp, tp in [(2, 1), (2, 2)]:
+            mine = losses.get((pp, tp, stage))
+            if base and mine:
+                diff = max_rel(mine, base)
+                worst = max(worst, diff)
+                check(diff <= FP32_RTOL, "(%d, %d, %d) stage %d: the (1, 4, "
+                      "1) losses within %g (max rel diff %.2e)" % (
+                          pp, 4 // (pp * tp), tp, stage, FP32_RTOL, diff))
+    print("largest relative loss difference to (1, 4, 1): %.2e" % worst)
+
+    # A stage holds its own blocks' parameters only.
+    flat, piped = states.get((1, 1, 1)), states.get((2, 1, 1))
+    check(flat and piped and piped < flat,
+          "(2, 2, 1) holds fewer parameter bytes per rank than (1, 4, 1) "
+          "(%s < %s)" % (piped, flat))
+
+    # GPipe runs the same sums in another order.
+    for stage in (0, 1):
+        plan, compiled, result = compile_plan(2, 1, stage, "gpipe")
+        report, error = train(plan) if compiled else (None, result.stderr)
+        check(report is not None and
+              report["losses"] == losses.get((2, 1, stage)),
+              "(2, 2, 1) stage %d: GPipe gives the 1F1B losses bit for bit "
+              "(%s)" % (stage, report["losses"] if report else error))
+
+    # Over MPI: the in-process losses bit for bit.
+    plan, _, _ = compile_plan(2, 1, 1)
+    mpi, error = train(plan, "--backend", "mpi")
+    check(mpi is not None and mpi["losses"] == losses.get((2, 1, 1)),
+          "(2, 2, 1) stage 1 over MPI: the in-process losses bit for bit "
+          "(%s)" % (mpi["losses"] if mpi else error))
+
+    # Refusals: one line each, and a non-zero exit.
+    refusals = [
+        ("more stages than layers", dict(pp=4, tp=1, stage=0),
+         "2 layers do not cut into 4 pipeline stages"),
+        ("micro-batches that do not divide a rank's batch",
+         dict(pp=2, tp=1, stage=0, micro=4),
+         "does not split evenly into gradient_accumulation_steps 4"),
+        ("ZeRO stage 2", dict(pp=2, tp=1, stage=2),
+         "pipeline-parallel-size > 1 with ZeRO stage 2 is not built"),
+        ("gradient clipping",
+         dict(pp=2, tp=1, stage=1, pairs="optimizer=adam gradient-clipping=1"),
+         "with gradient clipping"),
+        ("an unknown schedule", dict(pp=2, tp=1, stage=0, schedule="zb"),
+         "expected 1f1b or gpipe, got 'zb'"),
+    ]
+    for what, kwargs, message in refusals:
+        _, _, result = compile_plan(**kwargs)
+        lines = result.stderr.strip().splitlines()
+        check(result.returncode != 0 and len(lines) == 1 and
+              message in lines[0],
+              "refuses %s in one line (%s)" % (what, result.stderr.strip()))
+    finish()
+
+
+if __name__ == "__main__":
+    main()
