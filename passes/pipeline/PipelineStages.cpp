@@ -93,7 +93,8 @@ private:
   void connectStages();
   Value crossTo(Value value, int64_t stage);
   LogicalResult order();
-  LogicalResult recordPlan(ArrayRef<SmallVector<Operation *>> sequences);
+  LogicalResult recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
+                           const DenseMap<Operation *, Chunk> &chunkOfOp);
 
   int64_t stageOf(Operation *op) const { return stage.lookup(op); }
   void setStage(Operation *op, int64_t s) {
@@ -372,6 +373,11 @@ LogicalResult StagePlanner::order() {
     }
     slot[&op] = latest;
   }
+  // Each op's chunk, read before the ops move.
+  DenseMap<Operation *, Chunk> chunkOfOp;
+  for (Operation &op : body.without_terminator())
+    if (std::optional<Chunk> chunk = chunkOf(&op))
+      chunkOfOp[&op] = *chunk;
   // Each stage's run: by slot, then as the graph had them.
   SmallVector<SmallVector<Operation *>> sequences(stages);
   for (Operation &op : body.without_terminator())
@@ -412,30 +418,22 @@ LogicalResult StagePlanner::order() {
     body.getOperations().splice(terminator->getIterator(), body.getOperations(),
                                 op->getIterator());
   // The schedule's chunks and what each waits for, for the bubble.
-  return recordPlan(sequences);
+  return recordPlan(sequences, chunkOfOp);
 }
 
 LogicalResult
-StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences) {
+StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
+                         const DenseMap<Operation *, Chunk> &chunkOfOp) {
   // Each chunk's planned time is its matmul FLOPs. A chunk starts when its
   // stage is free and the chunks it receives from have finished.
   using Key = std::pair<int64_t, Chunk>; // (stage, chunk)
   std::map<Key, double> cost;
   std::map<Key, std::set<Key>> waitsFor;
-  // Whether each op is in the backward, read once in program order.
-  DenseMap<Operation *, bool> inBackward;
-  bool backward = false;
-  for (Operation &op : body) {
-    backward |= op.hasAttr(kLossSeedAttr);
-    inBackward[&op] = backward;
-  }
   auto keyOf = [&](Operation *op) -> std::optional<Key> {
-    int64_t micro = markOf(op, nn::kMicroBatchAttr);
-    if (micro < 0)
+    auto it = chunkOfOp.find(op);
+    if (it == chunkOfOp.end())
       return std::nullopt;
-    return Key{
-        stageOf(op),
-        {inBackward.lookup(op) ? Phase::Backward : Phase::Forward, micro}};
+    return Key{stageOf(op), it->second};
   };
   for (const SmallVector<Operation *> &sequence : sequences)
     for (Operation *op : sequence) {
