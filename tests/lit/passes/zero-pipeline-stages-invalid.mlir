@@ -1,8 +1,10 @@
 // RUN: zero-opt %s -split-input-file -verify-diagnostics \
 // RUN:   --zero-pipeline-stages='stages=2'
-// RUN: not zero-opt %s --zero-pipeline-stages='stages=2 schedule=zb' 2>&1 \
+// RUN: not zero-opt %s -split-input-file \
+// RUN:   --zero-pipeline-stages='stages=2 schedule=zb' 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
-// RUN: not zero-opt %s --zero-pipeline-stages='stages=2 micro-batches=0' \
+// RUN: not zero-opt %s -split-input-file \
+// RUN:   --zero-pipeline-stages='stages=2 micro-batches=0' \
 // RUN:   2>&1 | FileCheck %s --check-prefix=MICRO
 
 // SCHEDULE: zero-pipeline-stages: schedule must be 1f1b or gpipe, got 'zb'
