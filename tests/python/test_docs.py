@@ -1,9 +1,10 @@
 """The docs agree with the code.
 
 - The pass tables of docs/design.md and passes/README.md list, in order, the
-  passes a compile runs: all of them with every optional pass turned on,
-  and exactly the rows marked "always" or "by default" with none. Every pass that
-  passes/Passes.td declares is in a table.
+  passes a compile runs: all of them with every optional pass turned on
+  (pipeline parallelism, which refuses some of them, in a compile of its
+  own), and exactly the rows marked "always" or "by default" with none.
+  Every pass that passes/Passes.td declares is in a table.
 - Every relative link and #anchor in docs/*.md, README.md,
   python_api/README.md and passes/README.md resolves. Anchors are GitHub's:
   the heading in lower case, punctuation removed, spaces as '-', and -1,
@@ -96,6 +97,21 @@ def compiled_passes(*flags):
             if entry["pass"].startswith("zero-")]
 
 
+def merged(every, pipelined):
+    """`every`, with the passes only a pipelined compile runs inserted after
+    the pass that precedes them there."""
+    order = list(every)
+    for index, name in enumerate(pipelined):
+        if name not in order:
+            before = pipelined[index - 1] if index else None
+            order.insert(order.index(before) + 1 if before else 0, name)
+    return order
+
+
+PIPELINED = ("--world=4", "--pipeline-model-parallel-size=2",
+             "--gradient-accumulation-steps=2")
+
+
 def compile_with_plan(*flags):
     """compiled_passes with a plan file, which adds zero-export-plan."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,12 +120,16 @@ def compile_with_plan(*flags):
 
 CASES = {
     "Training graphs": {
-        "every": lambda: compile_with_plan("--pipeline=" + EVERY_PASS,
-                                           "--checkpoint-activations"),
+        "every": lambda: merged(
+            compile_with_plan("--pipeline=" + EVERY_PASS,
+                              "--checkpoint-activations"),
+            compile_with_plan("--stage=1", *PIPELINED)),
         "always": lambda: compiled_passes(),
     },
     "Inference graphs": {
-        "every": lambda: compile_with_plan("--eval", "--pipeline=precision=bf16"),
+        "every": lambda: merged(
+            compile_with_plan("--eval", "--pipeline=precision=bf16"),
+            compile_with_plan("--eval", "--stage=1", *PIPELINED)),
         "always": lambda: compiled_passes("--eval"),
     },
 }
