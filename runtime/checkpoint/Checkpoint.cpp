@@ -428,6 +428,8 @@ std::vector<int> filesReadBy(const OpenedCheckpoint &checkpoint,
                              const Plan &plan, int rank) {
   std::vector<bool> reads(checkpoint.manifest.world, false);
   for (const PlanVariable &variable : plan.variables) {
+    if (!plan.holds(variable, rank))
+      continue;
     const CheckpointTensor *tensor =
         checkpoint.manifest.findTensor(variable.name);
     std::vector<ShardRun> target =
@@ -533,6 +535,8 @@ void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
   std::vector<unsigned char> zeros;
   for (size_t index = 0; index < plan.variables.size(); ++index) {
     const PlanVariable &variable = plan.variables[index];
+    if (!plan.holds(variable, rank))
+      continue;
     int variableIndex = static_cast<int>(index);
     int64_t elementBytes = static_cast<int64_t>(dtypeBytes(variable.dtype));
     std::vector<ShardRun> target =

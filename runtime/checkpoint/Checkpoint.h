@@ -113,7 +113,8 @@ OpenedCheckpoint openCheckpoint(const std::string &path);
 /// parameters only: the checkpoint's other tensors are left.
 void checkCompatible(const OpenedCheckpoint &checkpoint, const Plan &plan);
 
-/// The ranks whose files rank `rank` of `plan` reads.
+/// The ranks whose files rank `rank` of `plan` reads (for the variables
+/// it holds).
 std::vector<int> filesReadBy(const OpenedCheckpoint &checkpoint,
                              const Plan &plan, int rank);
 
@@ -149,7 +150,8 @@ private:
   LoadStats totals;
 };
 
-/// Copies rank `rank`'s shard of every plan variable out of the checkpoint;
+/// Copies rank `rank`'s shard of every plan variable it holds out of the
+/// checkpoint (another pipeline stage's variable is not its to write);
 /// padding of flat partitions is zeroed.
 void loadRankCheckpoint(const OpenedCheckpoint &checkpoint, const Plan &plan,
                         int rank, const WriteVariableBytes &write,

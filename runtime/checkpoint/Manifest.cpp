@@ -265,6 +265,8 @@ std::vector<std::vector<int>> blockWriters(const Plan &plan) {
     std::map<std::vector<DimRange>, int> groupOf;
     std::vector<std::vector<int>> groups;
     for (int r = 0; r < plan.world; ++r) {
+      if (!plan.holds(variable, r))
+        continue;
       auto [it, added] =
           groupOf.emplace(variable.shard(r), static_cast<int>(groups.size()));
       if (added)

@@ -13,8 +13,8 @@
 #ifndef ZEROSBP_RUNTIME_CHECKPOINT_MANIFEST_H
 #define ZEROSBP_RUNTIME_CHECKPOINT_MANIFEST_H
 
-#include "runtime/exec/ShardRuns.h"
 #include "runtime/core/DType.h"
+#include "runtime/exec/ShardRuns.h"
 #include "runtime/plan/Plan.h"
 
 #include <cstdint>
@@ -88,6 +88,7 @@ CheckpointManifest manifestOfPlan(const Plan &plan, int64_t step,
 /// it): of the ranks holding the same block (a replicated tensor), the one
 /// with the fewest bytes to write so far, the lowest on a tie. Replicated
 /// state is so spread over the ranks instead of all falling to rank 0.
+/// With pipeline stages only the ranks of a variable's stage hold it.
 std::vector<std::vector<int>> blockWriters(const Plan &plan);
 
 /// The variables (indices into plan.variables) rank `rank` writes.

@@ -174,6 +174,8 @@ private:
 
   const Plan &thePlan;
   int myRank;
+  /// The rank's pipeline stage (0 without a pipeline).
+  int myStage;
   int deviceIndex;
   std::chrono::milliseconds timeout;
   unsigned char *arena = nullptr;
@@ -196,6 +198,7 @@ private:
   std::unique_ptr<StreamMemory> computeMemory;
   std::vector<PreparedInstruction> prepared;
   std::vector<CudaKernelFn> kernels; // By instruction; null for non-kernels.
+  std::vector<char> runs;            // By instruction: of this rank's stage.
   std::vector<AttrMap> attrs;        // By instruction, as this rank sees them.
   std::vector<CommGroup *> groupsByAxis;
   // Pinned host bytes the step number is copied from.
@@ -283,9 +286,9 @@ private:
 };
 
 CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
-    : thePlan(plan), myRank(rank),
+    : thePlan(plan), myRank(rank), myStage(plan.stageOf(rank)),
       deviceIndex(cudaDeviceForRank(rank, hostComm.worldSize())),
-      timeout(hostComm.getTimeout()), tracker(plan) {
+      timeout(hostComm.getTimeout()), tracker(plan, plan.stageOf(rank)) {
   try {
     setUp(hostComm);
   } catch (...) {
@@ -467,10 +470,14 @@ void CudaExecutor::prepare() {
   for (size_t i = 0; i < thePlan.instructions.size(); ++i)
     hostCalls.push_back({this, i});
   attrs = rankAttrs(thePlan, myRank);
+  runs = instructionsRunBy(thePlan, myRank);
   waitIndexOf.assign(thePlan.instructions.size(), -1);
   int waits = 0;
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
+    // Another pipeline stage's instruction: never enqueued here.
+    if (!runs[i])
+      continue;
     if (instruction.kind == InstructionKind::CollectiveWait)
       waitIndexOf[i] = waits++;
     if (instruction.kind == InstructionKind::CollectiveStart)
@@ -510,6 +517,8 @@ void CudaExecutor::storeValues(const TensorRef &target,
 }
 
 void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
+  if (!thePlan.holds(thePlan.variables[index], myRank))
+    return;
   int id = thePlan.variables[index].value;
   if (!thePlan.variableInNvme(index)) {
     storeValues(tensor(id), values);
@@ -524,15 +533,21 @@ void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
 }
 
 void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
-  storeValues(tensor(thePlan.inputs[index].value), values);
+  if (thePlan.holds(thePlan.inputs[index], myRank))
+    storeValues(tensor(thePlan.inputs[index].value), values);
 }
 
 std::vector<double> CudaExecutor::outputValue(int index) const {
+  int id = thePlan.outputs[index];
+  // Another stage's output: its bytes here are this stage's buffers.
+  if (!thePlan.valueOnStage(id, myStage))
+    return std::vector<double>(thePlan.values[id].numel(), 0.0);
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
-  return loadValues(tensor(thePlan.outputs[index]));
+  return loadValues(tensor(id));
 }
 
 void *CudaExecutor::variableStorage(int index) {
+  checkHoldsVariable(thePlan, myRank, index);
   if (thePlan.variableInNvme(index))
     throw RuntimeError("variable '" + thePlan.variables[index].name +
                        "' lives in the NVMe arena and has no memory to share");
@@ -561,6 +576,7 @@ void CudaExecutor::shareVariables(const std::vector<void *> &storage) {
 }
 
 std::vector<double> CudaExecutor::variableShard(int index) const {
+  checkHoldsVariable(thePlan, myRank, index);
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
   if (!thePlan.variableInNvme(index))
@@ -575,6 +591,7 @@ std::vector<double> CudaExecutor::variableShard(int index) const {
 
 void CudaExecutor::readVariableBytes(int index, int64_t offset, void *out,
                                      int64_t bytes) const {
+  checkHoldsVariable(thePlan, myRank, index);
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
   if (thePlan.variableInNvme(index)) {
@@ -590,6 +607,8 @@ void CudaExecutor::readVariableBytes(int index, int64_t offset, void *out,
 
 void CudaExecutor::writeVariableBytes(int index, int64_t offset,
                                       const void *data, int64_t bytes) {
+  if (!thePlan.holds(thePlan.variables[index], myRank))
+    return;
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
   if (thePlan.variableInNvme(index)) {
@@ -758,7 +777,7 @@ void CudaExecutor::planMultiTensor() {
   }
   std::vector<unsigned char> tables;
   for (const MultiTensorSegment &segment : planMultiTensorSegments(
-           thePlan, addresses, prepared, attrs, checkGradients)) {
+           thePlan, addresses, prepared, attrs, checkGradients, runs)) {
     for (const std::vector<size_t> &members : segment.launches) {
       SegmentLaunch launch;
       launch.members = members;
@@ -870,6 +889,10 @@ bool CudaExecutor::setSkipNonfiniteSteps(bool on) {
   lossCheck.reset();
   if (!on)
     return true;
+  // Only the loss's stage reads the loss before the updates: the other
+  // stages could not stop with it.
+  if (thePlan.pipeline)
+    return false;
   lossCheck = findLossCheckPoint(thePlan, prepared);
   return lossCheck.has_value();
 }
@@ -994,9 +1017,10 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
   mark(stepBegin, computeStream);
   // A copy from pinned memory: a replay reads the step written before it.
   for (int id : thePlan.steps)
-    checkCuda("step",
-              cudaMemcpyAsync(tensor(id).data, hostStep, sizeof(int64_t),
-                              cudaMemcpyHostToDevice, computeStream));
+    if (thePlan.valueOnStage(id, myStage))
+      checkCuda("step",
+                cudaMemcpyAsync(tensor(id).data, hostStep, sizeof(int64_t),
+                                cudaMemcpyHostToDevice, computeStream));
   tracedThisStep = tracing && !capturing;
   if (tracedThisStep) {
     traceBegin.resize(thePlan.instructions.size());
@@ -1006,6 +1030,9 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
   bool lossChecked = false;
   tracker.beginStep();
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+    // Another pipeline stage's: no kernel, collective, memory or trace.
+    if (!runs[i])
+      continue;
     const Instruction &instruction = thePlan.instructions[i];
     PreparedInstruction &entry = prepared[i];
     if (lossCheck && !lossChecked && lossCheckBefore(i)) {
@@ -1141,7 +1168,7 @@ double CudaExecutor::runStep(int64_t stepNumber) {
                      static_cast<int64_t>(multiTensorTableBytes);
   if (thePlan.outputs.empty())
     return 0;
-  std::vector<double> loss = loadValues(tensor(thePlan.outputs[0]));
+  std::vector<double> loss = outputValue(0);
   return loss.empty() ? 0 : loss[0];
 }
 
@@ -1153,6 +1180,9 @@ void CudaExecutor::collectTimes() {
   double waitIn[3] = {0, 0, 0};
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
+    // Another pipeline stage's instruction recorded no event here.
+    if (!runs[i])
+      continue;
     if (int wait = waitIndexOf[i]; wait >= 0) {
       double ms = elapsedMs(waitBegin[wait].get(), waitEnd[wait].get());
       times.commWait += ms;
@@ -1173,6 +1203,8 @@ void CudaExecutor::collectTimes() {
   };
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     const Instruction &instruction = thePlan.instructions[i];
+    if (!runs[i])
+      continue;
     // A segment's launches, in the order they ran: a merged one as
     // "nn.adam x148", the others as their instruction.
     for (size_t index : launchesAt[i]) {
@@ -1197,8 +1229,9 @@ void CudaExecutor::collectTimes() {
                      wait ? instruction.bucket : -1,
                      micros(traceBegin[i].get()), micros(traceEnd[i].get())});
   }
-  for (const Instruction &instruction : thePlan.instructions)
-    if (instruction.kind == InstructionKind::CollectiveStart)
+  for (size_t i = 0; i < thePlan.instructions.size(); ++i)
+    if (const Instruction &instruction = thePlan.instructions[i];
+        runs[i] && instruction.kind == InstructionKind::CollectiveStart)
       trace.push_back({TraceStream::Comm,
                        collectiveKindName(instruction.collective), "collective",
                        instruction.bucket,

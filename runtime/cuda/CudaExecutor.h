@@ -23,6 +23,10 @@
 // with a timeout, checking NCCL's asynchronous errors, so that a failed
 // peer ends the step with an error rather than a hang.
 //
+// A rank of a pipeline stage enqueues its stage's instructions only and
+// writes only its stage's values; a send_recv is an ncclSend or ncclRecv
+// on the communication stream (docs/runtime.md#pipeline-stages).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_RUNTIME_CUDA_CUDAEXECUTOR_H

@@ -33,22 +33,33 @@ bool movableInSegment(const Plan &plan,
   }
 }
 
-std::vector<MultiTensorSegment> planMultiTensorSegments(
-    const Plan &plan, const std::vector<unsigned char *> &addresses,
-    const std::vector<PreparedInstruction> &prepared,
-    const std::vector<AttrMap> &attrs, bool checkGradients) {
+std::vector<MultiTensorSegment>
+planMultiTensorSegments(const Plan &plan,
+                        const std::vector<unsigned char *> &addresses,
+                        const std::vector<PreparedInstruction> &prepared,
+                        const std::vector<AttrMap> &attrs, bool checkGradients,
+                        const std::vector<char> &runs) {
   std::vector<MultiTensorSegment> segments;
   size_t count = plan.instructions.size();
+  auto skipped = [&](size_t i) { return !runs.empty() && !runs[i]; };
+  auto movable = [&](size_t i) {
+    return movableInSegment(plan, prepared, i, checkGradients);
+  };
   for (size_t begin = 0; begin < count;) {
-    if (!movableInSegment(plan, prepared, begin, checkGradients)) {
+    if (skipped(begin) || !movable(begin)) {
       ++begin;
       continue;
     }
     size_t end = begin + 1;
-    while (end < count && movableInSegment(plan, prepared, end, checkGradients))
+    while (end < count && (skipped(end) || movable(end)))
       ++end;
+    std::vector<size_t> members; // The instructions the rank runs.
+    for (size_t i = begin; i < end; ++i)
+      if (!skipped(i))
+        members.push_back(i);
+    end = members.back() + 1;
     std::vector<gpu::SegmentNode> nodes;
-    for (size_t i = begin; i < end; ++i) {
+    for (size_t i : members) {
       const Instruction &instruction = plan.instructions[i];
       const PreparedInstruction &entry = prepared[i];
       gpu::SegmentNode node;
@@ -68,7 +79,7 @@ std::vector<MultiTensorSegment> planMultiTensorSegments(
     if (segment.launches.size() < nodes.size()) {
       for (std::vector<size_t> &launch : segment.launches)
         for (size_t &member : launch)
-          member += begin;
+          member = members[member];
       segments.push_back(std::move(segment));
     }
     begin = end;

@@ -44,12 +44,16 @@ struct MultiTensorSegment {
 
 /// The segments of `plan` in which some launch merges instructions (the
 /// others run in plan order, one by one), for the buffers at `addresses`
-/// and each instruction's `prepared` tensors and `attrs` (rankAttrs).
+/// and each instruction's `prepared` tensors and `attrs` (rankAttrs). Only
+/// the instructions the rank runs (`runs`, instructionsRunBy; empty: all)
+/// are members; another pipeline stage's, which it skips, do not end a
+/// segment.
 std::vector<MultiTensorSegment>
 planMultiTensorSegments(const Plan &plan,
                         const std::vector<unsigned char *> &addresses,
                         const std::vector<PreparedInstruction> &prepared,
-                        const std::vector<AttrMap> &attrs, bool checkGradients);
+                        const std::vector<AttrMap> &attrs, bool checkGradients,
+                        const std::vector<char> &runs = {});
 
 } // namespace zerosbp::runtime
 

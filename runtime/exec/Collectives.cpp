@@ -251,6 +251,26 @@ bool runFusedBucket(const Instruction &instruction,
   return true;
 }
 
+/// send_recv: the source stage's member sends, the target's receives; each
+/// touches only its own side, whose buffer is its stage's.
+void runSendRecv(const Instruction &instruction,
+                 const std::vector<TensorRef> &operands,
+                 const std::vector<TensorRef> &results, CommGroup &group,
+                 Communicator &comm) {
+  int me = group.index();
+  if (me == instruction.sourceStage)
+    comm.send(group, operands[0].dtype, operands[0].data, operands[0].numel(),
+              instruction.targetStage);
+  else if (me == instruction.targetStage)
+    comm.recv(group, results[0].dtype, results[0].data, results[0].numel(),
+              instruction.sourceStage);
+  else
+    throw RuntimeError("send_recv of bucket " +
+                       std::to_string(instruction.bucket) +
+                       " runs on a rank of stage " + std::to_string(me) +
+                       ", neither its source nor its target");
+}
+
 } // namespace
 
 CollectiveMemory &hostCollectiveMemory() {
@@ -264,6 +284,10 @@ void runCollective(const Instruction &instruction,
                    CommGroup &group, Communicator &comm,
                    CollectiveMemory &memory) {
   int64_t n = group.size();
+  if (instruction.collective == CollectiveKind::SendRecv) {
+    runSendRecv(instruction, operands, results, group, comm);
+    return;
+  }
   if (instruction.collective == CollectiveKind::AllReduce) {
     allReduceBucket(instruction, operands, results, staging, group, comm,
                     memory);
@@ -327,6 +351,7 @@ void runCollective(const Instruction &instruction,
       break;
     }
     case CollectiveKind::AllReduce:
+    case CollectiveKind::SendRecv:
       break;
     }
   }

@@ -35,7 +35,10 @@ CollectiveMemory &hostCollectiveMemory();
 
 /// Runs one (possibly bucketed) collective: each segment follows the rule of
 /// its kind on its own (docs/plan-format.md). `staging` is the planned
-/// staging buffer or null.
+/// staging buffer or null. A send_recv sends operand 0 from the group
+/// member of its source stage and receives it into result 0 on the member
+/// of its target stage (the group is the pipeline axis's, indexed by
+/// stage); only those two ranks run it.
 void runCollective(const Instruction &instruction,
                    const std::vector<TensorRef> &operands,
                    const std::vector<TensorRef> &results, void *staging,

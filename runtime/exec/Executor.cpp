@@ -17,6 +17,9 @@ void Executor::initializeVariables(
   const Plan &thePlan = plan();
   for (size_t i = 0; i < thePlan.variables.size(); ++i) {
     const PlanVariable &variable = thePlan.variables[i];
+    // Another pipeline stage's variable: its bytes here are not its own.
+    if (!thePlan.holds(variable, rank()))
+      continue;
     writeVariable(static_cast<int>(i),
                   shardOf(variable, rank(), modelValues(variable)));
   }

@@ -92,19 +92,24 @@ public:
   /// "cpu" or "cuda".
   virtual const char *device() const = 0;
 
-  /// Sets variable `index` to this rank's elements `localValues`.
+  /// Sets variable `index` to this rank's elements `localValues`. With
+  /// pipeline stages, a rank that does not hold the variable (another
+  /// stage's) writes nothing: those bytes are its own stage's buffers.
   virtual void writeVariable(int index,
                              const std::vector<double> &localValues) = 0;
-  /// Writes this rank's shard of input `index` for the next step.
+  /// Writes this rank's shard of input `index` for the next step; nothing
+  /// for another stage's input.
   virtual void writeInput(int index,
                           const std::vector<double> &localValues) = 0;
   /// Runs the program once with nn.step = `stepNumber`; returns the loss
-  /// (outputs[0]), which every rank holds.
+  /// (outputs[0]), which every rank holds, but for the ranks of pipeline
+  /// stages other than the loss's, which return 0.
   virtual double runStep(int64_t stepNumber) = 0;
-  /// This rank's elements of variable `index`.
+  /// This rank's elements of variable `index`, which it must hold.
   virtual std::vector<double> variableShard(int index) const = 0;
   /// Output `index` of the last step, whole (every rank holds the
-  /// outputs: the compiler gathers them).
+  /// outputs: the compiler gathers them); zeros on a rank of another
+  /// pipeline stage than the output's.
   virtual std::vector<double> outputValue(int index) const = 0;
 
   /// Where this rank's shard of variable `index` lives: host memory for the
@@ -120,14 +125,15 @@ public:
   /// Bytes [offset, offset + bytes) of this rank's shard of variable
   /// `index`, as stored (its dtype, row-major): checkpoints move state
   /// through these, bit for bit and a bounded chunk at a time. The caller
-  /// keeps the range inside the shard.
+  /// keeps the range inside the shard. Reading another pipeline stage's
+  /// variable throws; writing one does nothing.
   virtual void readVariableBytes(int index, int64_t offset, void *out,
                                  int64_t bytes) const = 0;
   virtual void writeVariableBytes(int index, int64_t offset, const void *data,
                                   int64_t bytes) = 0;
 
-  /// Sets every variable to its shard of the model tensor `modelValues`
-  /// returns (PyTorch shape, row-major).
+  /// Sets every variable this rank holds to its shard of the model tensor
+  /// `modelValues` returns (PyTorch shape, row-major).
   void initializeVariables(
       const std::function<std::vector<double>(const PlanVariable &)>
           &modelValues);

@@ -6,7 +6,7 @@
 
 namespace zerosbp::runtime {
 
-MemoryTracker::MemoryTracker(const Plan &plan)
+MemoryTracker::MemoryTracker(const Plan &plan, int stage)
     : plan(plan), live(plan.buffers.size(), 0),
       persistent(plan.buffers.size(), 0), initiallyLive(plan.buffers.size(), 0),
       external(plan.buffers.size(), 0) {
@@ -18,6 +18,10 @@ MemoryTracker::MemoryTracker(const Plan &plan)
     initiallyLive[plan.values[input.value].buffer] = 1;
   for (int step : plan.steps)
     persistent[plan.values[step].buffer] = 1;
+  // Other stages' buffers are never this rank's to count.
+  for (size_t buffer = 0; buffer < plan.buffers.size(); ++buffer)
+    if (!plan.bufferOnStage(static_cast<int>(buffer), stage))
+      external[buffer] = 1;
 }
 
 ArenaPeaks *MemoryTracker::offloadLive(int buffer) {
@@ -84,7 +88,7 @@ void MemoryTracker::markLive(int buffer) {
 }
 
 void MemoryTracker::markDead(int buffer) {
-  if (!live[buffer] || persistent[buffer])
+  if (!live[buffer] || persistent[buffer] || external[buffer])
     return;
   live[buffer] = 0;
   const PlanBuffer &entry = plan.buffers[buffer];

@@ -8,6 +8,10 @@
 // grad + master + opt_state), and the highest arena byte any live buffer
 // reaches, which must stay within the plan's arena.
 //
+// A rank of a pipeline stage counts its stage's buffers and those of every
+// stage only: the others' bytes are not its own, even where an instruction
+// it runs (a send_recv) names one.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_RUNTIME_EXEC_MEMORYTRACKER_H
@@ -41,7 +45,8 @@ struct MemoryPeaks {
 
 class MemoryTracker {
 public:
-  explicit MemoryTracker(const Plan &plan);
+  /// Tracks the buffers the ranks of pipeline stage `stage` use.
+  MemoryTracker(const Plan &plan, int stage);
 
   /// Marks the persistent buffers (variables, steps) and the inputs live
   /// and every other buffer dead: the state at the start of a step.

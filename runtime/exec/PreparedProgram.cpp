@@ -70,6 +70,11 @@ bufferAddresses(const Plan &plan, const std::vector<unsigned char *> &bases,
         " shared variables for " + std::to_string(plan.variables.size()));
   for (size_t v = 0; v < plan.variables.size(); ++v) {
     const PlanValue &value = plan.values[plan.variables[v].value];
+    // Another pipeline stage's variable: no storage, never touched here.
+    if (!variableStorage[v]) {
+      addresses[value.buffer] = nullptr;
+      continue;
+    }
     // A variable's value starts its buffer (the reader checks the offset).
     addresses[value.buffer] =
         static_cast<unsigned char *>(variableStorage[v]) - value.offset;
@@ -203,6 +208,23 @@ findLossCheckPoint(const Plan &plan,
   if (!final)
     return std::nullopt;
   return point;
+}
+
+std::vector<char> instructionsRunBy(const Plan &plan, int rank) {
+  int stage = plan.stageOf(rank);
+  std::vector<char> runs(plan.instructions.size(), 0);
+  for (size_t i = 0; i < plan.instructions.size(); ++i)
+    runs[i] = plan.runsOn(plan.instructions[i], stage) ? 1 : 0;
+  return runs;
+}
+
+void checkHoldsVariable(const Plan &plan, int rank, int index) {
+  const PlanVariable &variable = plan.variables[index];
+  if (!plan.holds(variable, rank))
+    throw RuntimeError("rank " + std::to_string(rank) + " (pipeline stage " +
+                       std::to_string(plan.stageOf(rank)) +
+                       ") does not hold variable '" + variable.name +
+                       "' of stage " + std::to_string(variable.stage));
 }
 
 std::vector<CommGroup *> createAxisGroups(const Plan &plan, int rank,

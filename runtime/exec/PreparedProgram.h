@@ -3,8 +3,8 @@
 // What every executor works out once, before the first step, whatever its
 // device: each instruction's operands and results as tensors in the rank's
 // arena, the buffers it writes (for memory tracking), its staging buffer,
-// and the phase of the step it belongs to; and the communicator groups the
-// plan's collectives use.
+// and the phase of the step it belongs to; the instructions of the rank's
+// pipeline stage; and the communicator groups the plan's collectives use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,7 +44,7 @@ struct PreparedInstruction {
 /// from `origin`; null in an NVMe arena, which only transfers reach, by file
 /// offset. The buffer of variable `v` is at `variableStorage[v]` when that
 /// list is given (an inference plan on a training plan's parameters,
-/// docs/runtime.md#shared-parameters).
+/// docs/runtime.md#shared-parameters), null for another pipeline stage's.
 std::vector<unsigned char *>
 bufferAddresses(const Plan &plan, const std::vector<unsigned char *> &bases,
                 int64_t origin = 0,
@@ -85,6 +85,15 @@ struct LossCheckPoint {
 std::optional<LossCheckPoint>
 findLossCheckPoint(const Plan &plan,
                    const std::vector<PreparedInstruction> &prepared);
+
+/// Per instruction of `plan`, 1 where rank `rank` runs it: every
+/// instruction of its pipeline stage (all of them without a pipeline).
+std::vector<char> instructionsRunBy(const Plan &plan, int rank);
+
+/// Throws unless rank `rank` holds variable `index`: another pipeline
+/// stage's variable has no bytes on it, and where they would be lie the
+/// rank's own stage's buffers.
+void checkHoldsVariable(const Plan &plan, int rank, int index);
 
 /// The group of every hierarchy axis a collective of `plan` uses, indexed by
 /// axis (null where none does), created on `comm` in axis order: every rank

@@ -60,10 +60,13 @@ std::vector<int64_t> shardOffsets(const Plan &plan, int rank,
 std::vector<AttrMap> rankAttrs(const Plan &plan, int rank) {
   std::vector<AttrMap> attrs;
   attrs.reserve(plan.instructions.size());
+  int stage = plan.stageOf(rank);
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const Instruction &instruction = plan.instructions[i];
     attrs.push_back(instruction.attrs);
-    if (!instruction.attrs.has("split_dims"))
+    // Another pipeline stage's instruction never runs here.
+    if (!instruction.attrs.has("split_dims") ||
+        !plan.runsOn(instruction, stage))
       continue;
     try {
       const std::vector<int> &split = splitValues(instruction);

@@ -26,7 +26,8 @@ double millisSince(Clock::time_point begin) {
 } // namespace
 
 RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
-    : thePlan(plan), myRank(rank), comm(comm), tracker(plan) {
+    : thePlan(plan), myRank(rank), myStage(plan.stageOf(rank)), comm(comm),
+      tracker(plan, plan.stageOf(rank)) {
   // One allocation for the rank's device memory, and the offload arenas.
   allocateArena(plan.arenaBytes);
   allocateOffloadArenas();
@@ -34,10 +35,11 @@ RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
   attrs = rankAttrs(plan, rank);
   addresses = bufferAddresses(plan, bases);
   prepared = prepareInstructions(plan, addresses);
+  runs = instructionsRunBy(plan, rank);
   kernels.assign(plan.instructions.size(), nullptr);
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const Instruction &instruction = plan.instructions[i];
-    if (instruction.kind != InstructionKind::Kernel)
+    if (instruction.kind != InstructionKind::Kernel || !runs[i])
       continue;
     kernels[i] = findCpuKernel(instruction.op);
     if (!kernels[i])
@@ -52,6 +54,10 @@ bool RankExecutor::setSkipNonfiniteSteps(bool on) {
   skipNonfinite = false;
   if (!on)
     return true;
+  // Only the loss's stage reads the loss before the updates: the other
+  // stages could not stop with it.
+  if (thePlan.pipeline)
+    return false;
   std::optional<LossCheckPoint> point = findLossCheckPoint(thePlan, prepared);
   if (!point)
     return false;
@@ -126,6 +132,7 @@ void RankExecutor::shareVariables(const std::vector<void *> &storage) {
 }
 
 void *RankExecutor::variableStorage(int index) {
+  checkHoldsVariable(thePlan, myRank, index);
   if (thePlan.variableInNvme(index))
     throw RuntimeError("variable '" + thePlan.variables[index].name +
                        "' lives in the NVMe arena and has no memory to share");
@@ -133,7 +140,11 @@ void *RankExecutor::variableStorage(int index) {
 }
 
 std::vector<double> RankExecutor::outputValue(int index) const {
-  return loadElements(tensor(thePlan.outputs[index]));
+  int id = thePlan.outputs[index];
+  // Another stage's output: its bytes here are this stage's buffers.
+  if (!thePlan.valueOnStage(id, myStage))
+    return std::vector<double>(thePlan.values[id].numel(), 0.0);
+  return loadElements(tensor(id));
 }
 
 RankExecutor::~RankExecutor() {
@@ -148,6 +159,8 @@ TensorRef RankExecutor::tensor(int id) const {
 }
 
 void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
+  if (!thePlan.holds(thePlan.variables[index], myRank))
+    return;
   TensorRef target = tensor(thePlan.variables[index].value);
   if (!thePlan.variableInNvme(index)) {
     storeElements(target, values);
@@ -162,10 +175,12 @@ void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
 }
 
 void RankExecutor::writeInput(int index, const std::vector<double> &values) {
-  storeElements(tensor(thePlan.inputs[index].value), values);
+  if (thePlan.holds(thePlan.inputs[index], myRank))
+    storeElements(tensor(thePlan.inputs[index].value), values);
 }
 
 std::vector<double> RankExecutor::variableShard(int index) const {
+  checkHoldsVariable(thePlan, myRank, index);
   TensorRef source = tensor(thePlan.variables[index].value);
   if (!thePlan.variableInNvme(index))
     return loadElements(source);
@@ -178,6 +193,7 @@ std::vector<double> RankExecutor::variableShard(int index) const {
 
 void RankExecutor::readVariableBytes(int index, int64_t offset, void *out,
                                      int64_t bytes) const {
+  checkHoldsVariable(thePlan, myRank, index);
   int id = thePlan.variables[index].value;
   if (thePlan.variableInNvme(index)) {
     swap->read(thePlan.arenaOffset(id) + offset, out, bytes);
@@ -189,6 +205,8 @@ void RankExecutor::readVariableBytes(int index, int64_t offset, void *out,
 
 void RankExecutor::writeVariableBytes(int index, int64_t offset,
                                       const void *data, int64_t bytes) {
+  if (!thePlan.holds(thePlan.variables[index], myRank))
+    return;
   int id = thePlan.variables[index].value;
   if (thePlan.variableInNvme(index)) {
     swap->write(thePlan.arenaOffset(id) + offset, data, bytes);
@@ -251,7 +269,8 @@ void RankExecutor::execute(size_t index) {
 
 double RankExecutor::runStep(int64_t stepNumber) {
   for (int id : thePlan.steps)
-    *tensor(id).as<int64_t>() = stepNumber;
+    if (thePlan.valueOnStage(id, myStage))
+      *tensor(id).as<int64_t>() = stepNumber;
   times = StepTimes();
   stream->reset();
   copyStream->reset();
@@ -268,6 +287,9 @@ double RankExecutor::runStep(int64_t stepNumber) {
   };
   std::vector<int> buckets, transfers; // Started this step.
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
+    // Another pipeline stage's: no kernel, collective, memory or trace.
+    if (!runs[i])
+      continue;
     const Instruction &instruction = thePlan.instructions[i];
     PreparedInstruction &entry = prepared[i];
     if (skipNonfinite && i == lossCheck.firstUpdate && lossNotFinite()) {
@@ -339,7 +361,7 @@ double RankExecutor::runStep(int64_t stepNumber) {
   }
   if (thePlan.outputs.empty())
     return 0;
-  std::vector<double> loss = loadElements(tensor(thePlan.outputs[0]));
+  std::vector<double> loss = outputValue(0);
   return loss.empty() ? 0 : loss[0];
 }
 

@@ -8,6 +8,10 @@
 // between) and its copy stream (transfers between arenas, likewise). It
 // measures the live bytes by role and the time per phase of every step.
 //
+// A rank of a pipeline stage runs its stage's instructions only and writes
+// only its stage's values (docs/runtime.md#pipeline-stages): the arena's
+// bytes of other stages' buffers are its own stage's.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_RUNTIME_EXEC_RANKEXECUTOR_H
@@ -81,6 +85,8 @@ private:
 
   const Plan &thePlan;
   int myRank;
+  /// The rank's pipeline stage (0 without a pipeline).
+  int myStage;
   Communicator &comm;
   unsigned char *arena = nullptr;
   unsigned char *hostArena = nullptr;
@@ -91,6 +97,7 @@ private:
   std::vector<unsigned char *> addresses; // Of each buffer.
   std::vector<PreparedInstruction> prepared;
   std::vector<KernelFn> kernels; // By instruction; null for non-kernels.
+  std::vector<char> runs;        // By instruction: of this rank's stage.
   std::vector<AttrMap> attrs;    // By instruction, as this rank sees them.
   std::vector<CommGroup *> groupsByAxis;
   MemoryTracker tracker;

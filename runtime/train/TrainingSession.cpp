@@ -225,7 +225,18 @@ void TrainingSession::setVariable(int index, const std::vector<double> &model) {
   checkUsable();
   const PlanVariable &variable = thePlan.variables.at(index);
   for (auto &executor : executors)
-    executor->writeVariable(index, shardOf(variable, executor->rank(), model));
+    if (thePlan.holds(variable, executor->rank()))
+      executor->writeVariable(index,
+                              shardOf(variable, executor->rank(), model));
+}
+
+int TrainingSession::lossRank() const {
+  if (thePlan.outputs.empty())
+    return 0;
+  for (int rank = 0; rank < thePlan.world; ++rank)
+    if (thePlan.valueOnStage(thePlan.outputs[0], thePlan.stageOf(rank)))
+      return rank;
+  return 0;
 }
 
 double TrainingSession::step(
@@ -272,6 +283,11 @@ TrainingSession::copyVariables() const {
     std::vector<std::vector<unsigned char>> &mine = copy.emplace_back();
     for (size_t v = 0; v < thePlan.variables.size(); ++v) {
       const PlanValue &value = thePlan.values[thePlan.variables[v].value];
+      // Another stage's variable stays empty, and is not restored.
+      if (!thePlan.holds(thePlan.variables[v], executor->rank())) {
+        mine.emplace_back();
+        continue;
+      }
       std::vector<unsigned char> &bytes = mine.emplace_back(value.bytes());
       executor->readVariableBytes(static_cast<int>(v), 0, bytes.data(),
                                   value.bytes());
@@ -284,9 +300,10 @@ void TrainingSession::restoreVariables(
     const std::vector<std::vector<std::vector<unsigned char>>> &copy) {
   for (size_t local = 0; local < executors.size(); ++local)
     for (size_t v = 0; v < thePlan.variables.size(); ++v)
-      executors[local]->writeVariableBytes(
-          static_cast<int>(v), 0, copy[local][v].data(),
-          static_cast<int64_t>(copy[local][v].size()));
+      if (thePlan.holds(thePlan.variables[v], executors[local]->rank()))
+        executors[local]->writeVariableBytes(
+            static_cast<int>(v), 0, copy[local][v].data(),
+            static_cast<int64_t>(copy[local][v].size()));
 }
 
 std::vector<std::vector<double>> TrainingSession::evaluate(
@@ -297,9 +314,11 @@ std::vector<std::vector<double>> TrainingSession::evaluate(
                        "inference plan to evaluate");
   runProgram(globalInputs, steps);
   ++evaluations;
+  // In process, from a rank of the outputs' stage.
+  Executor &holder = externalComm ? *executors[0] : *executors[lossRank()];
   std::vector<std::vector<double>> outputs;
   for (size_t k = 0; k < thePlan.outputs.size(); ++k)
-    outputs.push_back(executors[0]->outputValue(static_cast<int>(k)));
+    outputs.push_back(holder.outputValue(static_cast<int>(k)));
   return outputs;
 }
 
@@ -321,8 +340,12 @@ void TrainingSession::shareVariablesWith(TrainingSession &owner) {
     source.push_back(sharedVariableIndex(variable, other));
   for (size_t local = 0; local < executors.size(); ++local) {
     std::vector<void *> storage;
-    for (int index : source)
-      storage.push_back(owner.executors[local]->variableStorage(index));
+    int rank = executors[local]->rank();
+    // Another pipeline stage's parameter is not on this rank: null.
+    for (size_t v = 0; v < source.size(); ++v)
+      storage.push_back(thePlan.holds(thePlan.variables[v], rank)
+                            ? owner.executors[local]->variableStorage(source[v])
+                            : nullptr);
     executors[local]->shareVariables(storage);
   }
   sharesVariables = true;
@@ -345,9 +368,10 @@ double TrainingSession::runProgram(
   onLocalRanks([&](Executor &executor) {
     size_t local = externalComm ? 0 : executor.rank();
     for (size_t i = 0; i < thePlan.inputs.size(); ++i)
-      executor.writeInput(
-          static_cast<int>(i),
-          shardOf(thePlan.inputs[i], executor.rank(), inputs[i]));
+      if (thePlan.holds(thePlan.inputs[i], executor.rank()))
+        executor.writeInput(
+            static_cast<int>(i),
+            shardOf(thePlan.inputs[i], executor.rank(), inputs[i]));
     CommStats before = executor.commStats();
     losses[local] = executor.runStep(stepNumber);
     const CommStats &after = executor.commStats();
@@ -363,15 +387,18 @@ double TrainingSession::runProgram(
       record.bytesSentOnAxis.push_back(sentOnAxis[executor->rank()]);
       record.peaks = executor->memoryPeaks();
     }
-    return losses[0];
+    return losses[lossRank()];
   }
   Executor &executor = *executors[0];
   std::vector<double> mine = flatten(executor.lastStepTimes(), sent[0],
                                      sentOnAxis[0], executor.memoryPeaks());
+  // The loss last: with pipeline stages only the output's stage holds it,
+  // and every process must see the same one (to stop or skip together).
+  mine.push_back(losses[0]);
   std::vector<double> all = gather(mine);
   for (int r = 0; r < thePlan.world; ++r)
     unflatten(all.data() + r * mine.size(), rankRecords[r]);
-  return losses[0];
+  return all[(lossRank() + 1) * mine.size() - 1];
 }
 
 void TrainingSession::setGradientChecks(bool on) {
@@ -577,21 +604,26 @@ std::vector<double> TrainingSession::globalValue(int index) {
   checkUsable();
   const PlanVariable &variable = thePlan.variables.at(index);
   std::vector<double> global(numElements(variable.globalShape), 0.0);
+  // Only the ranks of the variable's stage hold it.
   if (!externalComm) {
     for (auto &executor : executors)
-      placeShard(variable, executor->rank(), executor->variableShard(index),
-                 global);
+      if (thePlan.holds(variable, executor->rank()))
+        placeShard(variable, executor->rank(), executor->variableShard(index),
+                   global);
     return global;
   }
   // Every rank's shard has the variable's local shape, so shards gather as
-  // equal parts.
+  // equal parts; a rank of another stage sends zeros.
   int64_t count = numElements(variable.localShape);
-  std::vector<double> all = gather(executors[0]->variableShard(index));
+  std::vector<double> all = gather(thePlan.holds(variable, executors[0]->rank())
+                                       ? executors[0]->variableShard(index)
+                                       : std::vector<double>(count, 0.0));
   for (int r = 0; r < thePlan.world; ++r)
-    placeShard(variable, r,
-               std::vector<double>(all.begin() + r * count,
-                                   all.begin() + (r + 1) * count),
-               global);
+    if (thePlan.holds(variable, r))
+      placeShard(variable, r,
+                 std::vector<double>(all.begin() + r * count,
+                                     all.begin() + (r + 1) * count),
+                 global);
   return global;
 }
 

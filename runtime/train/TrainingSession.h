@@ -15,6 +15,12 @@
 // error naming it; the step then throws the first failure, and the session
 // is unusable afterwards.
 //
+// With pipeline stages every rank touches only what its stage holds
+// (docs/runtime.md#pipeline-stages): variables, inputs and checkpoint blocks
+// of other stages are skipped, and the loss reported is that of the first
+// rank of the output's stage (rank 0 in the compiler's plans), on every
+// process.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_RUNTIME_TRAIN_TRAININGSESSION_H
@@ -174,8 +180,13 @@ private:
   /// Returns the first failing rank, or -1.
   int firstFailedRank(bool failed);
 
-  /// Every local rank's variables, as stored, before a step that may be
-  /// skipped (executors that cannot stop before the updates); and back.
+  /// The rank whose loss the session reports: the first of the stage that
+  /// holds the loss (every rank without pipeline stages).
+  int lossRank() const;
+
+  /// Every local rank's variables (those it holds), as stored, before a
+  /// step that may be skipped (executors that cannot stop before the
+  /// updates); and back.
   std::vector<std::vector<std::vector<unsigned char>>> copyVariables() const;
   void restoreVariables(
       const std::vector<std::vector<std::vector<unsigned char>>> &copy);
