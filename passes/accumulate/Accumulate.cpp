@@ -29,7 +29,8 @@ struct ZeroAccumulatePass
   void runOnOperation() override;
 
 private:
-  /// Micro-batch `index` of `input` (leading dim = global batch).
+  /// Micro-batch `index` of `input` (leading dim = global batch), split
+  /// over `ranks` data-parallel ranks.
   Value microBatch(OpBuilder &builder, Value input, int64_t ranks,
                    int64_t index);
   /// A copy of `op` for one micro-batch, operands remapped and result types
@@ -141,6 +142,7 @@ void ZeroAccumulatePass::runOnOperation() {
   }
   if (ranks < 1)
     ranks = 1;
+  llvm::DenseMap<Operation *, int64_t> partsOf;
   for (nn::InputOp input : inputs) {
     auto type = cast<RankedTensorType>(input.getResult().getType());
     // The batch is split over the axes that split the input (the data
@@ -153,6 +155,7 @@ void ZeroAccumulatePass::runOnOperation() {
         if (sbp.isSplit())
           parts *= size;
     }
+    partsOf[input] = parts;
     if (type.getRank() == 0 || type.getDimSize(0) % (parts * steps) != 0) {
       input.emitOpError("batch of ")
           << (type.getRank() ? type.getDimSize(0) : 0)
@@ -186,7 +189,8 @@ void ZeroAccumulatePass::runOnOperation() {
     // The pipeline schedule orders micro-batches by this mark.
     auto microBatchMark = builder.getI64IntegerAttr(index);
     for (nn::InputOp input : inputs) {
-      Value part = microBatch(builder, input.getResult(), ranks, index);
+      Value part =
+          microBatch(builder, input.getResult(), partsOf[input], index);
       for (Operation *op = part.getDefiningOp(); op;
            op = op->getOperand(0).getDefiningOp()) {
         if (op == input)
