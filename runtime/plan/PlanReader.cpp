@@ -765,6 +765,7 @@ private:
       }
       checkNvmeUntouched(item, instruction);
       checkStageBuffers(item, instruction);
+      checkPipelineAxisAttrs(item, instruction);
       plan.instructions.push_back(std::move(instruction));
     }
     for (int bucket : started)
@@ -840,6 +841,43 @@ private:
       check(
           "writes variable '" + instruction.variable + "' in",
           plan.values[plan.variables[instruction.variableIndex].value].buffer);
+  }
+
+  // Hierarchy axes in attributes count from the pipeline axis, which no
+  // slice, partial sum or split may use: a stage's ranks all share their
+  // coordinate on it, and another stage holds none of the value.
+  void checkPipelineAxisAttrs(const Reader &item,
+                              const Instruction &instruction) {
+    if (!plan.pipeline || !item.has("attrs"))
+      return;
+    Reader attrs = item.at("attrs");
+    const std::string shared =
+        "the pipeline axis, which a stage's ranks share (a stage's own axes "
+        "are 1 and after)";
+    // Attributes of other types are the kernels' to refuse.
+    auto ints = [&](const char *name) -> const std::vector<int64_t> * {
+      auto found = instruction.attrs.all().find(name);
+      if (found == instruction.attrs.all().end())
+        return nullptr;
+      return std::get_if<std::vector<int64_t>>(&found->second);
+    };
+    if (instruction.kind == InstructionKind::AllSlice)
+      if (const std::vector<int64_t> *axes = ints("grid_axes"))
+        if (std::find(axes->begin(), axes->end(), 0) != axes->end())
+          attrs.at("grid_axes").fail("axis 0 is " + shared);
+    if (instruction.kind == InstructionKind::ToPartial) {
+      auto found = instruction.attrs.all().find("grid_axis");
+      const int64_t *axis = found == instruction.attrs.all().end()
+                                ? nullptr
+                                : std::get_if<int64_t>(&found->second);
+      if (axis && *axis == 0)
+        attrs.at("grid_axis").fail("axis 0 is " + shared);
+    }
+    if (const std::vector<int64_t> *dims = ints("split_dims"))
+      if (!dims->empty() && (*dims)[0] != -1)
+        attrs.at("split_dims")
+            .fail("splits dim " + std::to_string((*dims)[0]) +
+                  " over axis 0, " + shared);
   }
 
   // send_recv (docs/plan-format.md#send_recv): operand 0, on the source

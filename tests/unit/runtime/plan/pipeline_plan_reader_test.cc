@@ -230,6 +230,41 @@ TEST(PipelinePlanReader, RefusesInstructionsThatCrossStages) {
             "axis runs on every stage, not on stages [0]");
 }
 
+TEST(PipelinePlanReader, AttributesCountAxesFromThePipelineAxis) {
+  // Axis 0 is the pipeline axis: a stage's ranks share it, so nothing
+  // slices, splits or sums partially over it.
+  std::string scale =
+      R"("op": "nn.scale", "stages": [0], "results": [7], "attrs": {"factor": 0.5})";
+  const std::string shared = "the pipeline axis, which a stage's ranks share "
+                             "(a stage's own axes are 1 and after)";
+  EXPECT_EQ(
+      errorOf(edited(
+          scale,
+          R"("op": "shard.all_slice", "stages": [0], "results": [7], "attrs": {"grid_axes": [0], "slice_axis": 0})")),
+      "model.zplan: instructions[7].attrs.grid_axes: axis 0 is " + shared);
+  EXPECT_EQ(
+      errorOf(edited(
+          scale,
+          R"("op": "sbp.to_partial", "stages": [0], "results": [7], "attrs": {"grid_axis": 0})")),
+      "model.zplan: instructions[7].attrs.grid_axis: axis 0 is " + shared);
+  EXPECT_EQ(
+      errorOf(edited(R"("operands": [0, 12],)",
+                     R"("operands": [0, 12], "attrs": {"split_dims": [0]},)")),
+      "model.zplan: instructions[0].attrs.split_dims: splits dim 0 over "
+      "axis 0, " +
+          shared);
+  // On a [2, 1] grid, axis 1 is the stage's data axis.
+  std::string grid =
+      replacedAll(replacedIn(kPipelinePlan, R"("hierarchy": [2])",
+                             R"("hierarchy": [2, 1])"),
+                  R"("sbp": ["B"])", R"("sbp": ["B", "B"])");
+  EXPECT_EQ(
+      errorOf(replacedIn(
+          grid, scale,
+          R"("op": "shard.all_slice", "stages": [0], "results": [7], "attrs": {"grid_axes": [1], "slice_axis": 0})")),
+      "(no error)");
+}
+
 TEST(PipelinePlanReader, TensorsKeepTheirBuffersStage) {
   std::string w = R"("frozen": false, "stage": 0})";
   EXPECT_EQ(errorOf(edited(w, R"("frozen": false, "stage": 1})")),
