@@ -154,10 +154,10 @@ private:
   std::vector<PlannedBuffer> buffers;
   llvm::DenseMap<Value, int64_t> ids;
   SmallVector<Value> values;
-  /// The plan's rank grid: with pipeline stages, [stages, ...one stage's
-  /// grid] over every stage's ranks (docs/plan-format.md#pipeline).
-  PlacementAttr placement;
-  SmallVector<int64_t> hierarchy;
+  /// The plan's ranks and grid: with pipeline stages, every stage's ranks
+  /// as [stages, ...one stage's grid] (docs/plan-format.md).
+  DeviceKind device = DeviceKind::cpu;
+  SmallVector<int64_t> ranks, hierarchy;
   /// Pipeline stages (1: none); a stage's collectives run over the axes
   /// after the pipeline axis.
   int64_t stages = 1;
@@ -165,6 +165,11 @@ private:
   llvm::DenseMap<Operation *, int64_t> hopBuckets;
 
   LogicalResult readPlacement();
+  /// An op attribute that names axes of a stage's grid (`grid_axis`,
+  /// `grid_axes`) or holds one entry per axis (`split_dims`), on the plan's
+  /// hierarchy, whose pipeline axis comes first; other attributes as they
+  /// are.
+  llvm::json::Value planAxes(StringRef name, llvm::json::Value value) const;
   /// The stages that run `op`, written as `stages` when pipelined.
   void writeStages(llvm::json::OStream &json, Operation &op);
 };
@@ -233,6 +238,24 @@ void Exporter::writeStages(llvm::json::OStream &json, Operation &op) {
     json.attribute("stages", llvm::json::Array({stage}));
 }
 
+llvm::json::Value Exporter::planAxes(StringRef name,
+                                     llvm::json::Value value) const {
+  if (stages <= 1)
+    return value;
+  if (name == "grid_axis")
+    return *value.getAsInteger() + 1;
+  if (name == "grid_axes" || name == "split_dims") {
+    llvm::json::Array shifted;
+    if (name == "split_dims")
+      shifted.push_back(-1); // Whole on the pipeline axis.
+    for (const llvm::json::Value &entry : *value.getAsArray())
+      shifted.push_back(name == "grid_axes" ? *entry.getAsInteger() + 1
+                                            : *entry.getAsInteger());
+    return shifted;
+  }
+  return value;
+}
+
 LogicalResult Exporter::readPlacement() {
   // One grid per pipeline stage, each the first's ranks shifted by its
   // size; without stages, the one grid of the module.
@@ -251,8 +274,9 @@ LogicalResult Exporter::readPlacement() {
       return func.emitError("zero-export-plan: a plan holds one placement, "
                             "found ")
              << grids[0] << " and " << grids[1];
-    placement = grids.front();
-    hierarchy = llvm::to_vector(placement.getHierarchyShape());
+    device = grids.front().getDevice();
+    ranks = llvm::to_vector(grids.front().getRanks());
+    hierarchy = llvm::to_vector(grids.front().getHierarchyShape());
     return success();
   }
   stages = cast<IntegerAttr>(pipeline.get("stages")).getInt();
@@ -260,7 +284,6 @@ LogicalResult Exporter::readPlacement() {
     return a.getRanks().front() < b.getRanks().front();
   });
   PlacementAttr first = grids.front();
-  SmallVector<int64_t> ranks;
   for (int64_t s = 0; s < stages; ++s) {
     bool found = s < static_cast<int64_t>(grids.size());
     if (found) {
@@ -281,10 +304,9 @@ LogicalResult Exporter::readPlacement() {
     return func.emitError("zero-export-plan: ")
            << grids.size() << " placements for " << stages
            << " pipeline stages";
+  device = first.getDevice();
   hierarchy = {stages};
   llvm::append_range(hierarchy, first.getHierarchyShape());
-  placement = PlacementAttr::get(func.getContext(), first.getDevice(), ranks,
-                                 hierarchy);
   return success();
 }
 
@@ -426,7 +448,7 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
           // shard.all_slice: the grid is the plan's placement.
           continue;
         }
-        json.attribute(name, toJson(attr.getValue()));
+        json.attribute(name, planAxes(name, toJson(attr.getValue())));
       }
       if (op.hasAttr(kLossSeedAttr))
         json.attribute("loss_seed", true);
@@ -499,10 +521,10 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
       json.attribute("mode", "eval");
     if (auto stage = func->getAttrOfType<IntegerAttr>(kStageAttr))
       json.attribute("stage", stage.getInt());
-    json.attribute("world", placement.getNumRanks());
+    json.attribute("world", static_cast<int64_t>(ranks.size()));
     json.attributeObject("placement", [&] {
-      json.attribute("device", stringifyDeviceKind(placement.getDevice()));
-      json.attribute("ranks", llvm::json::Array(placement.getRanks()));
+      json.attribute("device", stringifyDeviceKind(device));
+      json.attribute("ranks", llvm::json::Array(ranks));
       json.attribute("hierarchy", llvm::json::Array(hierarchy));
     });
     if (auto pipeline = func->getAttrOfType<DictionaryAttr>(kPipelineAttr))
@@ -573,7 +595,7 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
             json.attribute("logical_shape", llvm::json::Array(*logical));
           if (std::optional<ArrayRef<int64_t>> split = variable.getModelSplit())
             json.attributeObject("model_split", [&] {
-              json.attribute("axis", (*split)[0]);
+              json.attribute("axis", (*split)[0] + (stages > 1 ? 1 : 0));
               json.attribute("dim", (*split)[1]);
             });
           if (auto copyOf = variable->getAttrOfType<StringAttr>(kCopyOfAttr))
