@@ -11,6 +11,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -74,7 +75,10 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
       return configError(
           "enable_zero and set_deepspeed_config exclude each other: the "
           "DeepSpeed config's zero_optimization section sets the stage");
-    auto parsed = parseDeepSpeedConfig(spec.deepspeedJson, world);
+    // DeepSpeed's batch sizes count the data-parallel ranks of a stage.
+    auto parsed =
+        parseDeepSpeedConfig(spec.deepspeedJson, world, /*modelParallelSize=*/1,
+                             std::max<int64_t>(spec.pipelineParallelSize, 1));
     if (!parsed)
       return configError("DeepSpeed config: " +
                          llvm::toString(parsed.takeError()));
@@ -115,6 +119,10 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
     set("gradient-accumulation-steps", llvm::Twine(spec.accumulationSteps));
   if (spec.clipping >= 0)
     set("gradient-clipping", formatNumber(spec.clipping));
+  if (spec.pipelineParallelSize > 0)
+    set("pipeline-parallel-size", llvm::Twine(spec.pipelineParallelSize));
+  if (!spec.pipelineSchedule.empty())
+    set("pipeline-schedule", spec.pipelineSchedule);
   if (!spec.offloadOptimizer.empty()) {
     std::optional<OffloadDevice> device =
         symbolizeOffloadDevice(spec.offloadOptimizer);

@@ -10,9 +10,10 @@ namespace zerosbp {
 
 /// The ZeroConfig of a graph configured as `spec` on `world` ranks: the
 /// DeepSpeed config or enable_zero's, then the optimizer, precision,
-/// accumulation, clipping and pipeline options set on top (a key given
-/// again replaces its value). The error names the call that set the bad
-/// value.
+/// accumulation, clipping, pipeline stages and schedule, and the
+/// `key=value` options set on top (a key given again replaces its value).
+/// `world` counts every pipeline stage's ranks. The error names the call
+/// that set the bad value.
 llvm::Expected<ZeroConfig> buildGraphConfig(const GraphConfigSpec &spec,
                                             int64_t world);
 

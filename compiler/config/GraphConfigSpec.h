@@ -42,6 +42,10 @@ struct GraphConfigSpec {
   int64_t accumulationSteps = 0;
   /// set_gradient_clipping; negative when not called.
   double clipping = -1;
+  /// set_pipeline_parallel_size: the pipeline stages; 0 when not called.
+  int64_t pipelineParallelSize = 0;
+  /// set_pipeline_schedule: 1f1b or gpipe; empty when not called.
+  std::string pipelineSchedule;
   /// Further `key=value` pairs (zero-opt --zero-pipeline syntax) applied
   /// last, e.g. "overlap-comm=true reduce-bucket-size=1000".
   std::string overrides;

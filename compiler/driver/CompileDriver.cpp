@@ -200,6 +200,27 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
       auto it = plan->commBytesByKind.find(entry.first.str());
       entry.second = it == plan->commBytesByKind.end() ? 0.0 : it->second;
     }
+  // The pipeline's stages, schedule and planned bubble
+  // (docs/design.md#pipeline-parallelism).
+  if (auto pipeline = func->getAttrOfType<DictionaryAttr>(kPipelineAttr)) {
+    llvm::json::Object entry;
+    for (NamedAttribute item : pipeline) {
+      if (auto integer = dyn_cast<IntegerAttr>(item.getValue()))
+        entry[item.getName().strref()] = integer.getInt();
+      else if (auto number = dyn_cast<FloatAttr>(item.getValue()))
+        entry[item.getName().strref()] = number.getValueAsDouble();
+      else if (auto text = dyn_cast<StringAttr>(item.getValue()))
+        entry[item.getName().strref()] = text.getValue();
+      else if (auto list = dyn_cast<ArrayAttr>(item.getValue())) {
+        llvm::json::Array values;
+        for (Attribute value : list)
+          if (auto number = dyn_cast<FloatAttr>(value))
+            values.push_back(number.getValueAsDouble());
+        entry[item.getName().strref()] = std::move(values);
+      }
+    }
+    json["pipeline"] = std::move(entry);
+  }
   json["pass_ms"] = passes.takePassMs();
   json["compile_ms"] = passes.totalMs();
   json["config"] = config.toJson();

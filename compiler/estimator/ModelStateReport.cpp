@@ -185,8 +185,12 @@ llvm::json::Object ModelStateReport::toJson() const {
     bytes[role] = value;
   for (const auto &[memory, value] : offloadedBytesPerRank)
     offloaded[memory] = value;
-  for (const char *kind :
-       {"all_reduce", "reduce_scatter", "all_gather", "all_to_all"}) {
+  // send_recv only where there are pipeline stages, as before them.
+  llvm::SmallVector<const char *, 5> kinds = {"all_reduce", "reduce_scatter",
+                                              "all_gather", "all_to_all"};
+  if (collectives.count("send_recv"))
+    kinds.push_back("send_recv");
+  for (const char *kind : kinds) {
     auto it = commBytesPerStep.find(kind);
     comm[kind] = it == commBytesPerStep.end() ? 0.0 : it->second;
     auto count = collectives.find(kind);

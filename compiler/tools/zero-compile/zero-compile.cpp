@@ -534,6 +534,13 @@ static void printTextReport(const llvm::json::Object &json) {
       llvm::outs() << llvm::formatv(
           "  {0,-15} {1,16:f0} bytes sent per rank per step ({2} calls)\n",
           kind, number(comm, kind), integer(calls, kind));
+  if (const auto *pipeline = json.getObject("pipeline"))
+    llvm::outs() << llvm::formatv(
+        "  pipeline: {0} stages, {1} micro-batches, {2}, planned bubble "
+        "{3:f1}% of the step\n",
+        integer(pipeline, "stages"), integer(pipeline, "micro_batches"),
+        pipeline->getString("schedule").value_or(""),
+        100 * number(pipeline, "bubble"));
   const auto *plan = json.getObject("plan");
   const auto *memory = plan ? plan->getObject("memory_plan") : nullptr;
   const auto *buckets = plan ? plan->getObject("buckets") : nullptr;
