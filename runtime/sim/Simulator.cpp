@@ -51,9 +51,17 @@ double transferSeconds(const Plan &plan, const Instruction &instruction,
   return seconds;
 }
 
-/// One rank's step, instruction by instruction: each stream's clock (the
-/// compute stream's now; when the communication and copy streams finish
-/// what they hold) and what the report sums.
+/// A rank's streams: the compute stream's clock (now) and when the
+/// communication and copy streams finish what they hold.
+struct StreamClocks {
+  double now = 0, commFree = 0, copyFree = 0;
+  std::map<int, double> collectiveDone, transferDone;
+  double end() const { return std::max({now, commFree, copyFree}); }
+};
+
+/// The step, instruction by instruction, on one rank of every pipeline
+/// stage (the one rank without stages): each stage's streams, and what the
+/// report sums, which is rank 0's (stage 0's).
 class Replay {
 public:
   Replay(const Plan &plan, const Topology &topology, const DeviceModel &device,
@@ -65,7 +73,8 @@ public:
         coresFull(
             device.collectivesUseCores &&
             static_cast<double>(options.threads * topology.ranksPerNode) >=
-                static_cast<double>(device.cores)) {
+                static_cast<double>(device.cores)),
+        stages(plan.pipeline ? plan.pipeline->stages : 1), clocks(stages) {
     sim.share = shares.matmul;
     sim.bytesSentByAxis.assign(std::max<size_t>(plan.hierarchy.size(), 1), 0);
     sim.secondsByAxis.assign(sim.bytesSentByAxis.size(), 0);
@@ -78,29 +87,20 @@ public:
 
   Simulation run() {
     for (const Instruction &instruction : plan.instructions) {
-      switch (instruction.kind) {
-      case InstructionKind::Kernel:
-      case InstructionKind::AllSlice:
-      case InstructionKind::ToPartial:
-      case InstructionKind::Copy:
-        compute(instruction);
-        break;
-      case InstructionKind::CollectiveStart:
-        startCollective(instruction);
-        break;
-      case InstructionKind::CollectiveWait:
-        waitFor(collectiveDone, instruction.bucket, sim.commExposedSeconds);
-        break;
-      case InstructionKind::TransferStart:
-        startTransfer(instruction);
-        break;
-      case InstructionKind::TransferWait:
-        waitFor(transferDone, instruction.transfer, sim.transferExposedSeconds);
-        break;
+      if (instruction.kind == InstructionKind::CollectiveStart &&
+          instruction.collective == CollectiveKind::SendRecv) {
+        sendRecv(instruction);
+        continue;
       }
+      for (int stage = 0; stage < stages; ++stage)
+        if (plan.runsOn(instruction, stage))
+          replay(instruction, stage);
     }
     // Work still in flight at the end of the program ends the step too.
-    sim.stepSeconds = std::max({now, commFree, copyFree});
+    for (const StreamClocks &rank : clocks)
+      sim.stageSeconds.push_back(rank.end());
+    sim.stepSeconds =
+        *std::max_element(sim.stageSeconds.begin(), sim.stageSeconds.end());
     for (const PlanArena &arena : plan.arenas) {
       if (arena.memory == MemoryKind::Device)
         sim.deviceBytes += arena.bytes;
@@ -114,11 +114,44 @@ public:
   }
 
 private:
-  void compute(const Instruction &instruction) {
+  /// Instruction `instruction` on the rank of `stage`; only stage 0's
+  /// counts in the report.
+  void replay(const Instruction &instruction, int stage) {
+    StreamClocks &rank = clocks[stage];
+    bool counted = stage == 0;
+    switch (instruction.kind) {
+    case InstructionKind::Kernel:
+    case InstructionKind::AllSlice:
+    case InstructionKind::ToPartial:
+    case InstructionKind::Copy:
+      compute(instruction, rank, counted);
+      break;
+    case InstructionKind::CollectiveStart:
+      startCollective(instruction, rank, counted);
+      break;
+    case InstructionKind::CollectiveWait:
+      waitFor(rank, rank.collectiveDone, instruction.bucket,
+              counted ? &sim.commExposedSeconds : nullptr);
+      break;
+    case InstructionKind::TransferStart:
+      startTransfer(instruction, rank, counted);
+      break;
+    case InstructionKind::TransferWait:
+      waitFor(rank, rank.transferDone, instruction.transfer,
+              counted ? &sim.transferExposedSeconds : nullptr);
+      break;
+    }
+  }
+
+  void compute(const Instruction &instruction, StreamClocks &rank,
+               bool counted) {
     KernelWork work = instructionWork(plan, instruction);
     bool host = instruction.memory == MemoryKind::Host;
     double seconds = kernelSeconds(
         work, device, work.matmul ? shares.matmul : shares.vector, host);
+    rank.now += seconds;
+    if (!counted)
+      return;
     OpSummary &op =
         sim.ops[instruction.kind == InstructionKind::Copy ? std::string("copy")
                                                           : instruction.op];
@@ -130,10 +163,9 @@ private:
     if (work.matmul)
       sim.matmulFlops += work.flops;
     sim.computeSeconds += seconds;
-    now += seconds;
   }
 
-  void startCollective(const Instruction &instruction) {
+  const GroupLayout &groupOf(const Instruction &instruction) {
     int axis = instruction.groupAxis;
     std::string what =
         "collective_start of bucket " + std::to_string(instruction.bucket);
@@ -142,7 +174,28 @@ private:
                          " is not an axis of the plan's hierarchy");
     if (instruction.operands.empty() || instruction.results.empty())
       throw RuntimeError(what + " has no operands or results");
-    const GroupLayout &group = sim.axisGroups[axis];
+    return sim.axisGroups[axis];
+  }
+
+  /// Counts `seconds` of communication and the `sent` bytes of a rank of
+  /// stage 0 on `axis`, `nodes` of a group of `size` apart.
+  void countSent(CollectiveKind kind, int axis, int64_t sent, double seconds,
+                 int64_t nodes, int64_t size) {
+    sim.bytesSentByKind[static_cast<int>(kind)] += sent;
+    sim.secondsByKind[static_cast<int>(kind)] += seconds;
+    sim.bytesSentByAxis[axis] += sent;
+    sim.secondsByAxis[axis] += seconds;
+    if (nodes > 1)
+      sim.networkBytes += static_cast<double>(sent) *
+                          static_cast<double>(nodes) /
+                          static_cast<double>(size);
+    ++sim.collectives;
+    sim.commBusySeconds += seconds;
+  }
+
+  void startCollective(const Instruction &instruction, StreamClocks &rank,
+                       bool counted) {
+    const GroupLayout &group = groupOf(instruction);
     int64_t fullBytes = collectiveFullBytes(plan, instruction);
     DType dtype = plan.values[instruction.operands[0]].dtype;
     // The packing copies run on the communication stream too, at the
@@ -153,47 +206,77 @@ private:
         collectiveSeconds(instruction.collective, fullBytes, dtype, group,
                           topology, device.algorithm) +
         (packBytes > 0 ? 2 * packBytes / device.memoryRate(packBytes) : 0);
-
-    int64_t sent = collectiveBytesSent(instruction.collective, fullBytes, dtype,
-                                       group.size);
-    int kind = static_cast<int>(instruction.collective);
-    sim.bytesSentByKind[kind] += sent;
-    sim.secondsByKind[kind] += seconds;
-    sim.bytesSentByAxis[axis] += sent;
-    sim.secondsByAxis[axis] += seconds;
-    if (group.nodes > 1)
-      sim.networkBytes += static_cast<double>(sent) *
-                          static_cast<double>(group.nodes) /
-                          static_cast<double>(group.size);
-    ++sim.collectives;
-
-    commFree = std::max(now, commFree) + seconds;
-    sim.commBusySeconds += seconds;
-    collectiveDone[instruction.bucket] = commFree;
+    if (counted)
+      countSent(instruction.collective, instruction.groupAxis,
+                collectiveBytesSent(instruction.collective, fullBytes, dtype,
+                                    group.size),
+                seconds, group.nodes, group.size);
+    rank.commFree = std::max(rank.now, rank.commFree) + seconds;
+    rank.collectiveDone[instruction.bucket] = rank.commFree;
     if (coresFull) {
       // Nothing overlaps: the compute stream pays for the collective.
-      now = std::max(now, commFree);
-      sim.commExposedSeconds += seconds;
+      rank.now = std::max(rank.now, rank.commFree);
+      if (counted)
+        sim.commExposedSeconds += seconds;
     }
   }
 
-  void startTransfer(const Instruction &instruction) {
+  /// A send_recv: both ranks' communication streams carry the message
+  /// from when both have started it, over the link between them (rank 0's
+  /// pipeline group: the same for every group).
+  void sendRecv(const Instruction &instruction) {
+    groupOf(instruction);
+    std::vector<int> group = plan.groupOf(0, 0);
+    int from = instruction.sourceStage, to = instruction.targetStage;
+    bool apart = group[from] / topology.ranksPerNode !=
+                 group[to] / topology.ranksPerNode;
+    int64_t bytes = plan.values[instruction.operands[0]].bytes();
+    double seconds =
+        bytes == 0 ? 0
+                   : (apart ? topology.interLatency : topology.intraLatency) +
+                         static_cast<double>(bytes) /
+                             (apart ? topology.interBandwidth
+                                    : topology.intraBandwidth);
+    StreamClocks &sender = clocks[from], &receiver = clocks[to];
+    double begin = std::max(
+        {sender.now, sender.commFree, receiver.now, receiver.commFree});
+    double done = begin + seconds;
+    for (StreamClocks *rank : {&sender, &receiver}) {
+      rank->commFree = done;
+      rank->collectiveDone[instruction.bucket] = done;
+      if (coresFull)
+        rank->now = std::max(rank->now, done);
+    }
+    if (from == 0 || to == 0) {
+      countSent(CollectiveKind::SendRecv, 0, from == 0 ? bytes : 0, seconds,
+                apart ? 2 : 1, 2);
+      if (coresFull)
+        sim.commExposedSeconds += seconds;
+    }
+  }
+
+  void startTransfer(const Instruction &instruction, StreamClocks &rank,
+                     bool counted) {
     if (instruction.operands.empty())
       throw RuntimeError("transfer_start " +
                          std::to_string(instruction.transfer) +
                          " has no operand");
     double seconds = transferSeconds(plan, instruction, topology);
-    copyFree = std::max(now, copyFree) + seconds;
-    sim.transferBusySeconds += seconds;
-    transferDone[instruction.transfer] = copyFree;
+    rank.copyFree = std::max(rank.now, rank.copyFree) + seconds;
+    if (counted)
+      sim.transferBusySeconds += seconds;
+    rank.transferDone[instruction.transfer] = rank.copyFree;
   }
 
-  /// The compute stream waits until work `id` of a stream is done.
-  void waitFor(const std::map<int, double> &done, int id, double &exposed) {
+  /// The compute stream waits until work `id` of a stream is done; the
+  /// time it waits is `exposed` (stage 0's) unless null.
+  void waitFor(StreamClocks &rank, const std::map<int, double> &done, int id,
+               double *exposed) {
     auto found = done.find(id);
-    if (found != done.end() && found->second > now) {
-      exposed += found->second - now;
-      now = found->second;
+    if (found != done.end() && found->second > rank.now) {
+      if (exposed)
+        *exposed += found->second - rank.now;
+      rank.now = found->second;
     }
   }
 
@@ -202,9 +285,9 @@ private:
   const DeviceModel &device;
   Shares shares;
   bool coresFull;
+  int stages;
+  std::vector<StreamClocks> clocks; // By stage.
   Simulation sim;
-  double now = 0, commFree = 0, copyFree = 0;
-  std::map<int, double> collectiveDone, transferDone;
 };
 
 } // namespace

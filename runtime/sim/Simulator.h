@@ -7,6 +7,12 @@
 // stream already holds; a wait holds the compute stream until that work is
 // done, which is the exposed time (docs/scale.md#the-simulator).
 //
+// With pipeline stages, one rank of each stage is replayed, each running
+// its stage's instructions; a send_recv starts once both its sender and its
+// receiver have reached it and their communication streams are free, and
+// takes the link between them. The step ends when the last stage does; the
+// rest of the report is rank 0's, as the runtime's report is.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_RUNTIME_SIM_SIMULATOR_H
@@ -50,6 +56,9 @@ struct Simulation {
   /// FLOPs of one rank's step, and of its matmuls alone.
   double flops = 0;
   double matmulFlops = 0;
+  /// When each pipeline stage's rank ends the step (one entry without
+  /// pipeline stages); stepSeconds is the latest.
+  std::vector<double> stageSeconds;
   /// The part of the device a rank's matmuls compute with (a CPU rank's
   /// BLAS cores).
   double share = 1;

@@ -112,6 +112,13 @@ nlohmann::ordered_json reportJson(const std::string &path, const Plan &plan,
       {"threads", options.threads},
       {"share", sim.share}};
   report["step_ms"] = ms(sim.stepSeconds);
+  if (plan.pipeline) {
+    // Each stage's rank ends its step at its own time; the last ends it.
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (double seconds : sim.stageSeconds)
+      stages.push_back(ms(seconds));
+    report["stage_step_ms"] = stages;
+  }
   report["compute_ms"] = ms(sim.computeSeconds);
   report["comm_busy_ms"] = ms(sim.commBusySeconds);
   report["comm_exposed_ms"] = ms(sim.commExposedSeconds);
@@ -182,6 +189,15 @@ void printText(std::ostream &out, const std::string &path, const Plan &plan,
                 ms(sim.stepSeconds), ms(sim.computeSeconds), sim.flops / 1e12,
                 ms(sim.commBusySeconds), ms(sim.commExposedSeconds));
   out << line;
+  if (plan.pipeline) {
+    out << "  stages end at  ";
+    for (size_t stage = 0; stage < sim.stageSeconds.size(); ++stage) {
+      std::snprintf(line, sizeof(line), "%s %.3f ms", stage ? "," : "",
+                    ms(sim.stageSeconds[stage]));
+      out << line;
+    }
+    out << "\n";
+  }
   if (sim.transferBusySeconds > 0) {
     std::snprintf(line, sizeof(line),
                   "  transfers       %10.3f ms busy, %.3f ms exposed\n",

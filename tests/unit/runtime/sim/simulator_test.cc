@@ -280,6 +280,63 @@ TEST(Simulator, FullCpuCoresCannotOverlap) {
   EXPECT_NEAR(shared.computeSeconds, 4 * 65.536e-6, 1e-12);
 }
 
+/// Two pipeline stages: stage 0 computes a matmul and sends 100,000 f32 to
+/// stage 1, which waits for them and computes two matmuls.
+Plan pipelinePlan() {
+  Plan plan = overlapPlan();
+  plan.pipeline = PlanPipeline{2, 1, "1f1b", 0};
+  Instruction &send = plan.instructions[1];
+  send.collective = CollectiveKind::SendRecv;
+  send.sourceStage = 0;
+  send.targetStage = 1;
+  send.stages = plan.instructions[3].stages = {0, 1};
+  plan.instructions[0].stages = {0};
+  plan.instructions[2].stages = {1};
+  // Stage 1 waits for the message before its matmuls.
+  std::swap(plan.instructions[2], plan.instructions[3]);
+  plan.instructions.push_back(plan.instructions[3]);
+  return plan;
+}
+
+TEST(Simulator, PipelineStagesWaitForTheirMessages) {
+  Plan plan = pipelinePlan();
+  Simulation sim = simulate(plan, twoRanks(), slowDevice());
+  double kernel = 65.536e-6;
+  // 400,000 bytes within the node: 10 us + 400,000 / 1e9, from the end of
+  // stage 0's matmul; stage 1 then runs its two matmuls.
+  double message = 10e-6 + 400e-6;
+  ASSERT_EQ(sim.stageSeconds.size(), 2u);
+  EXPECT_NEAR(sim.stageSeconds[0], kernel + message, 1e-12);
+  EXPECT_NEAR(sim.stageSeconds[1], kernel + message + 2 * kernel, 1e-12);
+  EXPECT_NEAR(sim.stepSeconds, sim.stageSeconds[1], 1e-12);
+  // Rank 0 (stage 0) computed one matmul and sent the message.
+  EXPECT_EQ(sim.ops.at("nn.matmul").count, 1);
+  EXPECT_NEAR(sim.computeSeconds, kernel, 1e-12);
+  EXPECT_NEAR(sim.commBusySeconds, message, 1e-12);
+  EXPECT_NEAR(sim.commExposedSeconds, message, 1e-12);
+  EXPECT_EQ(sim.bytesSentByKind[static_cast<int>(CollectiveKind::SendRecv)],
+            400000);
+  EXPECT_EQ(sim.bytesSentByAxis, std::vector<int64_t>{400000});
+  EXPECT_EQ(sim.networkBytes, 0);
+  EXPECT_EQ(sim.collectives, 1);
+}
+
+TEST(Simulator, MessagesBetweenNodesTakeTheNetwork) {
+  Plan plan = pipelinePlan();
+  Simulation sim = simulate(
+      plan,
+      parseTopology("nodes=2,ranks_per_node=1,intra=1GB/s,inter=0.5GB/s,"
+                    "latency=10us"),
+      slowDevice());
+  EXPECT_NEAR(sim.commBusySeconds, 10e-6 + 800e-6, 1e-12);
+  EXPECT_EQ(sim.networkBytes, 400000);
+  // The receiver counts no bytes: stage 1 as the sender, rank 0 sends none.
+  std::swap(plan.instructions[1].sourceStage, plan.instructions[1].targetStage);
+  plan.instructions[0].stages = {1};
+  EXPECT_EQ(simulate(plan, twoRanks(), slowDevice()).bytesSentByAxis,
+            std::vector<int64_t>{0});
+}
+
 TEST(Simulator, RefusesAnotherWorld) {
   Plan plan = overlapPlan();
   try {
