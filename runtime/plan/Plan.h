@@ -7,7 +7,7 @@
 // inside their arenas, and only transfers touch an NVMe arena, so the
 // executor indexes without checking again.
 //
-// A pipeline-parallel plan (docs/plan-format.md#pipeline-stages) gives
+// A pipeline-parallel plan (docs/plan-format.md#pipeline) gives
 // buffers, variables, inputs and instructions a stage: a rank runs the
 // instructions of its stage only and touches only its stage's buffers (and
 // those of every stage), which may share bytes with other stages' buffers.
@@ -195,7 +195,7 @@ struct PlanMemory {
   int64_t peak[kNumRoles] = {};
 };
 
-/// How a plan runs its pipeline stages (docs/plan-format.md#pipeline-stages).
+/// How a plan runs its pipeline stages (docs/plan-format.md#pipeline).
 /// The stages are hierarchy axis 0; the schedule and micro-batches are
 /// already in the instruction order, and are kept for reports.
 struct PlanPipeline {

@@ -282,7 +282,7 @@ private:
     }
   }
 
-  // Pipeline stages are hierarchy axis 0 (docs/plan-format.md#pipeline-stages).
+  // Pipeline stages are hierarchy axis 0 (docs/plan-format.md#pipeline).
   void readPipeline() {
     Reader field = root.at("pipeline");
     if (!field.json().is_object())

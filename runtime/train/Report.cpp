@@ -230,8 +230,11 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   Json perAxis = Json::array();
   for (const RankRecord &rank : result.ranks) {
     Json axes = Json::array();
+    // Counted on the first kMaxHierarchyAxes axes ([pipeline, data, model]).
     if (!rank.bytesSentOnAxis.empty())
-      for (size_t axis = 0; axis < plan.hierarchy.size(); ++axis)
+      for (size_t axis = 0; axis < plan.hierarchy.size() &&
+                            axis < static_cast<size_t>(kMaxHierarchyAxes);
+           ++axis)
         axes.push_back(rank.bytesSentOnAxis.back()[axis]);
     perAxis.push_back(axes);
   }

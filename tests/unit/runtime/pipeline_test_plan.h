@@ -1,7 +1,7 @@
 //===- pipeline_test_plan.h - a two-stage pipeline plan for tests -*- C++ -*-=//
 //
-// A hand-written pipeline-parallel plan (docs/plan-format.md#pipeline-
-// stages): 2 ranks, hierarchy [2], one rank per stage. Stage 0 holds the
+// A hand-written pipeline-parallel plan (docs/plan-format.md#pipeline): 2
+// ranks, hierarchy [2], one rank per stage. Stage 0 holds the
 // parameters w and u and the input x, stage 1 the parameters v and t and
 // the step count. One step:
 //

@@ -1,7 +1,7 @@
 //===- pipeline_plan_reader_test.cc - pipeline keys of the plan reader ----===//
 //
 // The two-stage plan of tests/unit/runtime/pipeline_test_plan.h reads, with
-// every pipeline key in place (docs/plan-format.md#pipeline-stages); its
+// every pipeline key in place (docs/plan-format.md#pipeline); its
 // stages' buffers share bytes, which the reader allows across stages only.
 // Then one edit per check of the pipeline keys, each against its one-line
 // message, and the keys refused in a plan without a `pipeline` object.
