@@ -39,3 +39,22 @@ func.func @linear() -> tensor<f32> {
 // STEP-COUNT-1: nn.sgd
 
 // UNEVEN: error: 'nn.input' op batch of 8 does not split into 3 micro-batches on each of 2 ranks
+
+// -----
+
+// On [data, model] the batch is split over the data axis only: each of the
+// 2 data ranks cuts its 4 rows into 2 micro-batches of 2, and the model
+// axis holds them whole.
+#q = #sbp.placement<cpu, [0, 1, 2, 3], hierarchy = [2, 2]>
+func.func @model_axis() -> tensor<f32> {
+  %x = nn.input "x" : tensor<8x6xf32, #sbp.global<[S(0), B], #q, input>>
+  %y = nn.input "y" : tensor<8xi64, #sbp.global<[S(0), B], #q, input>>
+  %w = nn.variable "w" param : tensor<3x6xf32, #sbp.global<[B, B], #q, param>>
+  %h = nn.matmul %x, %w {transpose_rhs} : (tensor<8x6xf32, #sbp.global<[S(0), B], #q, input>>, tensor<3x6xf32, #sbp.global<[B, B], #q, param>>) -> tensor<8x3xf32>
+  %l = nn.cross_entropy %h, %y : (tensor<8x3xf32>, tensor<8xi64, #sbp.global<[S(0), B], #q, input>>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @model_axis
+// CHECK: nn.reshape %{{.*}} {zero.micro_batch = 0 : i64} : {{.*}} to tensor<2x2x2x6xf32>
+// CHECK: nn.matmul {{.*}} -> tensor<4x3xf32>
