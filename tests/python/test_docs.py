@@ -98,13 +98,15 @@ def compiled_passes(*flags):
 
 
 def merged(every, pipelined):
-    """`every`, with the passes only a pipelined compile runs inserted after
-    the pass that precedes them there."""
+    """`every`, with the passes only a pipelined compile runs inserted
+    before the pass that follows them there."""
     order = list(every)
-    for index, name in enumerate(pipelined):
+    for index in reversed(range(len(pipelined))):
+        name = pipelined[index]
         if name not in order:
-            before = pipelined[index - 1] if index else None
-            order.insert(order.index(before) + 1 if before else 0, name)
+            after = pipelined[index + 1] if index + 1 < len(pipelined) \
+                else None
+            order.insert(order.index(after) if after else len(order), name)
     return order
 
 
