@@ -90,13 +90,16 @@ static sbp::PlacementAttr placementOf(MLIRContext &context,
 }
 
 struct GraphCapture::Impl {
-  Impl(const std::string &name, int64_t world, sbp::DeviceKind device,
-       llvm::ArrayRef<int64_t> hierarchy)
-      : world(world),
-        hierarchy(hierarchy.empty() ? std::vector<int64_t>{world}
-                                    : std::vector<int64_t>(hierarchy.begin(),
-                                                           hierarchy.end())),
-        builder(context, name, placementOf(context, device, world, hierarchy)) {
+  Impl(const std::string &name, int64_t world, int64_t pipelineStages,
+       sbp::DeviceKind device, llvm::ArrayRef<int64_t> hierarchy)
+      : world(world), pipelineStages(pipelineStages),
+        hierarchy(
+            hierarchy.empty()
+                ? std::vector<int64_t>{world / pipelineStages}
+                : std::vector<int64_t>(hierarchy.begin(), hierarchy.end())),
+        builder(
+            context, name,
+            placementOf(context, device, world / pipelineStages, hierarchy)) {
     context.disableMultithreading();
   }
 
@@ -139,8 +142,9 @@ struct GraphCapture::Impl {
   }
 
   MLIRContext context;
-  int64_t world;
-  std::vector<int64_t> hierarchy; // One size per axis.
+  int64_t world;                  // Every stage's ranks.
+  int64_t pipelineStages;         // 1: not pipelined.
+  std::vector<int64_t> hierarchy; // One size per axis of a stage.
   GraphBuilder builder;
   std::vector<Value> values;
   bool finished = false;
@@ -148,11 +152,18 @@ struct GraphCapture::Impl {
 
 GraphCapture::GraphCapture(const std::string &name, int64_t world,
                            const std::string &device,
-                           const std::vector<int64_t> &hierarchy) {
+                           const std::vector<int64_t> &hierarchy,
+                           int64_t pipelineStages) {
   if (world < 1)
     fail("a placement needs at least one rank");
   if (device != "cpu" && device != "cuda")
     fail("unknown device '" + device + "' (expected cpu or cuda)");
+  if (pipelineStages < 1 || world % pipelineStages != 0)
+    fail("pipeline_parallel_size " + llvm::Twine(pipelineStages) +
+         " does not divide the " + llvm::Twine(world) +
+         " ranks into equal stages");
+  // The graph is captured on the first stage's ranks.
+  int64_t stageWorld = world / pipelineStages;
   if (!hierarchy.empty()) {
     // Checked before the attribute is built, whose verifier would abort.
     if (hierarchy.size() > 2)
@@ -160,16 +171,16 @@ GraphCapture::GraphCapture(const std::string &name, int64_t world,
            llvm::Twine(hierarchy.size()));
     int64_t product = 1;
     for (int64_t size : hierarchy) {
-      if (size < 1 || size > world)
+      if (size < 1 || size > stageWorld)
         fail("placement hierarchy axis size " + llvm::Twine(size) +
-             " is not in [1, " + llvm::Twine(world) + "]");
+             " is not in [1, " + llvm::Twine(stageWorld) + "]");
       product *= size;
     }
-    if (product != world)
+    if (product != stageWorld)
       fail("placement hierarchy holds " + llvm::Twine(product) +
-           " ranks, not " + llvm::Twine(world));
+           " ranks, not " + llvm::Twine(stageWorld));
   }
-  impl = std::make_unique<Impl>(name, world,
+  impl = std::make_unique<Impl>(name, world, pipelineStages,
                                 device == "cuda" ? sbp::DeviceKind::cuda
                                                  : sbp::DeviceKind::cpu,
                                 hierarchy);
@@ -339,6 +350,16 @@ void GraphCapture::beginCheckpoint() {
 
 void GraphCapture::endCheckpoint() { impl->builder.endCheckpoint(); }
 
+void GraphCapture::setPipelineStage(int64_t stage) {
+  if (stage < 0 || stage >= impl->pipelineStages)
+    fail("pipeline stage " + llvm::Twine(stage) +
+         " is out of range for pipeline_parallel_size " +
+         llvm::Twine(impl->pipelineStages));
+  impl->builder.setPipelineStage(stage);
+  if (!impl->builder.ok())
+    fail(impl->builder.error());
+}
+
 std::vector<int64_t> GraphCapture::shape(int value) const {
   llvm::ArrayRef<int64_t> shape = GraphBuilder::shapeOf(impl->value(value));
   return {shape.begin(), shape.end()};
@@ -377,6 +398,10 @@ CompiledGraph GraphCapture::compileGraph(const std::vector<int> &results,
                                          const std::string &planFile,
                                          bool keepIr, bool inference) {
   ZeroConfig config = buildConfig(spec, impl->world);
+  if (config.pipelineParallelSize != impl->pipelineStages)
+    fail("the graph was captured for " + llvm::Twine(impl->pipelineStages) +
+         " pipeline stages but its config has pipeline-parallel-size " +
+         llvm::Twine(config.pipelineParallelSize));
   SmallVector<Value> values;
   for (int handle : results)
     values.push_back(impl->value(handle));

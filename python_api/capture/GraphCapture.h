@@ -57,14 +57,19 @@ std::string checkConfig(const ConfigSpec &spec, int64_t world);
 class GraphCapture {
 public:
   /// Starts graph `name` on ranks 0..world-1 of `device` ("cpu" or
-  /// "cuda"), laid out as `hierarchy` (row-major; empty: one axis).
+  /// "cuda") cut into `pipelineStages` pipeline stages: the graph is
+  /// captured on the first stage's ranks, 0..world/pipelineStages-1, laid
+  /// out as `hierarchy` (row-major; empty: one axis), and zero-pipeline-
+  /// stages adds the other stages (docs/design.md#pipeline-parallelism).
   GraphCapture(const std::string &name, int64_t world,
                const std::string &device = "cpu",
-               const std::vector<int64_t> &hierarchy = {});
+               const std::vector<int64_t> &hierarchy = {},
+               int64_t pipelineStages = 1);
   ~GraphCapture();
   GraphCapture(const GraphCapture &) = delete;
   GraphCapture &operator=(const GraphCapture &) = delete;
 
+  /// The ranks of every stage.
   int64_t world() const;
 
   /// A data input split along axis 0 over hierarchy axis 0 and broadcast
@@ -88,6 +93,10 @@ public:
   /// checkpointing segment, recomputed in the backward (zero-remat).
   void beginCheckpoint();
   void endCheckpoint();
+
+  /// Ops applied from here on, parameters included, run on pipeline stage
+  /// `stage` of the pipelineStages; stages do not decrease.
+  void setPipelineStage(int64_t stage);
 
   std::vector<int64_t> shape(int value) const;
   /// f32, f16, bf16, i64, i32, ...

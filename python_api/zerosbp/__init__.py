@@ -44,6 +44,7 @@ from ._distributed import rank, world_size  # noqa: E402
 from ._tensor import Tensor  # noqa: E402
 from ._serialization import save, load  # noqa: E402
 from ._checkpoint import checkpoint  # noqa: E402
+from ._pipeline import pipeline_stage  # noqa: E402
 from . import nn, optim, sbp  # noqa: E402
 
 float32 = "f32"
@@ -59,6 +60,7 @@ __all__ = [
     "manual_seed",
     "nn",
     "optim",
+    "pipeline_stage",
     "placement",
     "rank",
     "save",

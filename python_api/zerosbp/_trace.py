@@ -7,7 +7,8 @@ class Trace:
     """One run of ``build``: creates graph values for inputs and parameters
     and remembers the loss ``backward()`` was called on."""
 
-    def __init__(self, capture, parameter_names, placement):
+    def __init__(self, capture, parameter_names, placement,
+                 pipeline_stages=1, module_names=None):
         self.capture = capture
         self.placement = placement  # The graph's.
         self.parameter_names = parameter_names  # id(Parameter) -> name
@@ -15,6 +16,22 @@ class Trace:
         self.used_parameters = {}  # name -> Parameter
         self.loss = None
         self.dropouts = 0  # Dropout ops traced so far: the next one's stream.
+        # Pipeline stages (zs.pipeline_stage): how many, the one ops are
+        # built on now and the module that set it, the marked module being
+        # called, and the stages called so far.
+        self.pipeline_stages = pipeline_stages
+        self.module_names = module_names or {}  # id(Module) -> name
+        self.stage = -1
+        self.stage_module = None
+        self.open_stage = None  # (module, stage) while one is called.
+        self.stages_called = set()
+
+    def describe_module(self, module):
+        """How errors name a module: by its name in the graph where it has
+        one."""
+        name = self.module_names.get(id(module))
+        kind = type(module).__name__
+        return f"{kind} '{name}'" if name else f"a {kind} module"
 
     def dropout_stream(self):
         """A stream number for the next dropout op: its index in the trace,

@@ -404,6 +404,10 @@ python::ConfigSpec configSpec(const py::dict &dict) {
       spec.accumulationSteps = value.cast<int64_t>();
     else if (key == "clipping")
       spec.clipping = value.cast<double>();
+    else if (key == "pipeline_parallel_size")
+      spec.pipelineParallelSize = value.cast<int64_t>();
+    else if (key == "pipeline_schedule")
+      spec.pipelineSchedule = value.cast<std::string>();
     else if (key == "overrides")
       spec.overrides = value.cast<std::string>();
     else if (key == "activation_memory_budget")
@@ -472,16 +476,18 @@ PYBIND11_MODULE(_zerosbp, m) {
   py::class_<python::GraphCapture>(m, "GraphCapture")
       .def(py::init([](const std::string &name, int64_t world,
                        const std::string &device,
-                       const std::vector<int64_t> &hierarchy) {
+                       const std::vector<int64_t> &hierarchy,
+                       int64_t pipelineStages) {
              if (world < 1 || world > kMaxRanks)
                throw RuntimeError("world: expected a number of ranks in [1, " +
                                   std::to_string(kMaxRanks) + "], got " +
                                   std::to_string(world));
-             return std::make_unique<python::GraphCapture>(name, world, device,
-                                                           hierarchy);
+             return std::make_unique<python::GraphCapture>(
+                 name, world, device, hierarchy, pipelineStages);
            }),
            py::arg("name"), py::arg("world"), py::arg("device") = "cpu",
-           py::arg("hierarchy") = std::vector<int64_t>())
+           py::arg("hierarchy") = std::vector<int64_t>(),
+           py::arg("pipeline_stages") = 1)
       .def_property_readonly("world", &python::GraphCapture::world)
       .def("input", &python::GraphCapture::input, py::arg("name"),
            py::arg("shape"), py::arg("dtype"))
@@ -499,6 +505,8 @@ PYBIND11_MODULE(_zerosbp, m) {
            py::arg("axis"), py::arg("sizes"))
       .def("begin_checkpoint", &python::GraphCapture::beginCheckpoint)
       .def("end_checkpoint", &python::GraphCapture::endCheckpoint)
+      .def("set_pipeline_stage", &python::GraphCapture::setPipelineStage,
+           py::arg("stage"))
       .def("shape", &python::GraphCapture::shape)
       .def("dtype", &python::GraphCapture::dtype)
       .def(

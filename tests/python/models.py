@@ -41,6 +41,36 @@ class SmallMlp(nn.Module):
         return self
 
 
+class TwoStageMlp(nn.Module):
+    """6 -> 8 -> 8 -> 4: `first` (linear, GELU, linear) and `second`
+    (linear), two pipeline stages once pipelined()."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Sequential(nn.Linear(6, 8), nn.GELU(),
+                                   nn.Linear(8, 8))
+        self.second = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+    def pipelined(self, first=0, second=1):
+        """Marks `first` and `second` as these pipeline stages."""
+        zs.pipeline_stage(self.first, first)
+        zs.pipeline_stage(self.second, second)
+        return self
+
+
+def pipeline_graph(model, optimizer, stages=2, micro=2, world=4):
+    """An nn.Graph training `model` on `world` flat ranks cut into `stages`
+    pipeline stages, with `micro` micro-batches."""
+    def configure(graph):
+        graph.config.set_pipeline_parallel_size(stages)
+        graph.config.set_gradient_accumulation_steps(micro)
+
+    return train_graph(model, optimizer, world=world, configure=configure)
+
+
 class Block(nn.Module):
     def __init__(self, embed, heads):
         super().__init__()

@@ -1,8 +1,8 @@
 """python3 -m zerosbp.launch -n 2: one process per rank over MPI gives the
 in-process result, and so does -n 4 on a [2, 2] placement with tensor
-parallelism. Both launchers (zerosbp.launch and zero-run --backend
-mpi) refuse a hostfile they cannot use, and zero-run a --ranks its plan
-was not compiled for, in one line before mpirun starts.
+parallelism and in two pipeline stages. Both launchers (zerosbp.launch and
+zero-run --backend mpi) refuse a hostfile they cannot use, and zero-run a
+--ranks its plan was not compiled for, in one line before mpirun starts.
 
 Every job runs in a session of its own and is killed whole at the end
 (tests/integration/jobs.py), so that a hung one fails its test rather than
@@ -123,6 +123,44 @@ def test_launch_tensor_parallel_equals_in_process(tmp_path):
     graph = models.train_graph(model, zs.optim.Adam(model.parameters(),
                                                     lr=0.1),
                                stage=3, world=4).to(placement)
+    assert result["losses"] == [float(graph(*b))
+                                for b in models.small_mlp_batches(3)]
+    saved = zs.load(str(tmp_path / "params"))
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(saved[name], value, err_msg=name)
+
+
+PIPELINE = textwrap.dedent("""
+    import json, sys
+    import zerosbp as zs
+    sys.path.insert(0, {tests!r})
+    import models
+    zs.manual_seed(0)
+    model = models.TwoStageMlp().pipelined()
+    graph = models.pipeline_graph(model, zs.optim.SGD(model.parameters(),
+                                                      lr=0.1))
+    losses = [float(graph(*b)) for b in models.small_mlp_batches(3)]
+    state = model.state_dict()  # Collective: every rank gathers.
+    if zs.rank() == 0:
+        zs.save(state, {out!r} + "/params")
+        json.dump({{"losses": losses}}, open({out!r} + "/result.json", "w"))
+""")
+
+
+def test_launch_pipeline_equals_in_process(tmp_path):
+    """Four processes in two pipeline stages (zs.pipeline_stage), two
+    micro-batches: the in-process result bit for bit."""
+    script = tmp_path / "train.py"
+    script.write_text(PIPELINE.format(
+        tests=os.path.dirname(os.path.abspath(__file__)), out=str(tmp_path)))
+    done = launch(tmp_path, "-n", "4", str(script))
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+
+    zs.manual_seed(0)
+    model = models.TwoStageMlp().pipelined()
+    graph = models.pipeline_graph(model, zs.optim.SGD(model.parameters(),
+                                                      lr=0.1))
     assert result["losses"] == [float(graph(*b))
                                 for b in models.small_mlp_batches(3)]
     saved = zs.load(str(tmp_path / "params"))

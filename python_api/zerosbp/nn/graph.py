@@ -22,10 +22,10 @@ import tempfile
 
 import numpy as np
 
-from .. import _distributed, _trace, _zerosbp
+from .. import _distributed, _pipeline, _trace, _zerosbp
 from .._placement import placement as Placement
 from .._tensor import Tensor
-from .graph_config import GraphConfig
+from .graph_config import GraphConfig, pipeline_stages_of
 from .module import Module
 
 
@@ -125,7 +125,43 @@ class Graph:
             placement = Placement("cpu", ranks=range(self.world))
         return placement
 
+    @staticmethod
+    def _stage_placement(placement, stages):
+        """The first of `stages` pipeline stages of `placement`, on which
+        the graph is captured (zero-pipeline-stages adds the others): its
+        first world / stages ranks; the stages of a 2-D placement take
+        whole rows, as the pipeline axis is outermost."""
+        if stages == 1:
+            return placement
+        if placement.ndim == 1:
+            if placement.world % stages:
+                raise ValueError(
+                    f"pipeline_parallel_size {stages} does not divide the "
+                    f"graph's {placement.world} ranks: each pipeline stage "
+                    f"runs on world / {stages} of them")
+            return Placement(placement.type,
+                             ranks=range(placement.world // stages))
+        rows, columns = placement.hierarchy
+        if rows % stages:
+            raise ValueError(
+                f"pipeline_parallel_size {stages} does not divide the "
+                f"{rows} row{'s' if rows > 1 else ''} of the graph's "
+                f"placement {list(placement.hierarchy)}: the pipeline axis "
+                "is outermost, so each stage takes whole rows of ranks")
+        return Placement(placement.type,
+                         ranks=range(placement.world // stages),
+                         hierarchy=(rows // stages, columns))
+
     # -- naming ----------------------------------------------------------------
+    def _module_names(self):
+        """id(Module) -> its name in the graph (attribute, then PyTorch
+        path), for messages."""
+        names = {}
+        for attr, module in self._modules.items():
+            for name, sub in module.named_modules(attr):
+                names.setdefault(id(sub), name)
+        return names
+
     def _parameter_names(self):
         """id(Parameter) -> name: a lone module with parameters gives its own
         (PyTorch) names, several get their attribute name as a prefix."""
@@ -207,18 +243,25 @@ class Graph:
                             f"{len(arrays)}")
         names = [names[i] if i < len(names) else f"input{i}"
                  for i in range(len(arrays))]
-        self._check_batch(names, arrays)
-
+        # An inference graph on a training graph's parameters takes its
+        # config, pipeline stages included.
+        stages = pipeline_stages_of(owner._spec_compiled if owner is not None
+                                    else self.config._spec)
         placement = self._effective_placement()
+        captured_on = self._stage_placement(placement, stages)
+        self._check_batch(names, arrays, captured_on, stages)
+
         capture = _zerosbp.GraphCapture(
             type(self).__name__, self.world, placement.type,
-            list(placement.hierarchy) if placement.ndim > 1 else [])
+            list(captured_on.hierarchy) if captured_on.ndim > 1 else [],
+            stages)
         param_names = self._parameter_names()
         if owner is not None:
             # The training graph's names, which its plan's variables carry.
             param_names.update(
                 {id(p): n for n, p in owner._parameters.items()})
-        trace = _trace.Trace(capture, param_names, placement)
+        trace = _trace.Trace(capture, param_names, placement, stages,
+                             self._module_names())
         signature = []
         _trace.set_current(trace)
         try:
@@ -231,6 +274,7 @@ class Graph:
                 tensor._input_name = name  # For messages about it.
                 inputs.append(tensor)
             result = self.build(*inputs)
+            _pipeline.check_stages(trace)
             inference = trace.loss is None
             self._workdir = self._workdir or tempfile.mkdtemp(
                 prefix="zerosbp-graph-")
@@ -301,16 +345,17 @@ class Graph:
             self._pending_checkpoint = None
             self._session.load_checkpoint(path)
 
-    def _check_batch(self, names, arrays):
+    def _check_batch(self, names, arrays, placement, stages):
         """Inputs are the global batch, split along axis 0 over the ranks
         (and each rank's share into the micro-batches): refused here with
         the input's name rather than by the compiler's partitioning. On a
         2-D placement they are split over the data axis, and the compiler
         may split a rank's rows over the model axis too (a reduce-scatter of
         a row-parallel layer's partial sums), so the batch divides over
-        every rank there as well."""
-        placement = self._effective_placement()
+        every rank there as well. With pipeline stages the batch goes
+        through every stage: `placement` is one stage's."""
         world = placement.world
+        of_stage = " of a pipeline stage" if stages > 1 else ""
         micro = self.config._spec.get("accumulation_steps", 1)
         for name, array in zip(names, arrays):
             if array.ndim == 0:
@@ -322,11 +367,13 @@ class Graph:
             if batch % (world * micro) == 0:
                 continue
             if placement.ndim == 1:
-                over = f"{world} ranks"
+                over = f"the {world} ranks{of_stage}" if stages > 1 else \
+                    f"{world} ranks"
                 why = "inputs are split along axis 0"
             else:
                 dp, tp = placement.hierarchy
-                over = f"the {dp} x {tp} ranks of hierarchy [{dp}, {tp}]"
+                over = f"the {dp} x {tp} ranks{of_stage} of hierarchy " \
+                    f"[{dp}, {tp}]"
                 why = ("inputs are split along axis 0 over the data axis "
                        "and their rows may be split over the model axis")
             over += f" x {micro} micro-batches" if micro > 1 else ""
@@ -350,9 +397,17 @@ class Graph:
 
     def _check_shared(self, trace, owner):
         """An inference graph runs on one training graph's parameters or on
-        its own: not on a mix."""
+        its own: not on a mix, and not yet on a pipelined graph's."""
         if owner is None:
             return
+        if trace.pipeline_stages > 1:
+            raise NotImplementedError(
+                f"{type(self).__name__} would run on the parameters of "
+                f"{type(owner).__name__}, which has pipeline_parallel_size "
+                f"{trace.pipeline_stages}; an inference graph on a pipelined "
+                "graph's parameters is not built yet: give it parameters of "
+                "its own (a copy of the model, load_state_dict) and "
+                "set_pipeline_parallel_size")
         held = {id(p) for p in owner._parameters.values()}
         for name, param in trace.used_parameters.items():
             if id(param) not in held:

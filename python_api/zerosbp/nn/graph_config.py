@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 
 import numpy as np
 
@@ -43,8 +44,9 @@ class GraphConfig:
 
     def _set(self, **fields):
         spec = dict(self._spec, **fields)
-        # The compiler's own checks, with its messages, where the call is.
-        _zerosbp.check_config(spec, 1)
+        # The compiler's own checks, with its messages, where the call is;
+        # on the fewest ranks the config allows (one per pipeline stage).
+        _zerosbp.check_config(spec, pipeline_stages_of(spec))
         self._spec = spec
 
     def enable_zero(self, mode=True, *, stage=2, shard_min_size=1024,
@@ -135,6 +137,31 @@ class GraphConfig:
         self._check_open("set_gradient_clipping")
         self._set(clipping=float(max_norm))
 
+    def set_pipeline_parallel_size(self, size):
+        """Cuts the graph into `size` pipeline stages (Megatron's
+        pipeline_model_parallel_size), the modules of each marked with
+        ``zs.pipeline_stage(module, k)``: the graph's ranks are `size`
+        stages of world / `size` ranks each, the pipeline axis outermost,
+        and set_gradient_accumulation_steps' micro-batches flow through
+        them (docs/design.md#pipeline-parallelism). 1 turns it off."""
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError("set_pipeline_parallel_size: expected an int "
+                             f">= 1, got {size!r}")
+        _check_int("set_pipeline_parallel_size", "size", size)
+        self._check_open("set_pipeline_parallel_size")
+        self._set(pipeline_parallel_size=size)
+
+    def set_pipeline_schedule(self, schedule):
+        """The order of the micro-batches on each pipeline stage:
+        ``"1f1b"`` (the default: one forward, one backward, as Megatron and
+        DeepSpeed run them) or ``"gpipe"`` (every forward, then every
+        backward). Both give the same losses bit for bit."""
+        if schedule not in ("1f1b", "gpipe"):
+            raise ValueError("set_pipeline_schedule: expected \"1f1b\" or "
+                             f"\"gpipe\", got {schedule!r}")
+        self._check_open("set_pipeline_schedule")
+        self._set(pipeline_schedule=schedule)
+
     def set_pipeline_options(self, options):
         """Further compiler options as ``key=value`` pairs (zero-opt's
         --zero-pipeline syntax), e.g. ``"overlap-comm=true
@@ -189,6 +216,13 @@ class GraphConfig:
         self._set(activation_memory_budget=budget_bytes)
 
     @property
+    def pipeline_parallel_size(self):
+        """The pipeline stages configured: set_pipeline_parallel_size's,
+        or a ``pipeline-parallel-size`` pair of set_pipeline_options, which
+        is applied last; 1 without a pipeline."""
+        return pipeline_stages_of(self._spec)
+
+    @property
     def stage(self):
         if self._spec.get("zero"):
             return self._spec["stage"] if self._spec["zero_mode"] else 0
@@ -199,6 +233,18 @@ class GraphConfig:
 
     def _deepspeed_has_optimizer(self):
         return self._deepspeed is not None and "optimizer" in self._deepspeed
+
+
+def pipeline_stages_of(spec):
+    """The pipeline stages a config spec gives, read as the compiler reads
+    them: set_pipeline_options' pairs apply last, and the last pair of a
+    key wins. A value that is no integer is the compiler's to refuse."""
+    stages = spec.get("pipeline_parallel_size", 1)
+    for pair in spec.get("overrides", "").split():
+        key, _, value = pair.partition("=")
+        if key == "pipeline-parallel-size":
+            stages = int(value) if re.fullmatch("[0-9]+", value) else 1
+    return max(stages, 1)
 
 
 def _check_offload(method, device, nvme_path):

@@ -42,6 +42,14 @@ class Module:
             f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        stage = self.__dict__.get("_pipeline_stage")
+        if stage is not None:
+            from .._pipeline import on_stage
+            with on_stage(self, stage):
+                return self._forward_call(*args, **kwargs)
+        return self._forward_call(*args, **kwargs)
+
+    def _forward_call(self, *args, **kwargs):
         if getattr(self, "_checkpointed", False):
             from .._checkpoint import checkpoint
             return checkpoint(self.forward, *args, **kwargs)
