@@ -27,10 +27,18 @@ template <typename OpTy> OpTy soleReader(Value value) {
   return dyn_cast<OpTy>(*value.getUsers().begin());
 }
 
+/// Whether `a` and `b` run on one pipeline stage: an epilogue does not fuse
+/// across a stage boundary.
+bool sameStage(Operation *a, Operation *b) {
+  return a->getAttr(nn::kPipelineStageAttr) ==
+         b->getAttr(nn::kPipelineStageAttr);
+}
+
 /// Fuses the epilogue of `matmul`, if it has one; returns whether it did.
 bool fuseEpilogue(nn::MatmulOp matmul) {
   auto biasAdd = soleReader<nn::BiasAddOp>(matmul.getResult());
-  if (!biasAdd || biasAdd.getInput() != matmul.getResult())
+  if (!biasAdd || biasAdd.getInput() != matmul.getResult() ||
+      !sameStage(matmul, biasAdd))
     return false;
   // The bias must exist where the fused op goes, at the bias_add.
   OpBuilder builder(biasAdd);
@@ -38,6 +46,8 @@ bool fuseEpilogue(nn::MatmulOp matmul) {
   Value bias = biasAdd.getBias();
   UnitAttr ta = matmul.getTransposeLhsAttr(), tb = matmul.getTransposeRhsAttr();
   auto gelu = soleReader<nn::GeluOp>(biasAdd.getResult());
+  if (gelu && !sameStage(biasAdd, gelu))
+    gelu = nullptr;
   Operation *last = gelu ? gelu.getOperation() : biasAdd.getOperation();
   builder.setInsertionPoint(last);
   Operation *fused;

@@ -60,6 +60,14 @@ struct ZeroRecomputeCheapPass
       for (Operation *user : result.getUsers())
         if (isBackward(user) && (!first || user->isBeforeInBlock(first)))
           first = user;
+      // A value the backward reads on another pipeline stage is sent there
+      // once; computing it again there would need its inputs sent too.
+      Attribute stage = result.getOwner()->getAttr(nn::kPipelineStageAttr);
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return isBackward(user) &&
+                   user->getAttr(nn::kPipelineStageAttr) != stage;
+          }))
+        continue;
       OpBuilder builder(first);
       Value again = build(builder, result);
       result.replaceUsesWithIf(again, [&](OpOperand &use) {
