@@ -89,9 +89,9 @@ FailureOr<PlanReport> zerosbp::analyzePlan(func::FuncOp func) {
         break;
       }
   });
-  func.walk([&](SendRecvOp hop) {
-    byStage[hop.getSourceStage()].add("send_recv", 0,
-                                      tensorBytes(hop.getInput().getType()));
+  func.walk([&](SendOp send) {
+    byStage[send.getSourceStage()].add("send_recv", 0,
+                                       tensorBytes(send.getInput().getType()));
   });
   const StageTraffic *busiest = nullptr;
   for (const auto &[stage, traffic] : byStage)

@@ -137,8 +137,6 @@ void zerosbp::moveAfterInBlock(Operation *op, Operation *target) {
 
 int64_t zerosbp::pipelineStageOf(Operation *op) {
   while (op) {
-    if (auto hop = dyn_cast<SendRecvOp>(op))
-      return hop.getTargetStage();
     if (auto stage = op->getAttrOfType<IntegerAttr>(nn::kPipelineStageAttr))
       return stage.getInt();
     Operation *next = nullptr;

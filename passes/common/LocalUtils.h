@@ -44,8 +44,8 @@ void numberInBlock(mlir::Operation *op);
 /// The pipeline stage whose ranks run `op` (docs/design.md#pipeline-
 /// parallelism): its `zero.pipeline_stage`, else that of the first operand's
 /// producer that has one (a bucket's start and wait, made after the stages
-/// were set, run where their inputs are); -1 without stages. A send_recv
-/// runs on two stages: this gives the target, where its result lives.
+/// were set, run where their inputs are); -1 without stages. An sbp.send
+/// runs on its source stage, an sbp.recv on its target stage.
 int64_t pipelineStageOf(mlir::Operation *op);
 
 /// Position of every op of a block, in order.

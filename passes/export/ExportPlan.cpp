@@ -228,12 +228,6 @@ void Exporter::writeTensorEntry(llvm::json::OStream &json, Operation *op,
 void Exporter::writeStages(llvm::json::OStream &json, Operation &op) {
   if (stages <= 1)
     return;
-  if (auto hop = dyn_cast<SendRecvOp>(op)) {
-    int64_t a = hop.getSourceStage(), b = hop.getTargetStage();
-    json.attribute("stages",
-                   llvm::json::Array({std::min(a, b), std::max(a, b)}));
-    return;
-  }
   if (int64_t stage = pipelineStageOf(&op); stage >= 0)
     json.attribute("stages", llvm::json::Array({stage}));
 }
@@ -366,8 +360,19 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
     });
     return success();
   }
-  if (auto hop = dyn_cast<SendRecvOp>(op)) {
-    // A collective of its own over the pipeline axis, waited for at once.
+  if (isa<SendOp, RecvOp>(op)) {
+    // Each half is a send_recv of its own over the pipeline axis, run by
+    // its stage alone: the send where the value is made, the receive where
+    // it is first read (docs/plan-format.md).
+    auto send = dyn_cast<SendOp>(op);
+    RecvOp recv = send ? RecvOp() : cast<RecvOp>(op);
+    if (send)
+      for (Operation *user : send.getMessage().getUsers())
+        recv = dyn_cast<RecvOp>(user);
+    else
+      send = recv.getSend();
+    if (!send || !recv)
+      return op.emitOpError("zero-export-plan: a send without its receive");
     int64_t bucket = hopBuckets.lookup(&op);
     json.object([&] {
       json.attribute("op", "collective_start");
@@ -376,17 +381,19 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
       json.attribute("bucket", bucket);
       json.attribute("group_axis", 0);
       json.attribute("group_size", stages);
-      json.attribute("source_stage", hop.getSourceStage());
-      json.attribute("target_stage", hop.getTargetStage());
+      json.attribute("source_stage", send.getSourceStage());
+      json.attribute("target_stage", send.getTargetStage());
       writeStages(json, op);
-      writeValueList(json, "results", op.getResults());
+      writeValueList(json, "operands", send.getInput());
+      writeValueList(json, "results", recv.getResult());
       json.attributeArray("segments", [&] {
         json.object([&] {
           json.attribute("offset", 0);
-          json.attribute("numel", numElements(hop.getInput().getType()));
+          json.attribute("numel", numElements(send.getInput().getType()));
         });
       });
-      common();
+      if (!frees.empty())
+        json.attribute("free", llvm::json::Array(frees));
     });
     json.object([&] {
       json.attribute("op", "collective_wait");
@@ -498,8 +505,9 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
   for (auto start : block.getOps<CollectiveStartOp>())
     firstHopBucket =
         std::max<int64_t>(firstHopBucket, start.getBucket().value_or(0) + 1);
-  for (auto hop : block.getOps<SendRecvOp>())
-    hopBuckets[hop] = firstHopBucket + hopBuckets.size();
+  for (Operation &op : block)
+    if (isa<SendOp, RecvOp>(op))
+      hopBuckets[&op] = firstHopBucket + hopBuckets.size();
 
   // Buffers released after each op: those whose last read is there.
   llvm::DenseMap<int64_t, SmallVector<int64_t>> freesAt;

@@ -495,7 +495,7 @@ void Partitioner::lowerCast(CastOp cast) {
     Block::iterator first =
         before ? std::next(before->getIterator()) : block->begin();
     for (Operation &op : llvm::make_range(first, after->getIterator()))
-      if (!isa<SendRecvOp>(op))
+      if (!op.hasAttr(nn::kPipelineStageAttr))
         op.setAttr(nn::kPipelineStageAttr, stage);
   });
   PlacementAttr sourcePlacement =
@@ -506,11 +506,16 @@ void Partitioner::lowerCast(CastOp cast) {
     auto stageOf = [&](PlacementAttr at) {
       return at.getRanks().front() / std::max<int64_t>(at.getNumRanks(), 1);
     };
-    value =
-        SendRecvOp::create(builder, cast.getLoc(), value,
-                           builder.getI64IntegerAttr(stageOf(sourcePlacement)),
-                           builder.getI64IntegerAttr(stageOf(placement)))
-            .getResult();
+    int64_t source = stageOf(sourcePlacement), target = stageOf(placement);
+    RankedTensorType local = localType(cast.getInput());
+    auto send = SendOp::create(builder, cast.getLoc(),
+                               FutureType::get(builder.getContext(), {local}),
+                               value, builder.getI64IntegerAttr(source),
+                               builder.getI64IntegerAttr(target));
+    auto recv = RecvOp::create(builder, cast.getLoc(), send.getMessage());
+    // zero-schedule moves the receive to its first reader.
+    recv->setAttr(nn::kPipelineStageAttr, builder.getI64IntegerAttr(target));
+    value = recv.getResult();
   }
   // The input's type is local by now; its global one was kept.
   MemoryKind from = getGlobalEncoding(globalTypes.lookup(cast.getInput()))

@@ -14,6 +14,8 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
 
+#include <map>
+
 namespace zerosbp {
 #define GEN_PASS_DEF_ZEROSCHEDULE
 #include "passes/Passes.h.inc"
@@ -22,6 +24,34 @@ namespace zerosbp {
 using namespace mlir;
 using namespace mlir::sbp;
 using namespace zerosbp;
+
+/// A pipeline stage receives each message right before its first reader,
+/// so that it does its other work first, and receives the messages of one
+/// sending stage in the order they were sent (docs/design.md#pipeline-
+/// parallelism).
+static void sinkReceives(func::FuncOp func) {
+  Block &block = func.getBody().front();
+  std::map<std::pair<int64_t, int64_t>, SmallVector<RecvOp>> channels;
+  for (auto send : block.getOps<SendOp>())
+    for (Operation *user : send.getMessage().getUsers())
+      if (auto recv = dyn_cast<RecvOp>(user))
+        channels[{send.getSourceStage(), send.getTargetStage()}].push_back(
+            recv);
+  for (auto &[channel, receives] : channels) {
+    Operation *later = nullptr; // The channel's next receive, once placed.
+    for (RecvOp recv : llvm::reverse(receives)) {
+      Operation *first = block.getTerminator();
+      for (Operation *user : recv->getUsers())
+        if (user->isBeforeInBlock(first))
+          first = user;
+      if (later && later->isBeforeInBlock(first))
+        first = later;
+      moveBeforeInBlock(recv, first);
+      numberInBlock(recv);
+      later = recv;
+    }
+  }
+}
 
 /// The wait's earliest user, or the terminator.
 static Operation *firstUser(CollectiveWaitOp wait) {
@@ -98,6 +128,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       }
     if (func.isExternal())
       return;
+    sinkReceives(func);
     if (maxReuseDistance > 0)
       reuseForwardGathers(func);
     if (overlapComm) {

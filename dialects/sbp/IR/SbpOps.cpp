@@ -343,14 +343,34 @@ LogicalResult FutureType::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
-// SendRecvOp
+// SendOp, RecvOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult SendRecvOp::verify() {
+LogicalResult SendOp::verify() {
   if (getSourceStage() < 0 || getTargetStage() < 0)
     return emitOpError("needs non-negative stages, got ")
            << getSourceStage() << " and " << getTargetStage();
   if (getSourceStage() == getTargetStage())
     return emitOpError("sends from stage ") << getSourceStage() << " to itself";
+  ArrayRef<RankedTensorType> types = getMessage().getType().getValueTypes();
+  if (types.size() != 1 || types.front() != getInput().getType())
+    return emitOpError("carries ")
+           << getInput().getType() << " but its message is "
+           << getMessage().getType();
   return success();
 }
+
+LogicalResult RecvOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       ValueRange operands, DictionaryAttr,
+                                       OpaqueProperties, RegionRange,
+                                       SmallVectorImpl<Type> &inferred) {
+  if (operands.size() != 1)
+    return failure();
+  auto message = dyn_cast<FutureType>(operands.front().getType());
+  if (!message || message.getValueTypes().size() != 1)
+    return failure();
+  inferred.push_back(message.getValueTypes().front());
+  return success();
+}
+
+SendOp RecvOp::getSend() { return getMessage().getDefiningOp<SendOp>(); }

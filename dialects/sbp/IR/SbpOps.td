@@ -170,30 +170,47 @@ def Sbp_ToPartialOp : Sbp_Op<"to_partial", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Sbp_SendRecvOp : Sbp_Op<"send_recv", [
-    MemoryEffects<[MemRead, MemWrite]>, SameOperandsAndResultType]> {
-  let summary = "moves a per-rank tensor to the next or previous pipeline "
-                "stage";
+def Sbp_SendOp : Sbp_Op<"send", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "sends a per-rank tensor to another pipeline stage";
   let description = [{
-    The local form of a cast between two pipeline stages' placements
-    (docs/design.md#pipeline-parallelism): the rank of stage
-    `source_stage` sends its tensor to the rank at the same place of stage
-    `target_stage`'s grid, which receives it as the result. Only those two
-    ranks run it; the operand lives on the source stage, the result on the
-    target stage.
+    The sending half of a cast between two pipeline stages' placements
+    (docs/design.md#pipeline-parallelism): the rank of stage `source_stage`
+    sends its tensor to the rank at the same place of stage
+    `target_stage`'s grid and goes on at once; the future is the message,
+    which `sbp.recv` on the target stage takes.
 
     ```mlir
-    %y = sbp.send_recv %x from stage 0 to stage 1 : tensor<8x64xf32>
+    %m = sbp.send %x from stage 0 to stage 1
+        : tensor<8x64xf32> -> !sbp.future<tensor<8x64xf32>>
+    %y = sbp.recv %m : !sbp.future<tensor<8x64xf32>>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$source_stage,
                        I64Attr:$target_stage);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs Sbp_FutureType:$message);
   let assemblyFormat = [{
     $input `from` `stage` $source_stage `to` `stage` $target_stage attr-dict
-    `:` type($input)
+    `:` type($input) `->` qualified(type($message))
   }];
   let hasVerifier = 1;
+}
+
+def Sbp_RecvOp : Sbp_Op<"recv", [
+    MemoryEffects<[MemRead, MemWrite]>,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "receives a tensor another pipeline stage sent";
+  let description = [{
+    The receiving half of `sbp.send`: the rank of the target stage waits
+    for the message and yields the tensor. Messages between two stages are
+    received in the order they were sent.
+  }];
+  let arguments = (ins Sbp_FutureType:$message);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$message attr-dict `:` qualified(type($message))";
+  let extraClassDeclaration = [{
+    /// The send whose message this receives.
+    SendOp getSend();
+  }];
 }
 
 #endif // ZEROSBP_DIALECTS_SBP_IR_SBPOPS_TD

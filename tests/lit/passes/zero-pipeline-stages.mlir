@@ -17,6 +17,9 @@
 // RUN: zero-opt %s --zero-autodiff --zero-optimizer --zero-sbp-propagation \
 // RUN:   --zero-pipeline-stages='stages=2' --zero-partition \
 // RUN:   | FileCheck %s --check-prefix=LOCAL
+// RUN: zero-opt %s --zero-autodiff --zero-optimizer --zero-sbp-propagation \
+// RUN:   --zero-pipeline-stages='stages=2' --zero-partition --zero-schedule \
+// RUN:   | FileCheck %s --check-prefix=SUNK
 
 // Stage 1 runs on ranks 2 and 3, the same 1-D grid.
 // CHECK-DAG: #[[S0:.*]] = #sbp.placement<cpu, [0, 1]>
@@ -45,9 +48,18 @@
 // GPIPE: nn.matmul {{.*}}{transpose_rhs, zero.micro_batch = 3 : i64, zero.pipeline_stage = 0
 // GPIPE: nn.matmul {{.*}}{transpose_lhs, zero.micro_batch = 0 : i64, zero.pipeline_stage = 0
 
-// LOCAL: sbp.send_recv %{{.*}} from stage 0 to stage 1 : tensor<8x16xf32>
-// LOCAL: sbp.send_recv %{{.*}} from stage 1 to stage 0 : tensor<8x16xf32>
-// LOCAL: sbp.send_recv %{{.*}} from stage 1 to stage 0 : tensor<f32>
+// LOCAL: %[[ACT:.*]] = sbp.send %{{.*}} from stage 0 to stage 1 {zero.pipeline_stage = 0 : i64} : tensor<8x16xf32> -> !sbp.future<tensor<8x16xf32>>
+// LOCAL: sbp.recv %[[ACT]] {zero.pipeline_stage = 1 : i64}
+// LOCAL: %[[GRAD:.*]] = sbp.send %{{.*}} from stage 1 to stage 0 {zero.pipeline_stage = 1 : i64} : tensor<8x16xf32>
+// LOCAL: %[[LOSS:.*]] = sbp.send %{{.*}} from stage 1 to stage 0 {zero.pipeline_stage = 1 : i64} : tensor<f32>
+// LOCAL: sbp.recv %[[LOSS]] {zero.pipeline_stage = 0 : i64}
+
+// zero-schedule receives the activation right before its first reader on
+// stage 1, after the send that stage 0 made when it computed it.
+// SUNK: %[[ACT:.*]] = sbp.send %{{.*}} from stage 0 to stage 1
+// SUNK: nn.variable "w2"
+// SUNK: %[[X:.*]] = sbp.recv %[[ACT]]
+// SUNK-NEXT: nn.matmul %[[X]]
 
 #p = #sbp.placement<cpu, [0, 1]>
 func.func @stages() -> tensor<f32> {

@@ -191,8 +191,16 @@ func.func @cast_hop_and_sbp(%x: tensor<8x4xf32, #sbp.global<[B], #p>>) {
 // -----
 
 func.func @send_to_itself(%x: tensor<8x4xf32>) {
-  // expected-error@+1 {{'sbp.send_recv' op sends from stage 1 to itself}}
-  %0 = sbp.send_recv %x from stage 1 to stage 1 : tensor<8x4xf32>
+  // expected-error@+1 {{'sbp.send' op sends from stage 1 to itself}}
+  %0 = sbp.send %x from stage 1 to stage 1 : tensor<8x4xf32> -> !sbp.future<tensor<8x4xf32>>
+  return
+}
+
+// -----
+
+func.func @send_another_type(%x: tensor<8x4xf32>) {
+  // expected-error@+1 {{'sbp.send' op carries 'tensor<8x4xf32>' but its message is '!sbp.future<tensor<4xf32>>'}}
+  %0 = sbp.send %x from stage 0 to stage 1 : tensor<8x4xf32> -> !sbp.future<tensor<4xf32>>
   return
 }
 
