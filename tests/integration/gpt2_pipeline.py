@@ -19,11 +19,15 @@ The 2-layer GPT-2 of checks.py on 4 ranks, same initial values and data:
 * the plan records the schedule and the bubble, and the report the bytes
   sent between stages (send_recv, on the pipeline axis);
 * over MPI the (2, 2, 1) plan gives the in-process losses bit for bit;
+* a checkpoint saved at (2, 2, 1) resumes at (1, 4, 1), at (2, 1, 2) and
+  at (2, 2, 1) itself, continuing the uninterrupted losses; `zero-checkpoint
+  to-fp32` of it writes whole tensors equal to what `--save` wrote;
+* the eval graph at (2, 2, 1) gives the (1, 4, 1) eval graph's loss;
 * refusals, each one line and a non-zero exit: more stages than layers,
   micro-batches that do not divide a rank's batch, ZeRO stage 2, gradient
   clipping, an unknown schedule.
 
-Usage: gpt2_pipeline.py ZERO_COMPILE ZERO_RUN
+Usage: gpt2_pipeline.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 """
 
 import json
@@ -32,7 +36,8 @@ import sys
 
 import numpy as np
 
-from checks import GPT2, check, finish, max_rel, run, train_report
+from checks import (GPT2, check, finish, max_rel, read_safetensors, run,
+                    train_report)
 
 # The micro-batches' mean loss and the gradients summed in another order
 # round differently in float32.
@@ -45,7 +50,7 @@ BATCH = int(FLAGS["batch-size"])
 
 
 def main():
-    zero_compile, zero_run = sys.argv[1:3]
+    zero_compile, zero_run, zero_checkpoint = sys.argv[1:4]
     work = os.environ.get("TEST_TMPDIR", "/tmp/gpt2_pipeline")
     os.makedirs(work, exist_ok=True)
     data = os.path.join(work, "data")
@@ -56,10 +61,13 @@ def main():
                 rng.integers(0, VOCAB, (STEPS, BATCH, SEQ)))
 
     def compile_plan(pp, tp, stage, schedule="1f1b", micro=MICRO,
-                     pairs="optimizer=adam"):
-        name = "gpt2_%d_%d_%d_%s_%d" % (pp, tp, stage, schedule, micro)
+                     pairs="optimizer=adam", eval_graph=False):
+        name = "gpt2_%d_%d_%d_%s_%d%s" % (pp, tp, stage, schedule, micro,
+                                          "_eval" if eval_graph else "")
         plan = os.path.join(work, name + ".zplan")
         flags = ["--world=4", "--stage=%d" % stage, "--pipeline=" + pairs]
+        if eval_graph:
+            flags.append("--eval")
         if pp > 1:
             flags += ["--pipeline-model-parallel-size=%d" % pp,
                       "--pipeline-schedule=%s" % schedule,
@@ -71,8 +79,8 @@ def main():
         compiled = json.loads(result.stdout) if result.returncode == 0 else None
         return plan, compiled, result
 
-    def train(plan, *flags):
-        return train_report(zero_run, plan, work, data, STEPS, *flags)
+    def train(plan, *flags, steps=STEPS):
+        return train_report(zero_run, plan, work, data, steps, *flags)
 
     losses, states = {}, {}
     worst = 0.0
@@ -134,6 +142,46 @@ def main():
     check(mpi is not None and mpi["losses"] == losses.get((2, 1, 1)),
           "(2, 2, 1) stage 1 over MPI: the in-process losses bit for bit "
           "(%s)" % (mpi["losses"] if mpi else error))
+
+    # A checkpoint of (2, 2, 1) resumes at other pipeline sizes.
+    uninterrupted = losses.get((2, 1, 1), [])
+    ck = os.path.join(work, "ck")
+    whole = os.path.join(work, "saved")
+    saved, error = train(compile_plan(2, 1, 1)[0], "--checkpoint-dir", ck,
+                         "--save", whole, steps=2)
+    check(saved is not None, "(2, 2, 1) saves a checkpoint (%s)" % error)
+    for pp, tp in [(1, 1), (2, 2), (2, 1)]:
+        resumed, error = train(compile_plan(pp, tp, 1)[0], "--resume", ck,
+                               steps=STEPS - 2)
+        check(resumed is not None and len(uninterrupted) == STEPS and
+              max_rel(resumed["losses"], uninterrupted[2:]) <= FP32_RTOL,
+              "resumed at (%d, %d, %d): the uninterrupted losses (%s)" % (
+                  pp, 4 // (pp * tp), tp,
+                  resumed["losses"] if resumed else error))
+    out = os.path.join(work, "model.safetensors")
+    convert = run([zero_checkpoint, "to-fp32", ck, out])
+    check(convert.returncode == 0, "(2, 2, 1) to-fp32: exit 0 (%s)" %
+          convert.stderr.strip())
+    if convert.returncode == 0 and saved is not None:
+        tensors = read_safetensors(out)
+        expected = {name[:-4]: np.load(os.path.join(whole, name))
+                    for name in os.listdir(whole) if name.endswith(".npy")}
+        check(tensors.keys() == expected.keys() and
+              all(np.array_equal(tensors[k], expected[k]) for k in expected),
+              "(2, 2, 1) to-fp32: every parameter whole, equal to --save")
+
+    # The eval graph cut into the same stages.
+    evals = {}
+    for pp in (1, 2):
+        plan, compiled, result = compile_plan(pp, 1, 1, eval_graph=True)
+        evals[pp], error = train(plan, "--eval", steps=2) if compiled else \
+            (None, result.stderr.strip())
+        check(evals[pp] is not None, "(%d, %d, 1) eval runs (%s)" % (
+            pp, 4 // pp, error))
+    if evals[1] and evals[2]:
+        a, b = evals[2]["losses"], evals[1]["losses"]
+        check(len(a) == 2 and max_rel(a, b) <= FP32_RTOL,
+              "(2, 2, 1) eval: the (1, 4, 1) losses (%s, %s)" % (a, b))
 
     # Refusals: one line each, and a non-zero exit.
     refusals = [
