@@ -163,8 +163,8 @@ def ZeroPipelineStages : Pass<"zero-pipeline-stages", "::mlir::func::FuncOp"> {
     operands. Stage k's values move to stage k's placement: the first
     stage's ranks shifted by k times their count, the same grid. A value
     read on another stage crosses once per stage by an `sbp.cast` between
-    the placements (zero-partition makes it `sbp.send_recv`); an op without
-    operands (a fill, the step) is copied instead. The loss goes to the
+    the placements (zero-partition makes it `sbp.send` and `sbp.recv`); an
+    op without operands (a fill, the step) is copied instead. The loss goes to the
     first stage, whose rank 0 reports it. A gradient summed over
     micro-batches is summed per stage in micro-batch order, then across
     stages.
@@ -514,6 +514,10 @@ def ZeroSchedule : Pass<"zero-schedule", "::mlir::func::FuncOp"> {
     a result, so the compute in between runs while it moves: a gradient
     bucket's reduce-scatter starts as soon as its last gradient is produced
     in the backward pass. Without it every collective stays synchronous.
+
+    Pipeline stages: each `sbp.recv` moves to right before its first
+    reader, so that the stage does its other work while the message is on
+    its way; the receives of one sender stay in the order it sent them.
 
     Stage 3 (all-gathers of parameter shards, held by `nn.variable`):
     with `overlap-comm` the gather of the next bucket starts while the
