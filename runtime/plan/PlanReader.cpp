@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -659,6 +660,8 @@ private:
     std::set<int> transfersStarted, transfersWaited;
     std::vector<int> transferStarts; // By transfer id: its start's index.
     std::map<int, std::vector<int>> bucketStages; // Of each bucket's start.
+    // Per (source, target) stage: the send halves not yet received.
+    std::map<std::pair<int, int>, std::deque<size_t>> unreceived;
     for (const Reader &item : items) {
       Instruction instruction;
       instruction.op = item.at("op").string();
@@ -689,6 +692,8 @@ private:
                                  std::to_string(instruction.bucket) +
                                  " is started twice");
         bucketStages[instruction.bucket] = instruction.stages;
+        if (instruction.collective == CollectiveKind::SendRecv)
+          pairSendRecv(item, instruction, unreceived);
       } else if (op == "collective_wait") {
         instruction.kind = InstructionKind::CollectiveWait;
         instruction.bucket = static_cast<int>(item.at("bucket").integer(0));
@@ -768,6 +773,13 @@ private:
       checkPipelineAxisAttrs(item, instruction);
       plan.instructions.push_back(std::move(instruction));
     }
+    for (const auto &[ends, sends] : unreceived)
+      if (!sends.empty())
+        items[sends.front()].fail(
+            "the send half of a send_recv from stage " +
+            std::to_string(ends.first) + " to stage " +
+            std::to_string(ends.second) +
+            " is never received (no later receive half pairs with it)");
     for (int bucket : started)
       if (!waited.count(bucket))
         root.at("instructions")
@@ -900,12 +912,20 @@ private:
                 std::to_string(instruction.groupAxis));
     if (instruction.operands.size() != 1 || instruction.results.size() != 1)
       item.fail("send_recv takes one operand and one result");
+    // Both halves at once, or one: the send half on the source stage, the
+    // receive half on the target stage.
     std::vector<int> ends = {
         std::min(instruction.sourceStage, instruction.targetStage),
         std::max(instruction.sourceStage, instruction.targetStage)};
-    if (instruction.stages != ends)
+    if (instruction.stages != ends &&
+        instruction.stages != std::vector<int>{instruction.sourceStage} &&
+        instruction.stages != std::vector<int>{instruction.targetStage})
       item.fail("send_recv runs on " + stagesText(instruction.stages) +
-                ", not on its source and target " + stagesText(ends));
+                ", not on its source stage [" +
+                std::to_string(instruction.sourceStage) +
+                "] (the send half), its target stage [" +
+                std::to_string(instruction.targetStage) +
+                "] (the receive half) or both " + stagesText(ends).substr(7));
     const PlanValue &operand = plan.values[instruction.operands[0]];
     const PlanValue &result = plan.values[instruction.results[0]];
     if (operand.dtype != result.dtype || operand.numel() != result.numel())
@@ -924,6 +944,51 @@ private:
     onStage("results", instruction.results[0], instruction.targetStage);
     if (instruction.staging)
       item.at("staging").fail("a send_recv has no staging buffer");
+  }
+
+  // send_recv halves between two stages pair in program order, as their
+  // messages do (docs/plan-format.md#send_recv): the k-th receive half from
+  // stage s to stage t takes the k-th send half, which comes before it and
+  // names the same operand and result. Both halves at once pair with
+  // themselves, so none may be pending then. `unreceived` holds the send
+  // halves not yet received, by (source, target).
+  void
+  pairSendRecv(const Reader &item, const Instruction &instruction,
+               std::map<std::pair<int, int>, std::deque<size_t>> &unreceived) {
+    size_t index = plan.instructions.size();
+    bool sends = plan.runsOn(instruction, instruction.sourceStage);
+    bool receives = plan.runsOn(instruction, instruction.targetStage);
+    std::deque<size_t> &pending =
+        unreceived[{instruction.sourceStage, instruction.targetStage}];
+    std::string ends = "from stage " + std::to_string(instruction.sourceStage) +
+                       " to stage " + std::to_string(instruction.targetStage);
+    const std::string order = " (halves between two stages pair in order)";
+    if (sends && receives) {
+      if (!pending.empty())
+        item.fail("send_recv " + ends +
+                  " runs both halves here, but the send half instructions[" +
+                  std::to_string(pending.front()) + "] is not received yet" +
+                  order);
+      return;
+    }
+    if (sends) {
+      pending.push_back(index);
+      return;
+    }
+    if (pending.empty())
+      item.fail("the receive half of a send_recv " + ends +
+                " has no earlier send half to pair with" + order);
+    const Instruction &send = plan.instructions[pending.front()];
+    if (send.operands != instruction.operands ||
+        send.results != instruction.results)
+      item.fail("the receive half of value " +
+                std::to_string(instruction.operands[0]) + " into value " +
+                std::to_string(instruction.results[0]) +
+                " pairs with the send half instructions[" +
+                std::to_string(pending.front()) + "], which sends value " +
+                std::to_string(send.operands[0]) + " into value " +
+                std::to_string(send.results[0]) + order);
+    pending.pop_front();
   }
 
   // transfer_start: one operand in memory `from`, one result of the same

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace zerosbp::runtime {
@@ -31,10 +32,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Plan pipelinePlan() {
+Plan pipelinePlan(const char *text = testing::kPipelinePlan) {
   PlanReadOptions options;
   options.verifyChecksum = false; // Written by hand.
-  return parsePlan(testing::kPipelinePlan, "pipeline.zplan", options);
+  return parsePlan(text, "pipeline.zplan", options);
 }
 
 /// The model values every variable starts from.
@@ -173,6 +174,94 @@ TEST(PipelineExecutor, MemoryBytesAndTraceAreEachStagesOwn) {
   }
   EXPECT_EQ(first.size(), 7u);
   EXPECT_EQ(second.size(), 6u);
+}
+
+/// The names of `trace`'s events on `stream`, in the order the stream ran
+/// them (each stream's events are recorded in that order).
+std::vector<std::string> namesOn(const StepTrace &trace, TraceStream stream) {
+  std::vector<std::string> names;
+  double last = -1;
+  for (const TraceEvent &event : trace) {
+    if (event.stream != stream)
+      continue;
+    EXPECT_GE(event.beginUs, last) << event.name;
+    last = event.beginUs;
+    names.push_back(event.name + (event.bucket >= 0
+                                      ? " " + std::to_string(event.bucket)
+                                      : std::string()));
+  }
+  return names;
+}
+
+TEST(PipelineExecutor, SendRecvHalvesRunOnTheirOwnStage) {
+  // Each message in two halves: stage 0's send half right after a, stage
+  // 1's receive half after its own k = v + t, which needs nothing from
+  // stage 0. e = 2w + x + v + t.
+  Plan plan = pipelinePlan(testing::kSplitPipelinePlan);
+  std::vector<RankRun> runs = runTwoSteps(plan);
+  EXPECT_EQ(runs[0].outputs[0], (std::vector<double>{19.5, 31.5, 43.5, 55.5}));
+  EXPECT_EQ(runs[0].outputs[1],
+            (std::vector<double>{38.5, 69.5, 100.5, 131.5}));
+  EXPECT_EQ(runs[0].losses, (std::vector<double>{19.5, 38.5}));
+  EXPECT_EQ(runs[1].losses, (std::vector<double>{0, 0}));
+  // Every stage's values share bytes with the other's: each rank ran its
+  // own half of every message and nothing of the other stage's.
+  EXPECT_EQ(runs[0].variables["w"], (std::vector<double>{0.25, 0.5, 0.75, 1}));
+  EXPECT_EQ(runs[0].variables["u"], (std::vector<double>{5, 6, 7, 8}));
+  EXPECT_EQ(runs[1].variables["v"], (std::vector<double>{90, 180, 270, 360}));
+  EXPECT_EQ(runs[1].variables["t"], (std::vector<double>{7, 7, 7, 7}));
+  // A half is one call: the sender's counts its 16 bytes, the receiver's
+  // none.
+  for (const RankRun &run : runs) {
+    EXPECT_EQ(run.stats.sent(CollectiveKind::SendRecv), 2 * 16);
+    EXPECT_EQ(run.stats.bytesSentOnAxis[0], 2 * 16);
+    EXPECT_EQ(run.stats.called(CollectiveKind::SendRecv), 2 * 2);
+  }
+  // Each rank starts and waits for its own halves only, in its order:
+  // stage 1 computes k before it waits for a's message.
+  EXPECT_EQ(
+      namesOn(runs[0].trace, TraceStream::Compute),
+      (std::vector<std::string>{"nn.add", "collective_wait 0",
+                                "collective_wait 3", "nn.add", "nn.scale"}));
+  EXPECT_EQ(namesOn(runs[1].trace, TraceStream::Compute),
+            (std::vector<std::string>{"nn.add", "collective_wait 1", "nn.add",
+                                      "collective_wait 2", "nn.scale"}));
+  EXPECT_EQ(namesOn(runs[0].trace, TraceStream::Comm),
+            (std::vector<std::string>{"send_recv 0", "send_recv 3"}));
+  EXPECT_EQ(namesOn(runs[1].trace, TraceStream::Comm),
+            (std::vector<std::string>{"send_recv 1", "send_recv 2"}));
+}
+
+TEST(PipelineExecutor, ASendHalfDoesNotWaitForItsReceiver) {
+  // Stage 1's rank begins each step 300 ms after stage 0's has sent: stage
+  // 0's send half and its wait still end at once, long before stage 1
+  // could have received; only its receive half waits.
+  Plan plan = pipelinePlan(testing::kSplitPipelinePlan);
+  InProcessWorld world(2);
+  std::vector<StepTrace> traces(2);
+  std::vector<std::exception_ptr> errors =
+      world.runOnAllRanks([&](Communicator &comm) {
+        comm.setTimeout(10s);
+        RankExecutor executor(plan, comm.rank(), comm);
+        executor.initializeVariables(initialValue);
+        executor.setTracing(true);
+        executor.writeInput(0, kInput);
+        if (comm.rank() == 1)
+          std::this_thread::sleep_for(300ms);
+        executor.runStep(1);
+        traces[comm.rank()] = executor.lastStepTrace();
+      });
+  ASSERT_FALSE(errors[0]);
+  ASSERT_FALSE(errors[1]);
+  const TraceEvent *sendWait = nullptr, *receiveWait = nullptr;
+  for (const TraceEvent &event : traces[0])
+    if (event.stream == TraceStream::Compute && event.name == "collective_wait")
+      (event.bucket == 0 ? sendWait : receiveWait) = &event;
+  ASSERT_TRUE(sendWait && receiveWait);
+  // The receive waits for stage 1 (at least the 300 ms, less what stage 0
+  // spent before it); the send half's wait ends within a fraction of that.
+  EXPECT_GT(receiveWait->endUs - receiveWait->beginUs, 200e3);
+  EXPECT_LT(sendWait->endUs, 100e3);
 }
 
 TEST(PipelineExecutor, AStageThatNeverSendsTimesOutTheOther) {

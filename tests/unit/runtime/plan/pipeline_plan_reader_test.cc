@@ -175,9 +175,16 @@ TEST(PipelinePlanReader, RefusesABadSendRecv) {
   EXPECT_THAT(errorOf(edited(R"("source_stage": 0,)", "")),
               HasSubstr("instructions[1]: missing key 'source_stage'"));
   EXPECT_EQ(errorOf(edited(R"("stages": [0, 1], "results": [3])",
+                           R"("results": [3])")),
+            "model.zplan: instructions[1]: send_recv runs on every stage, not "
+            "on its source stage [0] (the send half), its target stage [1] "
+            "(the receive half) or both [0, 1]");
+  // Stage 1 alone is the receive half, which needs a send half before it.
+  EXPECT_EQ(errorOf(edited(R"("stages": [0, 1], "results": [3])",
                            R"("stages": [1], "results": [3])")),
-            "model.zplan: instructions[1]: send_recv runs on stages [1], not "
-            "on its source and target stages [0, 1]");
+            "model.zplan: instructions[1]: the receive half of a send_recv "
+            "from stage 0 to stage 1 has no earlier send half to pair with "
+            "(halves between two stages pair in order)");
   EXPECT_EQ(errorOf(edited(R"("results": [3],)", R"("results": [3, 5],)")),
             "model.zplan: instructions[1]: send_recv takes one operand and one "
             "result");
@@ -201,6 +208,119 @@ TEST(PipelinePlanReader, RefusesABadSendRecv) {
                 R"("bucket": 0, "group_axis": 1, "group_size": 1)")),
             "model.zplan: instructions[1].group_axis: a send_recv runs over "
             "the pipeline axis 0, not axis 1");
+}
+
+std::string split(const std::string &from, const std::string &to) {
+  return replacedIn(zerosbp::testing::kSplitPipelinePlan, from, to);
+}
+
+TEST(PipelinePlanReader, ReadsSendRecvHalves) {
+  Plan plan =
+      parsePlan(sealed(zerosbp::testing::kSplitPipelinePlan), "model.zplan");
+  // Each message in two halves, each half with its own bucket and wait.
+  EXPECT_EQ(plan.numBuckets, 4);
+  const Instruction &send = plan.instructions[1];
+  const Instruction &receive = plan.instructions[4];
+  for (const Instruction *half : {&send, &receive}) {
+    EXPECT_EQ(half->kind, InstructionKind::CollectiveStart);
+    EXPECT_EQ(half->collective, CollectiveKind::SendRecv);
+    EXPECT_EQ(half->sourceStage, 0);
+    EXPECT_EQ(half->targetStage, 1);
+    EXPECT_EQ(half->operands, std::vector<int>{2});
+    EXPECT_EQ(half->results, std::vector<int>{3});
+  }
+  EXPECT_EQ(send.stages, std::vector<int>{0});
+  EXPECT_EQ(receive.stages, std::vector<int>{1});
+  EXPECT_TRUE(plan.runsOn(send, 0));
+  EXPECT_FALSE(plan.runsOn(send, 1));
+  EXPECT_TRUE(plan.runsOn(receive, 1));
+  EXPECT_FALSE(plan.runsOn(receive, 0));
+  EXPECT_EQ(plan.instructions[5].stages, std::vector<int>{1});
+  // The way back: stage 1 sends c, stage 0 receives it into d.
+  EXPECT_EQ(plan.instructions[7].stages, std::vector<int>{1});
+  EXPECT_EQ(plan.instructions[9].stages, std::vector<int>{0});
+  EXPECT_EQ(plan.instructions[9].sourceStage, 1);
+}
+
+TEST(PipelinePlanReader, RefusesHalvesThatDoNotPair) {
+  std::string sendHalf = R"("target_stage": 1, "stages": [0], "results": [3],)";
+  std::string receiveHalf =
+      R"("target_stage": 1, "stages": [1], "results": [3],)";
+  EXPECT_EQ(errorOf(split(sendHalf, R"("target_stage": 1, "results": [3],)")),
+            "model.zplan: instructions[1]: send_recv runs on every stage, not "
+            "on its source stage [0] (the send half), its target stage [1] "
+            "(the receive half) or both [0, 1]");
+  // Two send halves and no receive half: the first is never received.
+  std::string twoSends =
+      replacedIn(split(receiveHalf, sendHalf),
+                 R"({"op": "collective_wait", "bucket": 1, "stages": [1]})",
+                 R"({"op": "collective_wait", "bucket": 1, "stages": [0]})");
+  EXPECT_EQ(errorOf(twoSends),
+            "model.zplan: instructions[1]: the send half of a send_recv from "
+            "stage 0 to stage 1 is never received (no later receive half "
+            "pairs with it)");
+  // The receive half names another operand than the send half it pairs
+  // with.
+  EXPECT_EQ(errorOf(split(R"("stages": [1], "results": [3],
+     "segments": [{"offset": 0, "numel": 4}], "operands": [2]})",
+                          R"("stages": [1], "results": [3],
+     "segments": [{"offset": 0, "numel": 4}], "operands": [12]})")),
+            "model.zplan: instructions[4]: the receive half of value 12 into "
+            "value 3 pairs with the send half instructions[1], which sends "
+            "value 2 into value 3 (halves between two stages pair in order)");
+  // Both halves at once while a send half between the two stages is still
+  // unreceived: it would take that message instead of its own.
+  std::string both = replacedIn(
+      split(receiveHalf,
+            R"("target_stage": 1, "stages": [0, 1], "results": [3],)"),
+      R"({"op": "collective_wait", "bucket": 1, "stages": [1]})",
+      R"({"op": "collective_wait", "bucket": 1, "stages": [0, 1]})");
+  EXPECT_EQ(errorOf(both),
+            "model.zplan: instructions[4]: send_recv from stage 0 to stage 1 "
+            "runs both halves here, but the send half instructions[1] is not "
+            "received yet (halves between two stages pair in order)");
+  // A half's wait runs on its start's stage.
+  EXPECT_EQ(
+      errorOf(
+          split(R"({"op": "collective_wait", "bucket": 1, "stages": [1]})",
+                R"({"op": "collective_wait", "bucket": 1, "stages": [0, 1]})")),
+      "model.zplan: instructions[5]: collective_wait runs on stages [0, 1] but "
+      "its start on stages [1]; both run on the same ranks");
+  // Each half's operand and result stay on their stages.
+  EXPECT_EQ(errorOf(split(sendHalf + R"(
+     "segments": [{"offset": 0, "numel": 4}], "operands": [2]})",
+                          sendHalf + R"(
+     "segments": [{"offset": 0, "numel": 4}], "operands": [13]})")),
+            "model.zplan: instructions[1].operands: value 13 is in buffer 11 "
+            "of stage 1, not of stage 0");
+}
+
+TEST(PipelinePlanReader, ReceiveHalvesTakeSendHalvesInOrder) {
+  // The receive half moved before its send half: stage 1 would wait for a
+  // message not yet sent.
+  std::string plan = zerosbp::testing::kSplitPipelinePlan;
+  auto cut = [&](const std::string &from, const std::string &to) {
+    size_t begin = plan.find(from), end = plan.find(to, begin);
+    EXPECT_NE(begin, std::string::npos);
+    EXPECT_NE(end, std::string::npos);
+    std::string piece = plan.substr(begin, end - begin);
+    plan.erase(begin, end - begin);
+    return piece;
+  };
+  std::string sendPart =
+      cut(R"({"op": "collective_start", "kind": "send_recv", "stream": "comm",
+     "bucket": 0,)",
+          R"({"op": "nn.add", "stages": [1], "results": [13])");
+  std::string receivePart =
+      cut(R"({"op": "collective_start", "kind": "send_recv", "stream": "comm",
+     "bucket": 1,)",
+          R"({"op": "nn.add", "stages": [1], "results": [4])");
+  size_t at = plan.find(R"({"op": "nn.add", "stages": [1], "results": [13])");
+  plan.insert(at, receivePart + sendPart);
+  EXPECT_EQ(errorOf(plan),
+            "model.zplan: instructions[1]: the receive half of a send_recv "
+            "from stage 0 to stage 1 has no earlier send half to pair with "
+            "(halves between two stages pair in order)");
 }
 
 TEST(PipelinePlanReader, RefusesInstructionsThatCrossStages) {
