@@ -15,7 +15,11 @@
 // Pipeline stages pass activations point to point: send() and recv() move
 // one buffer from one group member to another (kind send_recv). Only the
 // sender counts its bytes; messages between two members arrive in the order
-// they were sent.
+// they were sent. send() never waits for the receiver: it copies the bytes
+// (or, on a device, enqueues them) and returns; completeSends() waits until
+// the messages sent so far have left this rank, which the executors call at
+// the end of every step. recv() waits, at most the timeout, for its
+// message.
 //
 // A Communicator is used by one thread of its rank at a time (the rank's
 // communication stream). Failures: a rank that fails calls abort(); every
@@ -125,7 +129,9 @@ public:
 
   /// Point to point within `group`: `data` holds `count` elements for group
   /// member `peerIndex`, which takes them with recv(). The bytes are counted
-  /// here, under send_recv. A backend may return before the peer receives.
+  /// here, under send_recv. Returns without waiting for the peer to
+  /// receive; `data` may be reused at once (a device backend: once the
+  /// stream has reached the send).
   virtual void send(CommGroup &group, DType type, const void *data,
                     int64_t count, int peerIndex) = 0;
   /// Receives into `data` the next message group member `peerIndex` sent
@@ -133,6 +139,13 @@ public:
   /// timeout, naming the peer when it has not sent.
   virtual void recv(CommGroup &group, DType type, void *data, int64_t count,
                     int peerIndex) = 0;
+
+  /// Waits until every message send() has sent so far has left this rank
+  /// (its peer received it, or the transport holds it), so that nothing is
+  /// in flight: the end of a step, before a checkpoint. Waits at most the
+  /// timeout, naming a peer that does not receive. Nothing to do for a
+  /// backend whose send() completes at once.
+  virtual void completeSends() {}
 
   /// Tells every other rank that this one failed (best effort, never
   /// throws); their collectives then fail with a message naming this rank.

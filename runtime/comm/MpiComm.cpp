@@ -11,7 +11,12 @@
 //                   (in place) spreads the chunks;
 //   send / recv:    MPI_Isend / MPI_Irecv on the group's communicator, with
 //                   a tag of their own (MPI keeps the messages of one
-//                   sender, tag and communicator in order).
+//                   sender, tag and communicator in order). A send copies
+//                   its bytes into a buffer of the communicator's, posts
+//                   MPI_Isend from it and returns: it never waits for the
+//                   receiver. Later calls test the sends in flight and free
+//                   the buffers of those done; completeSends() (each step's
+//                   end) and the destructor wait for the rest.
 // Elements travel as unsigned integers of their width, so counts are in
 // elements.
 //
@@ -34,6 +39,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <iterator>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -465,6 +472,22 @@ public:
     MPI_Comm_size(world, &mySize);
   }
   ~MpiComm() override {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done && !sending.empty()) {
+      // MPI may still read the buffers of sends in flight: wait for them
+      // (at most the timeout), and keep those it never finishes.
+      try {
+        if (broken.empty())
+          completeSends();
+      } catch (const std::exception &error) {
+        std::fprintf(stderr, "zero-run: rank %d: %s\n", myRank, error.what());
+      }
+      for (PendingSend &left : sending)
+        MPI_Request_free(&left.request);
+      auto *kept = new std::list<PendingSend>(std::move(sending));
+      (void)kept; // Never freed: MPI may still read them.
+    }
     groups.clear();
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -488,10 +511,23 @@ public:
             int peerIndex) override;
   void recv(CommGroup &group, DType type, void *data, int64_t count,
             int peerIndex) override;
+  void completeSends() override;
 
   void abort(const std::string &reason) override;
 
 private:
+  /// A send in flight: its own copy of the message, which MPI reads until
+  /// the request completes.
+  struct PendingSend {
+    std::vector<char> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MpiGroup *group = nullptr;
+    int peerIndex = -1;
+  };
+  /// Tests the sends in flight and frees those done (MPI_Test also moves
+  /// them on).
+  void testSends();
+
   /// Checks the communicator and the arguments; returns the MPI group.
   MpiGroup &begin(CommGroup &group, CollectiveKind kind, DType type,
                   int64_t count, bool hasBuffers);
@@ -521,6 +557,8 @@ private:
   int64_t owner;
   /// Set when a collective timed out; every later call throws it.
   std::string broken;
+  /// Sends posted and not yet known to be done, oldest first.
+  std::list<PendingSend> sending;
 };
 
 CommGroup &MpiComm::createGroup(const std::vector<int> &ranks) {
@@ -565,6 +603,7 @@ void MpiComm::abort(const std::string &reason) {
 MpiGroup &MpiComm::begin(CommGroup &group, CollectiveKind kind, DType type,
                          int64_t count, bool hasBuffers) {
   MpiGroup &found = validate(group, kind, type, count, hasBuffers);
+  testSends();
   roll->begin(RollCall::slotOf(owner, found.slot));
   return found;
 }
@@ -662,16 +701,53 @@ void MpiComm::send(CommGroup &group, DType type, const void *data,
   CollectiveKind kind = CollectiveKind::SendRecv;
   MpiGroup &own =
       validate(group, kind, type, count, data != nullptr, peerIndex);
-  auto deadline = Clock::now() + timeout;
-  MPI_Request request;
-  MPI_Status status;
-  // Nonblocking even for a large message, which MPI sends only once the
-  // receiver has posted its receive: the wait is polled.
-  check(MPI_Isend(data, static_cast<int>(count), wireType(type), peerIndex,
-                  kSendRecvTag, own.comm, &request),
-        "MPI_Isend in send_recv");
-  waitForPeer(request, own, peerIndex, deadline, status);
+  testSends();
+  // The caller may overwrite `data` once this returns, and MPI sends a
+  // large message only once the receiver has posted its receive: the
+  // message goes from a copy, and nothing here waits for the receiver.
+  PendingSend message;
+  message.bytes.resize(static_cast<size_t>(count) * dtypeBytes(type));
+  if (!message.bytes.empty())
+    std::memcpy(message.bytes.data(), data, message.bytes.size());
+  message.group = &own;
+  message.peerIndex = peerIndex;
+  sending.push_back(std::move(message));
+  PendingSend &posted = sending.back();
+  int code =
+      MPI_Isend(posted.bytes.data(), static_cast<int>(count), wireType(type),
+                peerIndex, kSendRecvTag, own.comm, &posted.request);
+  if (code != MPI_SUCCESS) {
+    sending.pop_back();
+    check(code, "MPI_Isend in send_recv");
+  }
   countCollective(kind, type, count, own, own.index());
+}
+
+void MpiComm::testSends() {
+  for (auto it = sending.begin(); it != sending.end();) {
+    int done = 0;
+    check(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE),
+          "MPI error in send_recv");
+    it = done ? sending.erase(it) : std::next(it);
+  }
+}
+
+void MpiComm::completeSends() {
+  if (sending.empty())
+    return;
+  if (!broken.empty())
+    throw RuntimeError(
+        "rank " + std::to_string(myRank) +
+        ": completing sends: communicator unusable after: " + broken);
+  auto deadline = Clock::now() + timeout;
+  while (!sending.empty()) {
+    PendingSend &oldest = sending.front();
+    MPI_Status status;
+    // A timeout names the peer that does not receive.
+    waitForPeer(oldest.request, *oldest.group, oldest.peerIndex, deadline,
+                status);
+    sending.pop_front();
+  }
 }
 
 void MpiComm::recv(CommGroup &group, DType type, void *data, int64_t count,
@@ -679,6 +755,7 @@ void MpiComm::recv(CommGroup &group, DType type, void *data, int64_t count,
   CollectiveKind kind = CollectiveKind::SendRecv;
   MpiGroup &own =
       validate(group, kind, type, count, data != nullptr, peerIndex);
+  testSends();
   auto deadline = Clock::now() + timeout;
   MPI_Request request;
   MPI_Status status;

@@ -66,6 +66,15 @@ private:
   cudaEvent_t event = nullptr;
 };
 
+/// A send_recv that runs one half (docs/plan-format.md#send_recv): its
+/// source stage's ranks send, its target stage's receive, each at its own
+/// place in the program.
+bool isSendRecvHalf(const Instruction &instruction) {
+  return instruction.kind == InstructionKind::CollectiveStart &&
+         instruction.collective == CollectiveKind::SendRecv &&
+         instruction.stages.size() == 1;
+}
+
 float elapsedMs(cudaEvent_t begin, cudaEvent_t end) {
   float ms = 0;
   checkCuda("cudaEventElapsedTime", cudaEventElapsedTime(&ms, begin, end));
@@ -122,6 +131,20 @@ private:
   /// `capturing`.
   void enqueueStep(int64_t stepNumber);
   void enqueue(size_t index);
+  /// A send_recv half: a send from a staging copy, or a receive, on the
+  /// stream of its direction.
+  void enqueueHalf(const Instruction &instruction,
+                   const PreparedInstruction &entry);
+  /// The streams and communicators of send_recv halves, and the staging
+  /// buffers of this rank's send halves.
+  void setUpHalves(Communicator &hostComm, const std::string &where);
+  /// Waits, with the timeout, until this step's halves are done: every
+  /// send has left its staging buffer.
+  void drainHalves();
+  /// The bytes sent so far by every NCCL communicator of this rank.
+  CommStats ncclStats() const;
+  /// Throws when NCCL has reported an asynchronous error on any of them.
+  void checkNcclErrors();
   /// enqueue(index) between its trace events, errors naming the
   /// instruction.
   void enqueueTimed(size_t index);
@@ -194,6 +217,21 @@ private:
   std::string hostError; // The first failure of host work this step.
   std::unique_ptr<CudaContext> ctx;
   std::unique_ptr<NcclComm> nccl;
+  // send_recv halves (docs/runtime.md#pipeline-stages). Per direction (0:
+  // to a later stage, 1: to an earlier one) a stream and an NCCL
+  // communicator of the rank's pipeline group of their own: NCCL sends a
+  // large message only once its receiver receives, and a send that waits
+  // so must hold up neither the collectives nor the messages going the
+  // other way. A send half sends from a staging copy that the compute
+  // stream makes, so that its wait is for the copy alone; the step's end
+  // waits for the sends.
+  bool hasHalves = false;
+  cudaStream_t halfStreams[2] = {nullptr, nullptr};
+  std::unique_ptr<NcclComm> halfComms[2];
+  CommGroup *halfGroups[2] = {nullptr, nullptr};
+  Event halvesDrained[2];
+  /// By bucket: the device buffer a send half of this rank sends from.
+  std::vector<void *> sendStaging;
   std::unique_ptr<StreamMemory> commMemory;
   std::unique_ptr<StreamMemory> computeMemory;
   std::vector<PreparedInstruction> prepared;
@@ -336,6 +374,7 @@ void CudaExecutor::setUp(Communicator &hostComm) {
   computeMemory = std::make_unique<StreamMemory>(computeStream);
   nccl = std::make_unique<NcclComm>(hostComm, commStream);
   groupsByAxis = createAxisGroups(plan, rank, *nccl);
+  setUpHalves(hostComm, where);
   bucketReady = std::vector<Event>(plan.numBuckets);
   bucketBegin = std::vector<Event>(plan.numBuckets);
   bucketDone = std::vector<Event>(plan.numBuckets);
@@ -343,6 +382,37 @@ void CudaExecutor::setUp(Communicator &hostComm) {
   transferReady = std::vector<Event>(plan.numTransfers);
   transferDone = std::vector<Event>(plan.numTransfers);
   prepare();
+}
+
+void CudaExecutor::setUpHalves(Communicator &hostComm,
+                               const std::string &where) {
+  for (const Instruction &instruction : thePlan.instructions)
+    hasHalves = hasHalves || isSendRecvHalf(instruction);
+  if (!hasHalves)
+    return;
+  // Every rank makes both, in the same order: NCCL's set-up is collective.
+  std::vector<int> pipelineGroup = thePlan.groupOf(myRank, 0);
+  for (int direction = 0; direction < 2; ++direction) {
+    checkCuda(where + ": streams",
+              cudaStreamCreateWithFlags(&halfStreams[direction],
+                                        cudaStreamNonBlocking));
+    halfComms[direction] =
+        std::make_unique<NcclComm>(hostComm, halfStreams[direction]);
+    halfGroups[direction] = &halfComms[direction]->createGroup(pipelineGroup);
+    halfGroups[direction]->setAxis(0);
+  }
+  sendStaging.assign(thePlan.numBuckets, nullptr);
+  for (const Instruction &instruction : thePlan.instructions) {
+    if (!isSendRecvHalf(instruction) ||
+        instruction.stages[0] != instruction.sourceStage ||
+        myStage != instruction.sourceStage)
+      continue;
+    size_t bytes =
+        static_cast<size_t>(thePlan.values[instruction.operands[0]].bytes());
+    checkCuda(where + ": the staging buffer of send_recv bucket " +
+                  std::to_string(instruction.bucket),
+              cudaMalloc(&sendStaging[instruction.bucket], bytes ? bytes : 1));
+  }
 }
 
 void CudaExecutor::allocateOffloadArenas(const std::string &where) {
@@ -407,6 +477,11 @@ CudaExecutor::~CudaExecutor() { release(); }
 
 void CudaExecutor::release() {
   (void)cudaSetDevice(deviceIndex);
+  // The halves' communicators first: aborting the main one tells the host
+  // world, which over MPI ends the process.
+  for (std::unique_ptr<NcclComm> &comm : halfComms)
+    if (failed && comm)
+      comm->abortGroups();
   if (failed && nccl)
     nccl->abort("rank " + std::to_string(myRank) + " stopped");
   if (computeStream)
@@ -415,10 +490,24 @@ void CudaExecutor::release() {
     (void)cudaStreamSynchronize(commStream);
   if (copyStream)
     (void)cudaStreamSynchronize(copyStream);
+  for (cudaStream_t stream : halfStreams)
+    if (stream)
+      (void)cudaStreamSynchronize(stream);
   dropGraph();
   dropMultiTensor();
   ctx.reset();
   nccl.reset();
+  for (std::unique_ptr<NcclComm> &comm : halfComms)
+    comm.reset();
+  for (void *staging : sendStaging)
+    if (staging)
+      (void)cudaFree(staging);
+  sendStaging.clear();
+  for (cudaStream_t &stream : halfStreams) {
+    if (stream)
+      (void)cudaStreamDestroy(stream);
+    stream = nullptr;
+  }
   bucketReady.clear();
   bucketBegin.clear();
   bucketDone.clear();
@@ -681,6 +770,10 @@ void CudaExecutor::enqueue(size_t index) {
                 entry.results[0], *computeMemory);
     break;
   case InstructionKind::CollectiveStart: {
+    if (isSendRecvHalf(instruction)) {
+      enqueueHalf(instruction, entry);
+      break;
+    }
     int bucket = instruction.bucket;
     checkCuda("collective_start",
               cudaEventRecord(bucketReady[bucket].get(false), computeStream));
@@ -714,6 +807,70 @@ void CudaExecutor::enqueue(size_t index) {
     break;
   }
   }
+}
+
+void CudaExecutor::enqueueHalf(const Instruction &instruction,
+                               const PreparedInstruction &entry) {
+  int bucket = instruction.bucket;
+  int direction = instruction.sourceStage < instruction.targetStage ? 0 : 1;
+  cudaStream_t stream = halfStreams[direction];
+  NcclComm &comm = *halfComms[direction];
+  CommGroup &group = *halfGroups[direction];
+  if (myStage == instruction.sourceStage) {
+    // The copy is all the send half's wait waits for: the operand's bytes
+    // may be reused after it, and the send goes on past the wait.
+    const TensorRef &operand = entry.operands[0];
+    checkCuda("send_recv",
+              cudaMemcpyAsync(sendStaging[bucket], operand.data,
+                              operand.bytes(), cudaMemcpyDeviceToDevice,
+                              computeStream));
+    checkCuda("send_recv",
+              cudaEventRecord(bucketJoin[bucket].get(false), computeStream));
+    checkCuda("send_recv",
+              cudaStreamWaitEvent(stream, bucketJoin[bucket].get(false), 0));
+    mark(bucketBegin[bucket], stream);
+    comm.send(group, operand.dtype, sendStaging[bucket], operand.numel(),
+              instruction.targetStage);
+    mark(bucketDone[bucket], stream);
+    return;
+  }
+  const TensorRef &result = entry.results[0];
+  checkCuda("send_recv",
+            cudaEventRecord(bucketReady[bucket].get(false), computeStream));
+  checkCuda("send_recv",
+            cudaStreamWaitEvent(stream, bucketReady[bucket].get(false), 0));
+  mark(bucketBegin[bucket], stream);
+  comm.recv(group, result.dtype, result.data, result.numel(),
+            instruction.sourceStage);
+  mark(bucketDone[bucket], stream);
+  checkCuda("send_recv",
+            cudaEventRecord(bucketJoin[bucket].get(false), stream));
+}
+
+void CudaExecutor::drainHalves() {
+  if (!hasHalves)
+    return;
+  for (int direction = 0; direction < 2; ++direction) {
+    checkCuda("step", cudaEventRecord(halvesDrained[direction].get(false),
+                                      halfStreams[direction]));
+    awaitEvent(halvesDrained[direction].get(false),
+               "step: the pipeline's messages");
+  }
+}
+
+CommStats CudaExecutor::ncclStats() const {
+  CommStats total = nccl->stats();
+  for (const std::unique_ptr<NcclComm> &comm : halfComms)
+    if (comm)
+      addStats(total, comm->stats());
+  return total;
+}
+
+void CudaExecutor::checkNcclErrors() {
+  nccl->checkAsyncErrors();
+  for (const std::unique_ptr<NcclComm> &comm : halfComms)
+    if (comm)
+      comm->checkAsyncErrors();
 }
 
 void CudaExecutor::enqueueTimed(size_t index) {
@@ -829,7 +986,7 @@ void CudaExecutor::awaitEvent(cudaEvent_t event, const char *what) {
       return;
     if (status != cudaErrorNotReady)
       checkCuda(what, status);
-    nccl->checkAsyncErrors();
+    checkNcclErrors();
     if (Clock::now() > deadline)
       throw RuntimeError(std::string(what) + ": not done after " +
                          formatDuration(timeout) +
@@ -872,6 +1029,9 @@ std::string CudaExecutor::graphObstacle() const {
   if (checkGradients)
     return "--check-gradients copies every gradient to the host within the "
            "step";
+  if (hasHalves)
+    return "the plan's send_recv halves send on streams of their own past "
+           "their waits, which the step's end waits for";
   if (lossCheck)
     return "steps whose loss is not finite are skipped: the host reads the "
            "loss before the updates";
@@ -957,7 +1117,7 @@ bool CudaExecutor::captureStep(int64_t stepNumber) {
     for (Event &event : *untimed)
       event.get(false);
   ctx->reserveChecks(stepChecks);
-  CommStats before = nccl->stats();
+  CommStats before = ncclStats();
   std::string failure;
   cudaGraph_t captured = nullptr;
   // Thread-local: the other in-process ranks keep launching while this
@@ -992,7 +1152,7 @@ bool CudaExecutor::captureStep(int64_t stepNumber) {
   }
   if (failure.empty()) {
     graph = captured;
-    graphStepStats = nccl->stats();
+    graphStepStats = ncclStats();
     addStats(graphStepStats, before, -1);
     graphStatus.capturedStep = stepsRun;
     return true;
@@ -1088,7 +1248,7 @@ double CudaExecutor::runStep(int64_t stepNumber) {
     *hostStep = stepNumber;
     ++stepsRun;
     planMultiTensor();
-    CommStats before = nccl->stats();
+    CommStats before = ncclStats();
     std::string obstacle = graphObstacle();
     if (!obstacle.empty()) {
       dropGraph();
@@ -1106,12 +1266,13 @@ double CudaExecutor::runStep(int64_t stepNumber) {
       uint64_t checksBefore = ctx->checksBegun();
       enqueueStep(stepNumber);
       awaitEvent(stepEnd.get(), "step");
+      drainHalves();
       rethrowHostError();
       // Every collective was waited for, so the communication stream is
       // idle.
       ctx->checkDeviceErrors();
       stepChecks = ctx->checksBegun() - checksBefore;
-      addStats(stats, nccl->stats());
+      addStats(stats, ncclStats());
       addStats(stats, before, -1);
     } else {
       tracedThisStep = false;
@@ -1125,7 +1286,7 @@ double CudaExecutor::runStep(int64_t stepNumber) {
       graphStatus.used = true;
       ++graphStatus.graphSteps;
     }
-    nccl->checkAsyncErrors();
+    checkNcclErrors();
   } catch (...) {
     failed = true;
     throw;

@@ -24,8 +24,13 @@
 // peer ends the step with an error rather than a hang.
 //
 // A rank of a pipeline stage enqueues its stage's instructions only and
-// writes only its stage's values; a send_recv is an ncclSend or ncclRecv
-// on the communication stream (docs/runtime.md#pipeline-stages).
+// writes only its stage's values; a send_recv of both halves is an
+// ncclSend or ncclRecv on the communication stream. Its halves run on a
+// stream and NCCL communicator per direction of their own: a send half
+// copies its operand to a staging buffer on the compute stream (all its
+// wait waits for) and sends from there, a receive half receives and its
+// wait waits for it; the step's end waits for the sends
+// (docs/runtime.md#pipeline-stages).
 //
 //===----------------------------------------------------------------------===//
 

@@ -176,12 +176,16 @@ void NcclComm::recv(CommGroup &group, DType type, void *data, int64_t count,
 }
 
 void NcclComm::abort(const std::string &reason) {
+  abortGroups();
+  host.abort(reason);
+}
+
+void NcclComm::abortGroups() {
   for (auto &group : groups) {
     if (group->comm)
       (void)ncclCommAbort(group->comm);
     group->comm = nullptr;
   }
-  host.abort(reason);
 }
 
 void NcclComm::checkAsyncErrors() {

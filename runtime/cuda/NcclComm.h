@@ -58,7 +58,12 @@ public:
   void allToAll(CommGroup &group, DType type, const void *send, void *recv,
                 int64_t count) override;
   /// ncclSend / ncclRecv to group member `peerIndex`, enqueued on the
-  /// stream; NCCL matches them in the order they were enqueued.
+  /// stream; NCCL matches them in the order they were enqueued. Neither
+  /// waits on the host: send() returns once enqueued, never for the peer.
+  /// The stream does wait: NCCL moves a large message only once the peer
+  /// receives it, so a send holds up the work behind it on its stream (the
+  /// CUDA executor sends send_recv halves from a staging copy, on streams
+  /// of their own).
   void send(CommGroup &group, DType type, const void *data, int64_t count,
             int peerIndex) override;
   void recv(CommGroup &group, DType type, void *data, int64_t count,
@@ -67,6 +72,9 @@ public:
   /// Aborts every NCCL communicator of this rank (their pending work ends)
   /// and tells the host world.
   void abort(const std::string &reason) override;
+  /// Aborts this rank's NCCL communicators without telling the host world
+  /// (another communicator's abort() does).
+  void abortGroups();
 
   /// Throws RuntimeError when NCCL has reported an asynchronous error (a
   /// peer that failed, a broken connection) on any of this rank's groups.

@@ -352,6 +352,11 @@ double RankExecutor::runStep(int64_t stepNumber) {
     for (int buffer : instruction.free)
       tracker.markDead(buffer);
   }
+  // A send half returns before its peer receives; nothing of this step may
+  // be in flight once it ends (a checkpoint, the next step's buffers).
+  Clock::time_point drainBegin = Clock::now();
+  comm.completeSends();
+  times.commWait += millisSince(drainBegin);
   times.step = millisSince(stepBegin);
   times.commBusy = stream->takeBusyNanos() / 1e6;
   times.transferBusy = copyStream->takeBusyNanos() / 1e6;

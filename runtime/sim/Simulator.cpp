@@ -5,7 +5,9 @@
 #include "runtime/core/Error.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <utility>
 
 namespace zerosbp::runtime::sim {
 namespace {
@@ -221,9 +223,13 @@ private:
     }
   }
 
-  /// A send_recv: both ranks' communication streams carry the message
-  /// from when both have started it, over the link between them (rank 0's
-  /// pipeline group: the same for every group).
+  /// A send_recv (rank 0's pipeline group's link: the same for every
+  /// group). Both halves at once: both ranks' communication streams carry
+  /// the message from when both have started it. A send half: the sender's
+  /// stream carries it from when the sender starts it, and the message
+  /// arrives when that ends; the sender's compute stream goes on. A receive
+  /// half: the receiver's stream takes the oldest message in flight between
+  /// the two stages once it arrives (docs/scale.md#the-simulator).
   void sendRecv(const Instruction &instruction) {
     groupOf(instruction);
     std::vector<int> group = plan.groupOf(0, 0);
@@ -238,21 +244,54 @@ private:
                              (apart ? topology.interBandwidth
                                     : topology.intraBandwidth);
     StreamClocks &sender = clocks[from], &receiver = clocks[to];
-    double begin = std::max(
-        {sender.now, sender.commFree, receiver.now, receiver.commFree});
-    double done = begin + seconds;
-    for (StreamClocks *rank : {&sender, &receiver}) {
-      rank->commFree = done;
-      rank->collectiveDone[instruction.bucket] = done;
-      if (coresFull)
-        rank->now = std::max(rank->now, done);
-    }
-    if (from == 0 || to == 0) {
-      countSent(CollectiveKind::SendRecv, 0, from == 0 ? bytes : 0, seconds,
-                apart ? 2 : 1, 2);
+    bool sends = plan.runsOn(instruction, from);
+    bool receives = plan.runsOn(instruction, to);
+    auto count = [&](int stage, int64_t sent) {
+      if (stage != 0)
+        return;
+      countSent(CollectiveKind::SendRecv, 0, sent, seconds, apart ? 2 : 1, 2);
       if (coresFull)
         sim.commExposedSeconds += seconds;
+    };
+    std::deque<double> &arrivals = inFlight[{from, to}];
+    if (sends && receives) {
+      double begin = std::max(
+          {sender.now, sender.commFree, receiver.now, receiver.commFree});
+      double done = begin + seconds;
+      for (StreamClocks *rank : {&sender, &receiver}) {
+        rank->commFree = done;
+        rank->collectiveDone[instruction.bucket] = done;
+        if (coresFull)
+          rank->now = std::max(rank->now, done);
+      }
+      count(from, bytes);
+      count(to, 0);
+      return;
     }
+    if (sends) {
+      double done = std::max(sender.now, sender.commFree) + seconds;
+      sender.commFree = done;
+      sender.collectiveDone[instruction.bucket] = done;
+      if (coresFull)
+        sender.now = std::max(sender.now, done);
+      arrivals.push_back(done);
+      count(from, bytes);
+      return;
+    }
+    if (arrivals.empty())
+      throw RuntimeError(
+          "collective_start of bucket " + std::to_string(instruction.bucket) +
+          ": the receive half of a send_recv from stage " +
+          std::to_string(from) + " to stage " + std::to_string(to) +
+          " comes before any send half between them");
+    double done = std::max({receiver.now, receiver.commFree, arrivals.front()});
+    arrivals.pop_front();
+    receiver.commFree = done;
+    receiver.collectiveDone[instruction.bucket] = done;
+    // The receiver's cores copy nothing until the message is there; its
+    // compute stream waits for it at the wait, not here.
+    if (to == 0)
+      countSent(CollectiveKind::SendRecv, 0, 0, seconds, apart ? 2 : 1, 2);
   }
 
   void startTransfer(const Instruction &instruction, StreamClocks &rank,
@@ -287,6 +326,9 @@ private:
   bool coresFull;
   int stages;
   std::vector<StreamClocks> clocks; // By stage.
+  /// Per (source, target) stage: when each message sent by a send half and
+  /// not yet received arrives, oldest first.
+  std::map<std::pair<int, int>, std::deque<double>> inFlight;
   Simulation sim;
 };
 

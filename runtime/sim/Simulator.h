@@ -8,10 +8,16 @@
 // done, which is the exposed time (docs/scale.md#the-simulator).
 //
 // With pipeline stages, one rank of each stage is replayed, each running
-// its stage's instructions; a send_recv starts once both its sender and its
-// receiver have reached it and their communication streams are free, and
-// takes the link between them. The step ends when the last stage does; the
-// rest of the report is rank 0's, as the runtime's report is.
+// its stage's instructions. A send_recv's send half occupies the sender's
+// communication stream for the link's latency and the message's bytes over
+// its bandwidth, from when the sender issues it; the message arrives when
+// that ends, and the sender's compute goes on. Its receive half ends on the
+// receiver's communication stream once the message has arrived (messages
+// between two stages are received in the order sent); the receiver's
+// compute waits for it at its wait. A send_recv of both halves at once
+// starts once both ranks have reached it and their communication streams
+// are free. The step ends when the last stage does; the rest of the report
+// is rank 0's, as the runtime's report is.
 //
 //===----------------------------------------------------------------------===//
 

@@ -5,7 +5,11 @@
 // and its bytes-sent counter against the rank-order reference and, bit for
 // bit, against the in-process backend run in this process; then passes
 // messages (send / recv) round a ring, checking their bytes, their order
-// and that only senders count them. Rank 0 prints
+// and that only senders count them; then round the ring again with every
+// rank sending all its messages before it receives any, the largest far
+// past MPI's eager limit, and overwriting each one once send() returns:
+// a send that waited for its receiver, or sent from the caller's buffer,
+// would time out or deliver the new bytes. Rank 0 prints
 // "mpi_comm_check: OK" when every rank passed; the exit status is non-zero
 // otherwise.
 //
@@ -19,6 +23,10 @@
 //   --recv-timeout-rank=R
 //                     the others wait to receive a message from rank R,
 //                     which never sends; they time out after 500 ms.
+//   --send-timeout-rank=R
+//                     the others send rank R a message past MPI's eager
+//                     limit, which R never receives: their sends return, and
+//                     completeSends() times out after 500 ms naming R.
 //   --stop-rank=R --gather-rank=G
 //                     rank R stops itself (SIGSTOP); rank G waits in the
 //                     session's records gather, the others in a collective:
@@ -53,6 +61,7 @@ struct Options {
   int killRank = -1;
   int timeoutRank = -1;
   int recvTimeoutRank = -1;
+  int sendTimeoutRank = -1;
   /// Stops itself (SIGSTOP) after the first collective, while `gatherRank`
   /// waits in the session's records gather and the others in a collective.
   int stopRank = -1;
@@ -228,6 +237,54 @@ int checkSendRecv(MpiSession &session, Communicator &comm) {
   return failures;
 }
 
+/// Every rank sends all the ring's messages to the next rank before it
+/// receives the previous rank's: each send() must return before its
+/// receiver has posted a receive, and must have copied the message, which
+/// the sender overwrites at once. completeSends() then finds nothing left
+/// in flight that it cannot finish.
+int checkSendsDoNotWait(MpiSession &session, Communicator &comm) {
+  int rank = session.rank(), size = session.size();
+  if (size < 2)
+    return 0;
+  std::vector<int> all(size);
+  std::iota(all.begin(), all.end(), 0);
+  CommGroup &ring = comm.createGroup(all);
+  ring.setAxis(0);
+  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  // A send that waited for its receiver would wait for a rank that waits
+  // to send too: every rank would time out instead.
+  std::chrono::milliseconds before = comm.getTimeout();
+  comm.setTimeout(20s);
+  int failures = 0;
+  try {
+    for (int round = 0; round < 2; ++round) {
+      for (size_t m = 0; m < kMessageCounts.size(); ++m) {
+        std::vector<float> data = messageOf(rank, m, kMessageCounts[m]);
+        comm.send(ring, DType::F32, data.data(), kMessageCounts[m], next);
+        std::fill(data.begin(), data.end(), -7.0f);
+      }
+      for (size_t m = 0; m < kMessageCounts.size(); ++m) {
+        std::vector<float> data(kMessageCounts[m], -1.0f);
+        comm.recv(ring, DType::F32, data.data(), kMessageCounts[m], previous);
+        if (data != messageOf(previous, m, kMessageCounts[m])) {
+          std::fprintf(stderr,
+                       "rank %d: unwaited message %zu of round %d from rank "
+                       "%d differs\n",
+                       rank, m, round, previous);
+          ++failures;
+        }
+      }
+      comm.completeSends();
+    }
+  } catch (const RuntimeError &error) {
+    std::fprintf(stderr, "rank %d: sending before receiving: %s\n", rank,
+                 error.what());
+    comm.abort(error.what());
+  }
+  comm.setTimeout(before);
+  return failures;
+}
+
 /// Fault injection: never returns normally on the failing rank.
 void injectFault(MpiSession &session, Communicator &comm,
                  const Options &options) {
@@ -251,6 +308,29 @@ void injectFault(MpiSession &session, Communicator &comm,
     comm.setTimeout(500ms);
     try {
       comm.recv(world, DType::F32, &value, 1, options.recvTimeoutRank);
+    } catch (const RuntimeError &error) {
+      comm.abort(error.what());
+    }
+    return;
+  }
+
+  if (options.sendTimeoutRank >= 0) {
+    if (rank == options.sendTimeoutRank) {
+      // Never receives: waits elsewhere until the others end the job.
+      other->allReduce(otherWorld, DType::F32, &value, 1, ReduceOp::Sum);
+      return;
+    }
+    comm.setTimeout(500ms);
+    std::vector<float> message(100003, 1.0f);
+    try {
+      comm.send(world, DType::F32, message.data(),
+                static_cast<int64_t>(message.size()), options.sendTimeoutRank);
+    } catch (const RuntimeError &error) {
+      comm.abort(std::string("the send waited for its receiver: ") +
+                 error.what());
+    }
+    try {
+      comm.completeSends();
     } catch (const RuntimeError &error) {
       comm.abort(error.what());
     }
@@ -314,6 +394,7 @@ int main(int argc, char **argv) {
         parseFlag(argv[i], "--kill-rank", options.killRank) ||
         parseFlag(argv[i], "--timeout-rank", options.timeoutRank) ||
         parseFlag(argv[i], "--recv-timeout-rank", options.recvTimeoutRank) ||
+        parseFlag(argv[i], "--send-timeout-rank", options.sendTimeoutRank) ||
         parseFlag(argv[i], "--stop-rank", options.stopRank) ||
         parseFlag(argv[i], "--gather-rank", options.gatherRank) ||
         std::strncmp(argv[i], "--tag=", 6) == 0)
@@ -329,7 +410,7 @@ int main(int argc, char **argv) {
     std::unique_ptr<Communicator> comm = session.communicator();
     if (options.abortRank >= 0 || options.killRank >= 0 ||
         options.timeoutRank >= 0 || options.recvTimeoutRank >= 0 ||
-        options.stopRank >= 0) {
+        options.sendTimeoutRank >= 0 || options.stopRank >= 0) {
       injectFault(session, *comm, options);
       std::fprintf(stderr,
                    "mpi_comm_check: rank %d: the fault did not stop "
@@ -339,6 +420,7 @@ int main(int argc, char **argv) {
     }
     int failures = checkCollectives(session, *comm);
     failures += checkSendRecv(session, *comm);
+    failures += checkSendsDoNotWait(session, *comm);
     // Agree on the verdict through the communicator under test.
     std::vector<int> all(session.size());
     std::iota(all.begin(), all.end(), 0);

@@ -64,6 +64,11 @@ expect_failure timeout 3 \
 expect_failure recv-timeout 3 \
   "failed: timed out after 500 ms waiting for rank 2 in send_recv on group [0, 1, 2]" \
   --recv-timeout-rank=2
+# Ranks 0 and 1 send rank 2 a large message it never receives: the sends
+# return, and waiting for them to complete names rank 2.
+expect_failure send-timeout 3 \
+  "failed: timed out after 500 ms waiting for rank 2 in send_recv on group [0, 1, 2]" \
+  --send-timeout-rank=2 "the send waited for its receiver"
 # Rank 1 stops; rank 0 waits in the records gather, rank 2 in a collective.
 # They answer each other's roll call whichever they wait in, so whichever
 # prints names rank 1 alone.

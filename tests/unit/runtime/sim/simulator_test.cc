@@ -11,6 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 using namespace zerosbp::runtime;
 using namespace zerosbp::runtime::sim;
 
@@ -335,6 +338,194 @@ TEST(Simulator, MessagesBetweenNodesTakeTheNetwork) {
   plan.instructions[0].stages = {1};
   EXPECT_EQ(simulate(plan, twoRanks(), slowDevice()).bytesSentByAxis,
             std::vector<int64_t>{0});
+}
+
+/// A collective_start or collective_wait of `bucket` on `stages`; a start
+/// is a send_recv of value `message` from stage `from` to stage `to`.
+Instruction startHalf(int bucket, int from, int to, std::vector<int> stages,
+                      int message = 3) {
+  Instruction start;
+  start.kind = InstructionKind::CollectiveStart;
+  start.op = "collective_start";
+  start.collective = CollectiveKind::SendRecv;
+  start.bucket = bucket;
+  start.groupSize = 2;
+  start.sourceStage = from;
+  start.targetStage = to;
+  start.stages = std::move(stages);
+  start.operands = start.results = {message};
+  return start;
+}
+Instruction waitFor(int bucket, std::vector<int> stages) {
+  Instruction wait;
+  wait.kind = InstructionKind::CollectiveWait;
+  wait.op = "collective_wait";
+  wait.bucket = bucket;
+  wait.stages = std::move(stages);
+  return wait;
+}
+Instruction matmulOn(int stage) {
+  Instruction instruction = matmul();
+  instruction.stages = {stage};
+  return instruction;
+}
+
+/// Two stages: stage 0 computes a matmul, sends its 100,000 f32 and
+/// computes another; stage 1 computes two matmuls of its own, then
+/// receives and computes a third. With `halves` the send half follows
+/// stage 0's first matmul and the receive half stage 1's two; without,
+/// one send_recv of both halves sits where the send half would.
+Plan overlapPipelinePlan(bool halves) {
+  Plan plan = overlapPlan();
+  plan.pipeline = PlanPipeline{2, 1, "1f1b", 0};
+  plan.instructions.clear();
+  plan.instructions.push_back(matmulOn(0));
+  if (halves) {
+    plan.instructions.push_back(startHalf(0, 0, 1, {0}));
+    plan.instructions.push_back(waitFor(0, {0}));
+  } else {
+    plan.instructions.push_back(startHalf(0, 0, 1, {0, 1}));
+    plan.instructions.push_back(waitFor(0, {0, 1}));
+  }
+  plan.instructions.push_back(matmulOn(0));
+  plan.instructions.push_back(matmulOn(1));
+  plan.instructions.push_back(matmulOn(1));
+  if (halves) {
+    plan.instructions.push_back(startHalf(1, 0, 1, {1}));
+    plan.instructions.push_back(waitFor(1, {1}));
+  }
+  plan.instructions.push_back(matmulOn(1));
+  return plan;
+}
+
+TEST(Simulator, SendHalvesOverlapTheReceiversOwnWork) {
+  double kernel = 65.536e-6;
+  double message = 10e-6 + 400e-6; // 400,000 bytes within the node.
+  Simulation split =
+      simulate(overlapPipelinePlan(true), twoRanks(), slowDevice());
+  ASSERT_EQ(split.stageSeconds.size(), 2u);
+  // Stage 0's send half holds its communication stream, not its compute:
+  // its second matmul follows the send's wait for its own stream.
+  EXPECT_NEAR(split.stageSeconds[0], kernel + message + kernel, 1e-12);
+  // Stage 1's two matmuls run while the message travels; its third waits
+  // for the message, which arrives at kernel + message.
+  EXPECT_NEAR(split.stageSeconds[1], kernel + message + kernel, 1e-12);
+  EXPECT_NEAR(split.stepSeconds, 2 * kernel + message, 1e-12);
+  // Serialized, stage 0's matmul, the message and stage 1's three matmuls
+  // would take kernel + message + 3 kernel; the overlap saves two.
+  EXPECT_LT(split.stepSeconds, 4 * kernel + message - 1e-9);
+  // Rank 0 sends the bytes, once; the receive half counts none.
+  EXPECT_EQ(split.bytesSentByKind[static_cast<int>(CollectiveKind::SendRecv)],
+            400000);
+  EXPECT_EQ(split.collectives, 1);
+  EXPECT_NEAR(split.commBusySeconds, message, 1e-12);
+  // Both halves at once, where the send half was: stage 1 waits for the
+  // message before its own matmuls, which then come after it.
+  Simulation both =
+      simulate(overlapPipelinePlan(false), twoRanks(), slowDevice());
+  EXPECT_NEAR(both.stageSeconds[1], kernel + message + 3 * kernel, 1e-12);
+  EXPECT_GT(both.stepSeconds, split.stepSeconds + kernel);
+}
+
+TEST(Simulator, ASendHalfDoesNotWaitForItsReceiver) {
+  // Stage 1 computes 8 matmuls before it receives, past the message's
+  // arrival; stage 0's step ends after its own work and its send's
+  // transmission, whatever stage 1 does.
+  Plan plan = overlapPipelinePlan(true);
+  for (int extra = 0; extra < 6; ++extra)
+    plan.instructions.insert(plan.instructions.begin() + 4, matmulOn(1));
+  Simulation sim = simulate(plan, twoRanks(), slowDevice());
+  double kernel = 65.536e-6, message = 410e-6;
+  ASSERT_LT(kernel + message, 8 * kernel);
+  EXPECT_NEAR(sim.stageSeconds[0], 2 * kernel + message, 1e-12);
+  // The message waited for stage 1, not the other way round: stage 1
+  // receives it as soon as it gets there.
+  EXPECT_NEAR(sim.stageSeconds[1], 9 * kernel, 1e-12);
+  // Rank 0's wait is for its own stream's transmission.
+  EXPECT_NEAR(sim.commExposedSeconds, message, 1e-12);
+}
+
+/// GPipe over `stages` stages and `micro` micro-batches: each stage runs
+/// one matmul per micro-batch forward and one backward, receiving its
+/// input from the stage before (forward) or after (backward) and sending
+/// its output on, in halves: the send right after the matmul, the receive
+/// right before it. The program lists micro-batch by micro-batch, stage by
+/// stage, the forwards first; every message is 64 bytes.
+Plan gpipePlan(int stages, int micro) {
+  Plan plan = overlapPlan();
+  plan.world = stages;
+  plan.hierarchy = {stages};
+  plan.pipeline = PlanPipeline{stages, micro, "gpipe", 0};
+  plan.values.push_back(value({16})); // Value 4: a message.
+  plan.instructions.clear();
+  int bucket = 0;
+  auto hop = [&](int from, int to) {
+    plan.instructions.push_back(startHalf(bucket, from, to, {from}, 4));
+    plan.instructions.push_back(waitFor(bucket++, {from}));
+  };
+  auto land = [&](int from, int to) {
+    plan.instructions.push_back(startHalf(bucket, from, to, {to}, 4));
+    plan.instructions.push_back(waitFor(bucket++, {to}));
+  };
+  for (int m = 0; m < micro; ++m)
+    for (int s = 0; s < stages; ++s) {
+      if (s > 0)
+        land(s - 1, s);
+      plan.instructions.push_back(matmulOn(s));
+      if (s + 1 < stages)
+        hop(s, s + 1);
+    }
+  for (int m = 0; m < micro; ++m)
+    for (int s = stages - 1; s >= 0; --s) {
+      if (s + 1 < stages)
+        land(s + 1, s);
+      plan.instructions.push_back(matmulOn(s));
+      if (s > 0)
+        hop(s, s - 1);
+    }
+  return plan;
+}
+
+TEST(Simulator, BalancedGpipeTakesMicroBatchesPlusStagesMinusOneChunks) {
+  // A chunk is one micro-batch's forward and backward on one stage, two
+  // matmuls; with messages too small to matter the step is (M + P - 1)
+  // chunks: the first micro-batch's P - 1 hops of a bubble, then M chunks.
+  double kernel = 65.536e-6, chunk = 2 * kernel;
+  for (auto [stages, micro] :
+       {std::pair{4, 8}, std::pair{2, 4}, std::pair{3, 1}, std::pair{8, 16}}) {
+    Plan plan = gpipePlan(stages, micro);
+    Simulation sim = simulate(
+        plan,
+        parseTopology("nodes=1,ranks_per_node=" + std::to_string(stages) +
+                      ",intra=1000GB/s,latency=0"),
+        slowDevice());
+    double ideal = (micro + stages - 1) * chunk;
+    // Each message adds 64 ps to the path it lies on.
+    EXPECT_GE(sim.stepSeconds, ideal - 1e-12) << stages << " x " << micro;
+    EXPECT_NEAR(sim.stepSeconds, ideal, 1e-3 * ideal)
+        << stages << " stages, " << micro << " micro-batches";
+    // Against the compute of one stage, M chunks: (M + P - 1) / M.
+    EXPECT_NEAR(sim.stepSeconds / (micro * chunk),
+                static_cast<double>(micro + stages - 1) / micro, 1e-3);
+    ASSERT_EQ(sim.stageSeconds.size(), static_cast<size_t>(stages));
+    // Stage 0 ends last: its last backward is the step's end.
+    EXPECT_NEAR(sim.stageSeconds[0], sim.stepSeconds, 1e-12);
+  }
+}
+
+TEST(Simulator, RefusesAReceiveHalfWithNothingSent) {
+  Plan plan = overlapPipelinePlan(true);
+  plan.instructions.erase(plan.instructions.begin() + 1,
+                          plan.instructions.begin() + 3);
+  try {
+    simulate(plan, twoRanks(), slowDevice());
+    FAIL() << "simulated a receive half without its send half";
+  } catch (const RuntimeError &error) {
+    EXPECT_STREQ(error.what(),
+                 "collective_start of bucket 1: the receive half of a "
+                 "send_recv from stage 0 to stage 1 comes before any send "
+                 "half between them");
+  }
 }
 
 TEST(Simulator, RefusesAnotherWorld) {

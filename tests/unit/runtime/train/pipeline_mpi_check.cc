@@ -5,7 +5,10 @@
 // its send_recv over MPI. Every process must see stage 0's loss (only
 // stage 0 computes it), so that all stop or skip a step together; the
 // variables gather from their stage's process; a step with a non-finite
-// loss is undone on both stages. Rank 0 prints "pipeline_mpi_check: OK"
+// loss is undone on both stages. Then the plan whose send_recv come in
+// halves (kSplitPipelinePlan): each process runs its half of every
+// message, the send half never waiting for its receiver. Rank 0 prints
+// "pipeline_mpi_check: OK"
 // when every rank passed; the exit status is non-zero otherwise.
 //
 //===----------------------------------------------------------------------===//
@@ -89,6 +92,44 @@ void check(MpiSession &mpi, Communicator &comm) {
            rank, "a rank did not send 16 bytes in the last step");
 }
 
+/// The plan of send and receive halves: stage 1 computes k = v + t before
+/// it receives, and e = 2w + x + v + t.
+void checkHalves(MpiSession &mpi, Communicator &comm) {
+  PlanReadOptions options;
+  options.verifyChecksum = false; // Written by hand.
+  Plan plan = parsePlan(zerosbp::testing::kSplitPipelinePlan,
+                        "split_pipeline.zplan", options);
+  int rank = mpi.rank();
+  TrainingSession session(
+      plan, comm,
+      [&mpi](const std::vector<double> &mine) {
+        return mpi.gatherRecords(mine, std::chrono::seconds(30));
+      },
+      30);
+  session.initialize(initialValue);
+  double loss = step(session, 0.5);
+  expect(loss == 19.5, rank,
+         "halves: step 1's loss is " + std::to_string(loss));
+  loss = step(session, 0.5);
+  expect(loss == 38.5, rank,
+         "halves: step 2's loss is " + std::to_string(loss));
+  std::map<std::string, std::vector<double>> expected = {
+      {"w", {0.25, 0.5, 0.75, 1}},
+      {"u", {5, 6, 7, 8}},
+      {"v", {90, 180, 270, 360}},
+      {"t", {7, 7, 7, 7}}};
+  for (size_t v = 0; v < plan.variables.size(); ++v)
+    expect(session.globalValue(static_cast<int>(v)) ==
+               expected[plan.variables[v].name],
+           rank, "halves: variable '" + plan.variables[v].name + "' differs");
+  for (const RankRecord &record : session.records())
+    expect(!record.bytesSent.empty() &&
+               record.bytesSent
+                       .back()[static_cast<int>(CollectiveKind::SendRecv)] ==
+                   16,
+           rank, "halves: a rank did not send 16 bytes in the last step");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -100,6 +141,7 @@ int main(int argc, char **argv) {
     }
     std::unique_ptr<Communicator> comm = mpi.communicator();
     check(mpi, *comm);
+    checkHalves(mpi, *comm);
     std::vector<double> all = mpi.gatherRecords({static_cast<double>(failures)},
                                                 std::chrono::seconds(30));
     double total = std::accumulate(all.begin(), all.end(), 0.0);
