@@ -10,13 +10,12 @@
 
 #include "passes/Passes.h"
 #include "passes/common/OpCost.h"
-#include "passes/common/SbpUtils.h"
 #include "passes/common/ZeroAttrNames.h"
+#include "passes/pipeline/PipelineSchedule.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <map>
@@ -31,38 +30,12 @@ using namespace mlir;
 using namespace mlir::sbp;
 using zerosbp::kLossSeedAttr;
 using zerosbp::kPipelineAttr;
+using zerosbp::pipeline::Chunk;
+using zerosbp::pipeline::Phase;
+using zerosbp::pipeline::scheduleOf;
+using zerosbp::pipeline::StageChunk;
 
 namespace {
-
-/// A forward or a backward of one micro-batch on one stage.
-enum class Phase { Forward, Backward };
-using Chunk = std::pair<Phase, int64_t>;
-
-/// The chunks stage `stage` of `stages` runs, in order.
-SmallVector<Chunk> scheduleOf(int64_t stage, int64_t stages,
-                              int64_t microBatches, bool gpipe) {
-  SmallVector<Chunk> order;
-  if (gpipe) {
-    for (int64_t m = 0; m < microBatches; ++m)
-      order.push_back({Phase::Forward, m});
-    for (int64_t m = 0; m < microBatches; ++m)
-      order.push_back({Phase::Backward, m});
-    return order;
-  }
-  // 1F1B: the forwards that fill the pipeline behind this stage, then one
-  // backward per forward, then the backwards left.
-  int64_t warmup = std::min(stages - 1 - stage, microBatches);
-  int64_t forward = 0, backward = 0;
-  for (; forward < warmup; ++forward)
-    order.push_back({Phase::Forward, forward});
-  for (; forward < microBatches; ++forward, ++backward) {
-    order.push_back({Phase::Forward, forward});
-    order.push_back({Phase::Backward, backward});
-  }
-  for (; backward < microBatches; ++backward)
-    order.push_back({Phase::Backward, backward});
-  return order;
-}
 
 int64_t markOf(Operation *op, StringRef name) {
   auto mark = op->getAttrOfType<IntegerAttr>(name);
@@ -424,20 +397,19 @@ LogicalResult StagePlanner::order() {
 LogicalResult
 StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
                          const DenseMap<Operation *, Chunk> &chunkOfOp) {
-  // Each chunk's planned time is its matmul FLOPs. A chunk starts when its
-  // stage is free and the chunks it receives from have finished.
-  using Key = std::pair<int64_t, Chunk>; // (stage, chunk)
-  std::map<Key, double> cost;
-  std::map<Key, std::set<Key>> waitsFor;
-  auto keyOf = [&](Operation *op) -> std::optional<Key> {
+  // Each chunk's planned time is its matmul FLOPs; a chunk waits for the
+  // chunks whose values it receives.
+  std::map<StageChunk, double> cost;
+  std::map<StageChunk, std::set<StageChunk>> waitsFor;
+  auto keyOf = [&](Operation *op) -> std::optional<StageChunk> {
     auto it = chunkOfOp.find(op);
     if (it == chunkOfOp.end())
       return std::nullopt;
-    return Key{stageOf(op), it->second};
+    return StageChunk{stageOf(op), it->second};
   };
   for (const SmallVector<Operation *> &sequence : sequences)
     for (Operation *op : sequence) {
-      std::optional<Key> key = keyOf(op);
+      std::optional<StageChunk> key = keyOf(op);
       if (!key)
         continue;
       cost[*key] += zerosbp::matmulFlops(op);
@@ -446,55 +418,23 @@ StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
         if (!hop || !hops.contains(hop))
           continue;
         Operation *source = hop->getOperand(0).getDefiningOp();
-        if (std::optional<Key> from = source ? keyOf(source) : std::nullopt)
+        if (std::optional<StageChunk> from =
+                source ? keyOf(source) : std::nullopt)
           waitsFor[*key].insert(*from);
       }
     }
-  SmallVector<SmallVector<Chunk>> runs;
-  for (int64_t s = 0; s < stages; ++s)
-    runs.push_back(scheduleOf(s, stages, microBatches, gpipe));
-  std::map<Key, double> finish;
-  SmallVector<double> freeAt(stages, 0.0);
-  SmallVector<size_t> next(stages, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int64_t s = 0; s < stages; ++s)
-      while (next[s] < runs[s].size()) {
-        Key key{s, runs[s][next[s]]};
-        double start = freeAt[s];
-        bool ready = true;
-        for (const Key &from : waitsFor[key]) {
-          auto it = finish.find(from);
-          if (it == finish.end()) {
-            ready = false;
-            break;
-          }
-          start = std::max(start, it->second);
-        }
-        if (!ready)
-          break;
-        finish[key] = freeAt[s] = start + cost[key];
-        ++next[s];
-        progress = true;
-      }
-  }
-  for (int64_t s = 0; s < stages; ++s)
-    if (next[s] < runs[s].size())
-      return func.emitError("zero-pipeline-stages: the planned schedule "
-                            "stalls on stage ")
-             << s << " before chunk " << next[s];
-  double step = 0, busy = 0;
-  SmallVector<Attribute> stageFlops;
-  for (int64_t s = 0; s < stages; ++s) {
-    step = std::max(step, freeAt[s]);
-    double own = 0;
-    for (const Chunk &chunk : runs[s])
-      own += cost[{s, chunk}];
-    busy += own;
-    stageFlops.push_back(builder.getF64FloatAttr(own));
-  }
-  double bubble =
-      step > 0 ? 1.0 - busy / (static_cast<double>(stages) * step) : 0.0;
+  auto [planned, stalled] =
+      zerosbp::pipeline::planStep(stages, microBatches, gpipe, cost, waitsFor);
+  if (!planned)
+    return func.emitError("zero-pipeline-stages: the planned schedule "
+                          "stalls on stage ")
+           << stalled.first << " at the "
+           << (stalled.second.first == Phase::Forward ? "forward" : "backward")
+           << " of micro-batch " << stalled.second.second;
+  SmallVector<Attribute> stageFlops =
+      llvm::map_to_vector(planned->busy, [&](double busy) -> Attribute {
+        return builder.getF64FloatAttr(busy);
+      });
   func->setAttr(
       kPipelineAttr,
       builder.getDictionaryAttr({
@@ -503,7 +443,8 @@ StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
                                builder.getI64IntegerAttr(microBatches)),
           builder.getNamedAttr("schedule",
                                builder.getStringAttr(gpipe ? "gpipe" : "1f1b")),
-          builder.getNamedAttr("bubble", builder.getF64FloatAttr(bubble)),
+          builder.getNamedAttr("bubble",
+                               builder.getF64FloatAttr(planned->bubble())),
           builder.getNamedAttr("stage_flops", builder.getArrayAttr(stageFlops)),
       }));
   return success();
