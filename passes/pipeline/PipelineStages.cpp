@@ -28,6 +28,7 @@ namespace zerosbp {
 
 using namespace mlir;
 using namespace mlir::sbp;
+using zerosbp::kGradSumAttr;
 using zerosbp::kLossSeedAttr;
 using zerosbp::kPipelineAttr;
 using zerosbp::pipeline::Chunk;
@@ -351,13 +352,31 @@ LogicalResult StagePlanner::order() {
   for (Operation &op : body.without_terminator())
     if (std::optional<Chunk> chunk = chunkOf(&op))
       chunkOfOp[&op] = *chunk;
-  // Each stage's run: by slot, then as the graph had them.
+  // Each stage's run: by slot, then as the graph had them, except that a
+  // gradient's running total takes each contribution right after it is
+  // made (zero-autodiff builds the sums after the whole backward), so that
+  // one micro-batch's contributions are not all held at once.
+  DenseMap<Operation *, double> place;
+  for (Operation &op : body.without_terminator()) {
+    double at = index.lookup(&op);
+    if (op.hasAttr(kGradSumAttr)) {
+      // After what it reads in its own slot; the earlier slots run first.
+      at = -1;
+      for (Value operand : op.getOperands())
+        if (Operation *producer = operand.getDefiningOp();
+            producer && stageOf(producer) == stageOf(&op) &&
+            slot.lookup(producer) == slot.lookup(&op))
+          at = std::max(at, place.lookup(producer) + 0.5);
+    }
+    place[&op] = at;
+  }
   SmallVector<SmallVector<Operation *>> sequences(stages);
   for (Operation &op : body.without_terminator())
     sequences[stageOf(&op)].push_back(&op);
   for (SmallVector<Operation *> &sequence : sequences)
     llvm::stable_sort(sequence, [&](Operation *a, Operation *b) {
-      return slot.lookup(a) < slot.lookup(b);
+      return std::make_pair(slot.lookup(a), place.lookup(a)) <
+             std::make_pair(slot.lookup(b), place.lookup(b));
     });
   // One program: the stages' runs merged in an order that respects every
   // value, as the ranks meet at each send and receive.

@@ -44,6 +44,10 @@
 // ONEF: nn.matmul {{.*}}{transpose_rhs, zero.micro_batch = 1 : i64, zero.pipeline_stage = 0
 // ONEF: nn.matmul {{.*}}{transpose_lhs, zero.micro_batch = 0 : i64, zero.pipeline_stage = 0
 // ONEF: nn.matmul {{.*}}{transpose_rhs, zero.micro_batch = 2 : i64, zero.pipeline_stage = 0
+// A weight gradient's running total takes micro-batch 1's contribution
+// right after it is made, not after the whole backward.
+// ONEF: %[[DW:.*]] = nn.matmul {{.*}}{transpose_lhs, zero.micro_batch = 1 : i64, zero.pipeline_stage = 0
+// ONEF-NEXT: nn.add %{{.*}}, %[[DW]] {zero.grad_sum, zero.micro_batch = 1 : i64, zero.pipeline_stage = 0
 // GPipe runs every forward first.
 // GPIPE: nn.matmul {{.*}}{transpose_rhs, zero.micro_batch = 3 : i64, zero.pipeline_stage = 0
 // GPIPE: nn.matmul {{.*}}{transpose_lhs, zero.micro_batch = 0 : i64, zero.pipeline_stage = 0
