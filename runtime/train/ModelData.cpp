@@ -113,18 +113,24 @@ InputFeed::InputFeed(const Plan &plan,
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     // Reshapes have no instruction: a view of the input shares its bytes.
     // A layout that splits the input further (a model axis slicing the
-    // labels) reads it through the slice's result.
+    // labels, a micro-batch's rows under gradient accumulation) reads it
+    // through the slice's result.
     const PlanValue &input = plan.values[plan.inputs[i].value];
     std::set<int> slices;
+    // The buffers of the slices' results, which views of them share.
+    std::set<int> sliceBuffers;
     auto readsInput = [&](int id) {
       const PlanValue &value = plan.values[id];
       return (value.buffer == input.buffer && value.offset == input.offset) ||
-             slices.count(id);
+             slices.count(id) || sliceBuffers.count(value.buffer);
     };
     for (const Instruction &instruction : plan.instructions) {
-      if (instruction.op == "shard.all_slice" &&
-          readsInput(instruction.operands[0]))
+      if ((instruction.op == "shard.all_slice" ||
+           instruction.op == "nn.slice" || instruction.op == "nn.reshape") &&
+          readsInput(instruction.operands[0])) {
         slices.insert(instruction.results[0]);
+        sliceBuffers.insert(plan.values[instruction.results[0]].buffer);
+      }
       // The vocabulary-parallel loss reads its labels third.
       size_t ids = instruction.op == "nn.cross_entropy_sums" ? 2 : 1;
       if (instruction.kind != InstructionKind::Kernel ||

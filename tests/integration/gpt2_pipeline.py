@@ -23,6 +23,7 @@ The 2-layer GPT-2 of checks.py on 4 ranks, same initial values and data:
   at (2, 2, 1) itself, continuing the uninterrupted losses; `zero-checkpoint
   to-fp32` of it writes whole tensors equal to what `--save` wrote;
 * the eval graph at (2, 2, 1) gives the (1, 4, 1) eval graph's loss;
+* synthetic data (no --data) give the same losses with micro-batches;
 * refusals, each one line and a non-zero exit: more stages than layers,
   micro-batches that do not divide a rank's batch, ZeRO stage 2, gradient
   clipping, an unknown schedule.
@@ -182,6 +183,18 @@ def main():
         a, b = evals[2]["losses"], evals[1]["losses"]
         check(len(a) == 2 and max_rel(a, b) <= FP32_RTOL,
               "(2, 2, 1) eval: the (1, 4, 1) losses (%s, %s)" % (a, b))
+
+    # Synthetic data (no --data) are the same with micro-batches: their ids
+    # range over the vocabulary read through each micro-batch's rows.
+    flat, _ = train_report(zero_run, compile_plan(1, 1, 1)[0], work, None,
+                           STEPS)
+    piped, error = train_report(zero_run, compile_plan(2, 1, 1)[0], work,
+                                None, STEPS)
+    check(flat is not None and piped is not None and
+          max_rel(piped["losses"], flat["losses"]) <= FP32_RTOL,
+          "(2, 2, 1) on synthetic data: the (1, 4, 1) losses (%s, %s)" % (
+              piped["losses"] if piped else error,
+              flat["losses"] if flat else None))
 
     # Refusals: one line each, and a non-zero exit.
     refusals = [
