@@ -72,8 +72,7 @@ FailureOr<ModelStateReport> zerosbp::analyzeModelStates(func::FuncOp func) {
 
   WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
     ++report.ops;
-    auto stageMark = op->getAttrOfType<IntegerAttr>(nn::kPipelineStageAttr);
-    int64_t stage = stageMark ? stageMark.getInt() : -1;
+    int64_t stage = pipelineMark(op, nn::kPipelineStageAttr);
     std::map<std::string, int64_t> &bytesPerRank = stageBytes[stage];
     std::map<std::string, int64_t> &offloadedBytesPerRank =
         stageOffloaded[stage];

@@ -76,9 +76,7 @@ public:
 
 private:
   static int64_t markOf(Value grad, StringRef name) {
-    Operation *op = grad.getDefiningOp();
-    auto mark = op ? op->getAttrOfType<IntegerAttr>(name) : IntegerAttr();
-    return mark ? mark.getInt() : -1;
+    return zerosbp::pipelineMark(grad.getDefiningOp(), name);
   }
   static bool isPipelined(ArrayRef<Value> grads) {
     return llvm::any_of(grads, [&](Value grad) {
@@ -136,8 +134,7 @@ private:
                              /*pipelined=*/true));
       first = end;
     }
-    Value total = chain(totals, /*pipelined=*/true);
-    return total;
+    return chain(totals, /*pipelined=*/true);
   }
 
   OpBuilder &builder;
@@ -173,15 +170,9 @@ static LogicalResult backpropagate(Operation *op, OpBuilder &builder,
   SmallVector<Value> operandGrads;
   // The ops built from here to the end of this function are `op`'s
   // gradient: they run on its pipeline stage, for its micro-batch.
-  Operation *lastBefore =
-      builder.getInsertionPoint() == builder.getInsertionBlock()->begin()
-          ? nullptr
-          : &*std::prev(builder.getInsertionPoint());
-  llvm::scope_exit copyMarks([&] {
-    Block::iterator first = lastBefore ? std::next(Block::iterator(lastBefore))
-                                       : builder.getInsertionBlock()->begin();
-    zerosbp::copyPipelineMarks(op, first, builder.getInsertionPoint());
-  });
+  Operation *before = builder.getInsertionPoint()->getPrevNode();
+  llvm::scope_exit copyMarks(
+      [&] { zerosbp::copyPipelineMarks(op, before, builder); });
   if (failed(differentiable.buildGradients(builder, resultGrads, operandGrads)))
     return failure();
   if (operandGrads.size() != op->getNumOperands())

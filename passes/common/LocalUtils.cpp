@@ -1,6 +1,7 @@
 //===- LocalUtils.cpp - helpers for the local-view passes -----------------===//
 
 #include "passes/common/LocalUtils.h"
+#include "passes/common/SbpUtils.h"
 #include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
@@ -137,8 +138,8 @@ void zerosbp::moveAfterInBlock(Operation *op, Operation *target) {
 
 int64_t zerosbp::pipelineStageOf(Operation *op) {
   while (op) {
-    if (auto stage = op->getAttrOfType<IntegerAttr>(nn::kPipelineStageAttr))
-      return stage.getInt();
+    if (int64_t stage = pipelineMark(op, nn::kPipelineStageAttr); stage >= 0)
+      return stage;
     Operation *next = nullptr;
     for (Value operand : op->getOperands())
       if ((next = operand.getDefiningOp()))

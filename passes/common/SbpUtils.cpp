@@ -225,10 +225,18 @@ SmallVector<int64_t, 2> zerosbp::rankCoordinates(ArrayRef<int64_t> hierarchy,
   return at;
 }
 
-void zerosbp::copyPipelineMarks(Operation *from, Block::iterator first,
-                                Block::iterator end) {
+int64_t zerosbp::pipelineMark(Operation *op, StringRef mark) {
+  auto value = op ? op->getAttrOfType<IntegerAttr>(mark) : IntegerAttr();
+  return value ? value.getInt() : -1;
+}
+
+void zerosbp::copyPipelineMarks(Operation *from, Operation *before,
+                                OpBuilder &builder) {
+  Block::iterator first = before ? std::next(before->getIterator())
+                                 : builder.getInsertionBlock()->begin();
   for (StringRef mark : {nn::kPipelineStageAttr, nn::kMicroBatchAttr})
     if (Attribute value = from->getAttr(mark))
-      for (Operation &built : llvm::make_range(first, end))
+      for (Operation &built :
+           llvm::make_range(first, builder.getInsertionPoint()))
         built.setAttr(mark, value);
 }

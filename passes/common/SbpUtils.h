@@ -112,12 +112,17 @@ mlir::LogicalResult reinferResultTypes(mlir::Operation *op);
 void hoistGradientsAboveUpdates(
     llvm::ArrayRef<mlir::nn::OptimizerUpdateOpInterface> updates);
 
-/// Gives the ops in [`first`, `end`) of one block `from`'s pipeline marks
-/// (stage and micro-batch): ops a pass builds to compute what `from`
-/// computes, or its gradient, run where and when `from` does
+/// `op`'s pipeline mark `mark` (nn::kPipelineStageAttr or
+/// nn::kMicroBatchAttr), or -1 when it has none (or is null).
+int64_t pipelineMark(mlir::Operation *op, llvm::StringRef mark);
+
+/// Gives the ops `builder` built after `before` (null: from the start of
+/// its block) up to its insertion point `from`'s pipeline marks (stage and
+/// micro-batch): ops a pass builds to compute what `from` computes, or its
+/// gradient, run where and when `from` does
 /// (docs/design.md#pipeline-parallelism).
-void copyPipelineMarks(mlir::Operation *from, mlir::Block::iterator first,
-                       mlir::Block::iterator end);
+void copyPipelineMarks(mlir::Operation *from, mlir::Operation *before,
+                       mlir::OpBuilder &builder);
 
 } // namespace zerosbp
 

@@ -108,12 +108,9 @@ private:
       inputs.push_back(kept(input) ? input
                                    : build(builder, cast<OpResult>(input)));
     Operation *before = builder.getInsertionPoint()->getPrevNode();
-    Block *block = builder.getInsertionBlock();
     Value again = op.buildRecompute(builder, result, inputs);
     // The copy runs on the original's pipeline stage, for its micro-batch.
-    zerosbp::copyPipelineMarks(
-        op, before ? std::next(before->getIterator()) : block->begin(),
-        builder.getInsertionPoint());
+    zerosbp::copyPipelineMarks(op, before, builder);
     return again;
   }
 

@@ -604,14 +604,12 @@ void Planner::writeAttributes() {
     }
   }
   struct Largest {
-    bool used = false;
     int64_t arena = 0, lowerBound = 0, modelStates = 0;
     std::map<BufferRole, int64_t> peak;
   };
   std::map<MemoryKind, Largest> largest;
   for (auto &[key, summary] : arenas) {
     Largest &into = largest[key.first];
-    into.used = true;
     into.arena = std::max(into.arena, summary.arena);
     into.lowerBound = std::max(into.lowerBound, peakOf(summary.total));
     into.modelStates = std::max(into.modelStates, peakOf(summary.states));
@@ -639,7 +637,7 @@ void Planner::writeAttributes() {
   };
   for (MemoryKind kind : {MemoryKind::host, MemoryKind::nvme}) {
     auto it = largest.find(kind);
-    if (it == largest.end() || !it->second.used)
+    if (it == largest.end())
       continue;
     Largest &summary = it->second;
     memory.push_back(builder.getNamedAttr(

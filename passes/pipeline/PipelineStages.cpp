@@ -10,6 +10,7 @@
 
 #include "passes/Passes.h"
 #include "passes/common/OpCost.h"
+#include "passes/common/SbpUtils.h"
 #include "passes/common/ZeroAttrNames.h"
 #include "passes/pipeline/PipelineSchedule.h"
 
@@ -37,11 +38,6 @@ using zerosbp::pipeline::scheduleOf;
 using zerosbp::pipeline::StageChunk;
 
 namespace {
-
-int64_t markOf(Operation *op, StringRef name) {
-  auto mark = op->getAttrOfType<IntegerAttr>(name);
-  return mark ? mark.getInt() : -1;
-}
 
 /// An op without operands that each stage may compute for itself instead
 /// of receiving it: a fill, the step counter. Variables and inputs hold
@@ -71,6 +67,9 @@ private:
                            const DenseMap<Operation *, Chunk> &chunkOfOp);
 
   int64_t stageOf(Operation *op) const { return stage.lookup(op); }
+  /// `type` on stage `s`'s placement, in its own memory kind; a type
+  /// without a global encoding as it is.
+  Type onStage(Type type, int64_t s);
   void setStage(Operation *op, int64_t s) {
     stage[op] = s;
     op->setAttr(nn::kPipelineStageAttr, builder.getI64IntegerAttr(s));
@@ -132,7 +131,7 @@ LogicalResult StagePlanner::makePlacements() {
 LogicalResult StagePlanner::assignStages() {
   SmallVector<Operation *> open;
   for (Operation &op : body.without_terminator()) {
-    int64_t mark = markOf(&op, nn::kPipelineStageAttr);
+    int64_t mark = zerosbp::pipelineMark(&op, nn::kPipelineStageAttr);
     if (mark >= stages)
       return op.emitOpError("zero-pipeline-stages: marked for stage ")
              << mark << " of " << stages;
@@ -212,22 +211,23 @@ LogicalResult StagePlanner::assignStages() {
   return success();
 }
 
-void StagePlanner::movePlacements() {
-  for (Operation &op : body.without_terminator()) {
-    PlacementAttr target = placements[stageOf(&op)];
-    for (Value result : op.getResults()) {
-      auto type = dyn_cast<RankedTensorType>(result.getType());
-      GlobalTensorAttr encoding = type ? getGlobalEncoding(type) : nullptr;
-      if (!encoding)
-        continue;
-      auto moved = GlobalTensorAttr::get(
+Type StagePlanner::onStage(Type type, int64_t s) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  GlobalTensorAttr encoding = tensor ? getGlobalEncoding(tensor) : nullptr;
+  if (!encoding)
+    return type;
+  return RankedTensorType::get(
+      tensor.getShape(), tensor.getElementType(),
+      GlobalTensorAttr::get(
           func.getContext(), encoding.getSbp(),
-          target.withMemory(encoding.getPlacement().getMemory()),
-          encoding.getRole());
-      result.setType(
-          RankedTensorType::get(type.getShape(), type.getElementType(), moved));
-    }
-  }
+          placements[s].withMemory(encoding.getPlacement().getMemory()),
+          encoding.getRole()));
+}
+
+void StagePlanner::movePlacements() {
+  for (Operation &op : body.without_terminator())
+    for (Value result : op.getResults())
+      result.setType(onStage(result.getType(), stageOf(&op)));
 }
 
 Value StagePlanner::crossTo(Value value, int64_t target) {
@@ -239,33 +239,20 @@ Value StagePlanner::crossTo(Value value, int64_t target) {
       copy = builder.clone(*producer);
       setStage(copy, target);
       for (OpResult result : copy->getResults())
-        if (auto type = dyn_cast<RankedTensorType>(result.getType()))
-          if (auto encoding = getGlobalEncoding(type))
-            result.setType(RankedTensorType::get(
-                type.getShape(), type.getElementType(),
-                GlobalTensorAttr::get(func.getContext(), encoding.getSbp(),
-                                      placements[target], encoding.getRole())));
+        result.setType(onStage(result.getType(), target));
     }
     return copy->getResult(cast<OpResult>(value).getResultNumber());
   }
   Value &hop = crossed[{value, target}];
   if (hop)
     return hop;
-  auto type = cast<RankedTensorType>(value.getType());
-  GlobalTensorAttr encoding = getGlobalEncoding(type);
-  auto moved = RankedTensorType::get(
-      type.getShape(), type.getElementType(),
-      GlobalTensorAttr::get(
-          func.getContext(), encoding.getSbp(),
-          placements[target].withMemory(encoding.getPlacement().getMemory()),
-          encoding.getRole()));
   builder.setInsertionPointAfter(producer);
-  auto cast = CastOp::create(builder, value.getLoc(), moved, value);
+  auto cast = CastOp::create(builder, value.getLoc(),
+                             onStage(value.getType(), target), value);
   // It runs with its producer; the receiving stage takes it from there.
   setStage(cast, stageOf(producer));
-  for (StringRef mark : {nn::kMicroBatchAttr})
-    if (Attribute attr = producer->getAttr(mark))
-      cast->setAttr(mark, attr);
+  if (Attribute micro = producer->getAttr(nn::kMicroBatchAttr))
+    cast->setAttr(nn::kMicroBatchAttr, micro);
   hops.insert(cast);
   hop = cast.getResult();
   return hop;
@@ -310,14 +297,19 @@ LogicalResult StagePlanner::order() {
   }
   // The slot of each op in its stage's run: its chunk's, or for an op of
   // no micro-batch the latest slot of what it reads (-1: before any).
-  DenseMap<Operation *, int64_t> slot;
+  // Each op's chunk, read before the ops move.
+  DenseMap<Operation *, Chunk> chunkOfOp;
+  for (Operation &op : body.without_terminator())
+    if (int64_t micro = zerosbp::pipelineMark(&op, nn::kMicroBatchAttr);
+        micro >= 0)
+      chunkOfOp[&op] = {
+          index.lookup(&op) < seedAt ? Phase::Forward : Phase::Backward, micro};
   auto chunkOf = [&](Operation *op) -> std::optional<Chunk> {
-    int64_t micro = markOf(op, nn::kMicroBatchAttr);
-    if (micro < 0)
-      return std::nullopt;
-    return Chunk{index.lookup(op) < seedAt ? Phase::Forward : Phase::Backward,
-                 micro};
+    auto it = chunkOfOp.find(op);
+    return it == chunkOfOp.end() ? std::nullopt
+                                 : std::optional<Chunk>(it->second);
   };
+  DenseMap<Operation *, int64_t> slot;
   for (Operation &op : body.without_terminator()) {
     int64_t s = stageOf(&op);
     if (std::optional<Chunk> chunk = chunkOf(&op)) {
@@ -347,11 +339,6 @@ LogicalResult StagePlanner::order() {
     }
     slot[&op] = latest;
   }
-  // Each op's chunk, read before the ops move.
-  DenseMap<Operation *, Chunk> chunkOfOp;
-  for (Operation &op : body.without_terminator())
-    if (std::optional<Chunk> chunk = chunkOf(&op))
-      chunkOfOp[&op] = *chunk;
   // Each stage's run: by slot, then as the graph had them, except that a
   // gradient's running total takes each contribution right after it is
   // made (zero-autodiff builds the sums after the whole backward), so that
