@@ -19,7 +19,23 @@ SHARDED = ("stage3-param-persistence-threshold=0 overlap-comm=true "
            "reduce-bucket-size=3000 allgather-bucket-size=3000 "
            "stage3-prefetch-bucket-size=3000")
 
+# GPT2's sizes, read back from its flags.
+GPT2_SIZES = {flag[2:].split("=")[0]: int(flag.split("=")[1]) for flag in GPT2}
+
 failures = []
+
+
+def write_gpt2_data(work, steps):
+    """`steps` steps of random tokens and labels for GPT2 as .npy files in
+    work/data (the same every run); returns that directory."""
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    rng = np.random.default_rng(0)
+    shape = (steps, GPT2_SIZES["batch-size"], GPT2_SIZES["seq-length"])
+    for name in ("tokens", "labels"):
+        np.save(os.path.join(data, name + ".npy"),
+                rng.integers(0, GPT2_SIZES["vocab-size"], shape))
+    return data
 
 
 def run(command):

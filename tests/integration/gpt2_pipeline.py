@@ -38,28 +38,20 @@ import sys
 import numpy as np
 
 from checks import (GPT2, check, finish, max_rel, read_safetensors, run,
-                    train_report)
+                    train_report, write_gpt2_data)
 
 # The micro-batches' mean loss and the gradients summed in another order
 # round differently in float32.
 FP32_RTOL = 1e-5
 STEPS = 4
 MICRO = 2
-FLAGS = dict(flag[2:].split("=") for flag in GPT2)
-SEQ, VOCAB = int(FLAGS["seq-length"]), int(FLAGS["vocab-size"])
-BATCH = int(FLAGS["batch-size"])
 
 
 def main():
     zero_compile, zero_run, zero_checkpoint = sys.argv[1:4]
     work = os.environ.get("TEST_TMPDIR", "/tmp/gpt2_pipeline")
     os.makedirs(work, exist_ok=True)
-    data = os.path.join(work, "data")
-    os.makedirs(data, exist_ok=True)
-    rng = np.random.default_rng(0)
-    for name in ("tokens", "labels"):
-        np.save(os.path.join(data, name + ".npy"),
-                rng.integers(0, VOCAB, (STEPS, BATCH, SEQ)))
+    data = write_gpt2_data(work, STEPS)
 
     def compile_plan(pp, tp, stage, schedule="1f1b", micro=MICRO,
                      pairs="optimizer=adam", eval_graph=False):

@@ -31,8 +31,8 @@ import sys
 
 import numpy as np
 
-from checks import (GPT2, check, finish, max_rel, read_safetensors, run,
-                    train_report)
+from checks import (GPT2, GPT2_SIZES, check, finish, max_rel,
+                    read_safetensors, run, train_report, write_gpt2_data)
 
 FP32_RTOL = 1e-6
 # bf16 rounds to 8 bits (2^-8 relative); a reduction in another order may
@@ -41,10 +41,8 @@ BF16_RTOL = 4e-3
 STEPS = 4
 LAYOUTS = [(4, 1), (2, 2), (1, 4)]
 # The flags of checks.GPT2, read back for the expected shapes.
-FLAGS = dict(flag[2:].split("=") for flag in GPT2)
-LAYERS, EMBED = int(FLAGS["num-layers"]), int(FLAGS["hidden-size"])
-SEQ, VOCAB = int(FLAGS["seq-length"]), int(FLAGS["vocab-size"])
-BATCH = int(FLAGS["batch-size"])
+LAYERS, EMBED = GPT2_SIZES["num-layers"], GPT2_SIZES["hidden-size"]
+SEQ, VOCAB = GPT2_SIZES["seq-length"], GPT2_SIZES["vocab-size"]
 
 
 def parameters():
@@ -79,12 +77,7 @@ def main():
     zero_compile, zero_run, zero_checkpoint = sys.argv[1:4]
     work = os.environ.get("TEST_TMPDIR", "/tmp/gpt2_tensor_parallel")
     os.makedirs(work, exist_ok=True)
-    data = os.path.join(work, "data")
-    os.makedirs(data, exist_ok=True)
-    rng = np.random.default_rng(0)
-    for name in ("tokens", "labels"):
-        np.save(os.path.join(data, name + ".npy"),
-                rng.integers(0, VOCAB, (STEPS, BATCH, SEQ)))
+    data = write_gpt2_data(work, STEPS)
 
     def compile_plan(dp, tp, stage, precision="fp32", eval_graph=False):
         name = "gpt2_%d_%d_%d_%s%s" % (dp, tp, stage, precision,
