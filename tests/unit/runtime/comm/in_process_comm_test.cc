@@ -9,6 +9,7 @@
 #include "runtime/comm/InProcessComm.h"
 #include "runtime/core/Error.h"
 #include "tests/unit/runtime/comm/collective_cases.h"
+#include "tests/unit/runtime/comm/rank_threads_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -28,36 +29,9 @@ using testing::Bytes;
 using testing::CollectiveCase;
 using Clock = std::chrono::steady_clock;
 
-std::vector<int> allRanks(int size) {
-  std::vector<int> ranks(size);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  return ranks;
-}
-
-/// Rethrows the first rank's exception, so that gtest reports it.
-void expectNoErrors(const std::vector<std::exception_ptr> &errors) {
-  for (size_t rank = 0; rank < errors.size(); ++rank) {
-    if (!errors[rank])
-      continue;
-    try {
-      std::rethrow_exception(errors[rank]);
-    } catch (const std::exception &error) {
-      ADD_FAILURE() << "rank " << rank << " threw: " << error.what();
-    }
-  }
-}
-
-std::string messageOf(const std::exception_ptr &error) {
-  if (!error)
-    return "";
-  try {
-    std::rethrow_exception(error);
-  } catch (const RuntimeError &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    return std::string("not a RuntimeError: ") + e.what();
-  }
-}
+using testing::allRanks;
+using testing::expectNoErrors;
+using testing::messageOf;
 
 struct Params {
   int size;

@@ -11,6 +11,7 @@
 
 #include "runtime/comm/InProcessComm.h"
 #include "runtime/core/Error.h"
+#include "tests/unit/runtime/comm/rank_threads_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -25,33 +26,9 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::vector<int> allRanks(int size) {
-  std::vector<int> ranks(size);
-  std::iota(ranks.begin(), ranks.end(), 0);
-  return ranks;
-}
-
-void expectNoErrors(const std::vector<std::exception_ptr> &errors) {
-  for (size_t rank = 0; rank < errors.size(); ++rank) {
-    if (!errors[rank])
-      continue;
-    try {
-      std::rethrow_exception(errors[rank]);
-    } catch (const std::exception &error) {
-      ADD_FAILURE() << "rank " << rank << " threw: " << error.what();
-    }
-  }
-}
-
-std::string messageOf(const std::exception_ptr &error) {
-  if (!error)
-    return "";
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception &e) {
-    return e.what();
-  }
-}
+using testing::allRanks;
+using testing::expectNoErrors;
+using testing::messageOf;
 
 /// `count` floats that differ per (tag, element).
 std::vector<float> payload(int tag, int64_t count) {
