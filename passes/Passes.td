@@ -173,7 +173,10 @@ def ZeroPipelineStages : Pass<"zero-pipeline-stages", "::mlir::func::FuncOp"> {
     micro-batches' forwards F(m) and backwards B(m) as GPipe (every F, then
     every B) or 1F1B (stage s runs P - 1 - s forwards ahead, then one
     backward per forward), and the rest (casts of parameters, the
-    optimizer) as soon as what they read is there. `zero.pipeline` records
+    optimizer) as soon as what they read is there. With `virtual-stages` V,
+    the marks count P V virtual stages, virtual stage v runs on stage
+    v mod P, and 1F1B is Megatron's interleaved order over each stage's V
+    model chunks, which shrinks the bubble V times. `zero.pipeline` records
     the stages, micro-batches, schedule and the bubble planned from the
     matmul FLOPs of each F(m) and B(m): the share of the stages' time that
     they wait.
@@ -184,6 +187,10 @@ def ZeroPipelineStages : Pass<"zero-pipeline-stages", "::mlir::func::FuncOp"> {
            "micro-batches per step (zero-accumulate's steps)">,
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
            "1f1b or gpipe">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "model chunks per stage: marks count virtual stages, virtual "
+           "stage v runs on stage v mod `stages`, and 1F1B interleaves them "
+           "(Megatron's virtual pipeline stages)">,
   ];
   let dependentDialects = ["::mlir::sbp::SbpDialect",
                            "::mlir::nn::NNDialect"];

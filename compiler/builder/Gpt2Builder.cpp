@@ -88,10 +88,19 @@ std::string Gpt2Config::checkPipeline() const {
   if (pipelineStages < 1)
     return "the pipeline-parallel size must be at least 1, got " +
            std::to_string(pipelineStages);
-  if (layers < pipelineStages)
+  if (virtualStages < 1)
+    return "the virtual pipeline stages must be at least 1, got " +
+           std::to_string(virtualStages);
+  if (virtualStages == 1 && layers < pipelineStages)
     return llvm::formatv("{0} layers do not cut into {1} pipeline stages "
                          "(each stage needs at least one layer)",
                          layers, pipelineStages)
+        .str();
+  if (layers < pipelineStages * virtualStages)
+    return llvm::formatv("{0} layers do not cut into {1} pipeline stages of "
+                         "{2} model chunks (each chunk needs at least one "
+                         "layer)",
+                         layers, pipelineStages, virtualStages)
         .str();
   return "";
 }
@@ -103,7 +112,8 @@ llvm::SmallVector<int64_t> Gpt2Config::pipelineCut() const {
   double e = static_cast<double>(embed);
   double block = 24.0 * e * e + 4.0 * static_cast<double>(seqLen) * e;
   double head = 2.0 * static_cast<double>(vocab) * e;
-  int64_t stages = std::max<int64_t>(pipelineStages, 1);
+  int64_t stages = std::max<int64_t>(pipelineStages, 1) *
+                   std::max<int64_t>(virtualStages, 1);
   // best[s][n]: the least maximum over stages 0..s holding blocks [0, n).
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> best(stages,
@@ -181,7 +191,7 @@ public:
         b.endCheckpoint();
     }
     if (pipelined())
-      b.setPipelineStage(c.pipelineStages - 1);
+      b.setPipelineStage(cut.size() - 2);
     x = b.layerNormLayer("ln_f", x);
     Value logits = b.matmul(x, wte, /*transposeLhs=*/false,
                             /*transposeRhs=*/true);

@@ -40,6 +40,10 @@ struct Gpt2Config {
   /// norm, the tied LM head and the loss on the last, the blocks between
   /// them balanced by their FLOPs (pipelineCut).
   int64_t pipelineStages = 1;
+  /// Model chunks per pipeline stage (Megatron's virtual pipeline stages):
+  /// the blocks are cut into pipelineStages * virtualStages ranges, range v
+  /// marked as virtual stage v, which runs on stage v mod pipelineStages.
+  int64_t virtualStages = 1;
 
   /// Presets: "tiny" (tests), "small" (124M), "medium" (350M), "large"
   /// (774M), "xl" (1.5B, DeepSpeed's Megatron GPT-2 tutorial).
@@ -56,13 +60,13 @@ struct Gpt2Config {
   /// vocabulary.
   std::string checkModelParallel() const;
 
-  /// Why pipelineStages cannot cut this model, or empty: every stage needs
-  /// at least one block.
+  /// Why pipelineStages and virtualStages cannot cut this model, or empty:
+  /// every virtual stage needs at least one block.
   std::string checkPipeline() const;
-  /// The first block of each pipeline stage: blocks [cut[s], cut[s + 1])
-  /// run on stage s. Contiguous and balanced: the most FLOPs per token of
-  /// any stage, counting the embedding on the first stage and the LM head
-  /// on the last, is as small as it can be.
+  /// The first block of each virtual pipeline stage: blocks
+  /// [cut[v], cut[v + 1]) are virtual stage v. Contiguous and balanced: the
+  /// most FLOPs per token of any stage, counting the embedding on the first
+  /// stage and the LM head on the last, is as small as it can be.
   llvm::SmallVector<int64_t> pipelineCut() const;
 
   /// A tensor of the graph as the product of its sizes, so that a caller

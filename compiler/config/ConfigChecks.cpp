@@ -233,6 +233,23 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
       check.fail(ConfigField::PipelineSchedule,
                  "expected 1f1b or gpipe, got '" + config.pipelineSchedule +
                      "'");
+    if (option.field == ConfigField::VirtualPipelineStages &&
+        config.pipelineParallelSize > 1 && config.virtualPipelineStages > 1) {
+      if (config.pipelineSchedule != "1f1b")
+        check.fail(ConfigField::VirtualPipelineStages,
+                   "interleaves the 1f1b schedule, not " +
+                       config.pipelineSchedule);
+      // Megatron's interleaved order takes micro-batches in groups of P.
+      else if (config.gradientAccumulationSteps % config.pipelineParallelSize !=
+               0)
+        check.fail(ConfigField::VirtualPipelineStages,
+                   llvm::formatv("needs {0} ({1}) to be a multiple of {2} "
+                                 "({3})",
+                                 name(ConfigField::GradientAccumulationSteps),
+                                 config.gradientAccumulationSteps,
+                                 name(ConfigField::PipelineParallelSize),
+                                 config.pipelineParallelSize));
+    }
     // Offload moves the stage's optimizer-state partitions: stage 0 has
     // none (DeepSpeed: "ZeRO-Offload requires ZeRO stage >= 1").
     if (option.field == ConfigField::OffloadOptimizer &&

@@ -166,6 +166,9 @@ llvm::json::Value ZeroConfig::toJson() const {
                                              pipelineParallelSize);
     result.getObject("zerosbp")->try_emplace("pipeline_schedule",
                                              pipelineSchedule);
+    if (virtualPipelineStages != 1)
+      result.getObject("zerosbp")->try_emplace(
+          "virtual_pipeline_model_parallel_size", virtualPipelineStages);
   }
   if (trainMicroBatchSizePerGpu != 0)
     result["train_micro_batch_size_per_gpu"] = trainMicroBatchSizePerGpu;

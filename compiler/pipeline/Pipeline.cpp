@@ -87,6 +87,7 @@ static void addPipelineStages(OpPassManager &pm, const ZeroConfig &config) {
   pipeline.stages = config.pipelineParallelSize;
   pipeline.microBatches = config.gradientAccumulationSteps;
   pipeline.schedule = config.pipelineSchedule;
+  pipeline.virtualStages = config.virtualPipelineStages;
   pm.addPass(createZeroPipelineStages(pipeline));
 }
 

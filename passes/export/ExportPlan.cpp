@@ -539,6 +539,10 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
       json.attributeObject("pipeline", [&] {
         for (StringRef key : {"stages", "micro_batches", "schedule", "bubble"})
           json.attribute(key, toJson(pipeline.get(key)));
+        // Only an interleaved schedule says how many chunks a stage holds.
+        if (auto chunks = pipeline.getAs<IntegerAttr>("model_chunks");
+            chunks && chunks.getInt() > 1)
+          json.attribute("model_chunks", chunks.getInt());
       });
     if (config)
       json.attribute("config", *config);

@@ -34,6 +34,7 @@ using zerosbp::kLossSeedAttr;
 using zerosbp::kPipelineAttr;
 using zerosbp::pipeline::Chunk;
 using zerosbp::pipeline::Phase;
+using zerosbp::pipeline::Schedule;
 using zerosbp::pipeline::scheduleOf;
 using zerosbp::pipeline::StageChunk;
 
@@ -49,10 +50,9 @@ bool isCopiedPerStage(Operation *op) {
 
 class StagePlanner {
 public:
-  StagePlanner(func::FuncOp func, int64_t stages, int64_t microBatches,
-               bool gpipe)
+  StagePlanner(func::FuncOp func, const Schedule &schedule)
       : func(func), body(func.getBody().front()), builder(func.getContext()),
-        stages(stages), microBatches(microBatches), gpipe(gpipe) {}
+        schedule(schedule), stages(schedule.stages) {}
 
   LogicalResult run();
 
@@ -67,21 +67,28 @@ private:
                            const DenseMap<Operation *, Chunk> &chunkOfOp);
 
   int64_t stageOf(Operation *op) const { return stage.lookup(op); }
+  /// Which of its stage's model chunks `op` belongs to.
+  int64_t modelChunkOf(Operation *op) const {
+    return virtualStage.lookup(op) / stages;
+  }
   /// `type` on stage `s`'s placement, in its own memory kind; a type
   /// without a global encoding as it is.
   Type onStage(Type type, int64_t s);
-  void setStage(Operation *op, int64_t s) {
-    stage[op] = s;
-    op->setAttr(nn::kPipelineStageAttr, builder.getI64IntegerAttr(s));
+  /// Puts `op` on virtual stage `v`: model chunk v / stages of stage
+  /// v % stages. The mark it keeps is the stage, as later passes read it.
+  void setStage(Operation *op, int64_t v) {
+    virtualStage[op] = v;
+    stage[op] = v % stages;
+    op->setAttr(nn::kPipelineStageAttr, builder.getI64IntegerAttr(v % stages));
   }
 
   func::FuncOp func;
   Block &body;
   OpBuilder builder;
-  int64_t stages, microBatches;
-  bool gpipe;
+  Schedule schedule;
+  int64_t stages;
   SmallVector<PlacementAttr> placements; // Per stage, in device memory.
-  llvm::DenseMap<Operation *, int64_t> stage;
+  llvm::DenseMap<Operation *, int64_t> stage, virtualStage;
   llvm::DenseMap<std::pair<Value, int64_t>, Value> crossed;
   llvm::DenseMap<std::pair<Operation *, int64_t>, Operation *> copies;
   /// The casts between stages: their operand's stage is not theirs.
@@ -130,22 +137,28 @@ LogicalResult StagePlanner::makePlacements() {
 
 LogicalResult StagePlanner::assignStages() {
   SmallVector<Operation *> open;
+  int64_t virtualStages = stages * schedule.modelChunks;
   for (Operation &op : body.without_terminator()) {
     int64_t mark = zerosbp::pipelineMark(&op, nn::kPipelineStageAttr);
-    if (mark >= stages)
-      return op.emitOpError("zero-pipeline-stages: marked for stage ")
-             << mark << " of " << stages;
+    if (mark >= virtualStages) {
+      if (schedule.modelChunks == 1)
+        return op.emitOpError("zero-pipeline-stages: marked for stage ")
+               << mark << " of " << stages;
+      return op.emitOpError("zero-pipeline-stages: marked for virtual stage ")
+             << mark << " of " << virtualStages << " (" << stages
+             << " stages of " << schedule.modelChunks << " model chunks)";
+    }
     if (mark >= 0)
-      stage[&op] = mark;
+      setStage(&op, mark);
     else
       open.push_back(&op);
   }
-  // Stages of the placed operands (or users) of `op`.
+  // Virtual stages of the placed operands (or users) of `op`.
   auto stagesOf = [&](auto &&ops) {
     std::set<int64_t> found;
     for (Operation *other : ops)
-      if (other && stage.count(other))
-        found.insert(stage.lookup(other));
+      if (other && virtualStage.count(other))
+        found.insert(virtualStage.lookup(other));
     return found;
   };
   auto producers = [](Operation *op) {
@@ -250,7 +263,7 @@ Value StagePlanner::crossTo(Value value, int64_t target) {
   auto cast = CastOp::create(builder, value.getLoc(),
                              onStage(value.getType(), target), value);
   // It runs with its producer; the receiving stage takes it from there.
-  setStage(cast, stageOf(producer));
+  setStage(cast, virtualStage.lookup(producer));
   if (Attribute micro = producer->getAttr(nn::kMicroBatchAttr))
     cast->setAttr(nn::kMicroBatchAttr, micro);
   hops.insert(cast);
@@ -288,13 +301,10 @@ LogicalResult StagePlanner::order() {
     if (op.hasAttr(kLossSeedAttr))
       seedAt = std::min<int64_t>(seedAt, index[&op]);
   }
-  SmallVector<DenseMap<Chunk, int64_t>> slotOfChunk(stages);
-  SmallVector<SmallVector<Chunk>> chunks;
-  for (int64_t s = 0; s < stages; ++s) {
-    chunks.push_back(scheduleOf(s, stages, microBatches, gpipe));
-    for (auto [at, chunk] : llvm::enumerate(chunks.back()))
+  SmallVector<std::map<Chunk, int64_t>> slotOfChunk(stages);
+  for (int64_t s = 0; s < stages; ++s)
+    for (auto [at, chunk] : llvm::enumerate(scheduleOf(s, schedule)))
       slotOfChunk[s][chunk] = at;
-  }
   // The slot of each op in its stage's run: its chunk's, or for an op of
   // no micro-batch the latest slot of what it reads (-1: before any).
   // Each op's chunk, read before the ops move.
@@ -302,8 +312,9 @@ LogicalResult StagePlanner::order() {
   for (Operation &op : body.without_terminator())
     if (int64_t micro = zerosbp::pipelineMark(&op, nn::kMicroBatchAttr);
         micro >= 0)
-      chunkOfOp[&op] = {
-          index.lookup(&op) < seedAt ? Phase::Forward : Phase::Backward, micro};
+      chunkOfOp[&op] = {index.lookup(&op) < seedAt ? Phase::Forward
+                                                   : Phase::Backward,
+                        micro, modelChunkOf(&op)};
   auto chunkOf = [&](Operation *op) -> std::optional<Chunk> {
     auto it = chunkOfOp.find(op);
     return it == chunkOfOp.end() ? std::nullopt
@@ -316,7 +327,7 @@ LogicalResult StagePlanner::order() {
       auto it = slotOfChunk[s].find(*chunk);
       if (it == slotOfChunk[s].end())
         return op.emitOpError("zero-pipeline-stages: micro-batch ")
-               << chunk->second << " is not one of the " << microBatches
+               << chunk->micro << " is not one of the " << schedule.microBatches
                << " micro-batches";
       slot[&op] = it->second;
       continue;
@@ -331,10 +342,12 @@ LogicalResult StagePlanner::order() {
         continue;
       }
       // Received from another stage: no earlier than this stage's chunk
-      // of the same micro-batch and direction.
-      if (std::optional<Chunk> chunk = chunkOf(producer))
-        latest = std::max(latest, slotOfChunk[s].lookup(*chunk));
-      else
+      // of the same micro-batch and direction in the op's model chunk.
+      if (std::optional<Chunk> chunk = chunkOf(producer)) {
+        chunk->model = modelChunkOf(&op);
+        auto it = slotOfChunk[s].find(*chunk);
+        latest = std::max(latest, it == slotOfChunk[s].end() ? 0 : it->second);
+      } else
         latest = std::max(latest, slot.lookup(producer));
     }
     slot[&op] = latest;
@@ -430,29 +443,36 @@ StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
       }
     }
   auto [planned, stalled] =
-      zerosbp::pipeline::planStep(stages, microBatches, gpipe, cost, waitsFor);
-  if (!planned)
-    return func.emitError("zero-pipeline-stages: the planned schedule "
-                          "stalls on stage ")
-           << stalled.first << " at the "
-           << (stalled.second.first == Phase::Forward ? "forward" : "backward")
-           << " of micro-batch " << stalled.second.second;
+      zerosbp::pipeline::planStep(schedule, cost, waitsFor);
+  if (!planned) {
+    InFlightDiagnostic error =
+        func.emitError("zero-pipeline-stages: the planned schedule stalls on "
+                       "stage ")
+        << stalled.first << " at the "
+        << (stalled.second.phase == Phase::Forward ? "forward" : "backward")
+        << " of micro-batch " << stalled.second.micro;
+    if (schedule.modelChunks > 1)
+      error << " in model chunk " << stalled.second.model;
+    return error;
+  }
   SmallVector<Attribute> stageFlops =
       llvm::map_to_vector(planned->busy, [&](double busy) -> Attribute {
         return builder.getF64FloatAttr(busy);
       });
-  func->setAttr(
-      kPipelineAttr,
-      builder.getDictionaryAttr({
-          builder.getNamedAttr("stages", builder.getI64IntegerAttr(stages)),
-          builder.getNamedAttr("micro_batches",
-                               builder.getI64IntegerAttr(microBatches)),
-          builder.getNamedAttr("schedule",
-                               builder.getStringAttr(gpipe ? "gpipe" : "1f1b")),
-          builder.getNamedAttr("bubble",
-                               builder.getF64FloatAttr(planned->bubble())),
-          builder.getNamedAttr("stage_flops", builder.getArrayAttr(stageFlops)),
-      }));
+  SmallVector<NamedAttribute> entries = {
+      builder.getNamedAttr("stages", builder.getI64IntegerAttr(stages)),
+      builder.getNamedAttr("micro_batches",
+                           builder.getI64IntegerAttr(schedule.microBatches)),
+      builder.getNamedAttr(
+          "schedule", builder.getStringAttr(schedule.gpipe ? "gpipe" : "1f1b")),
+      builder.getNamedAttr("bubble",
+                           builder.getF64FloatAttr(planned->bubble())),
+      builder.getNamedAttr("stage_flops", builder.getArrayAttr(stageFlops)),
+  };
+  if (schedule.modelChunks > 1)
+    entries.push_back(builder.getNamedAttr(
+        "model_chunks", builder.getI64IntegerAttr(schedule.modelChunks)));
+  func->setAttr(kPipelineAttr, builder.getDictionaryAttr(entries));
   return success();
 }
 
@@ -490,8 +510,28 @@ struct ZeroPipelineStagesPass
           << func.getSymName() << " must have a single block";
       return signalPassFailure();
     }
-    if (failed(StagePlanner(func, stages, microBatches, schedule == "gpipe")
-                   .run()))
+    if (virtualStages < 1) {
+      func.emitError("zero-pipeline-stages: virtual stages must be at least "
+                     "1, got ")
+          << virtualStages.getValue();
+      return signalPassFailure();
+    }
+    if (virtualStages > 1 && schedule == "gpipe") {
+      func.emitError("zero-pipeline-stages: virtual stages interleave the "
+                     "1f1b schedule; gpipe runs one model chunk per stage");
+      return signalPassFailure();
+    }
+    // Megatron's interleaved order takes the micro-batches in groups of P.
+    if (virtualStages > 1 && microBatches % stages != 0) {
+      func.emitError("zero-pipeline-stages: ")
+          << virtualStages.getValue()
+          << " virtual stages need the micro-batches in groups of the "
+          << stages.getValue() << " stages; " << microBatches.getValue()
+          << " is not a multiple";
+      return signalPassFailure();
+    }
+    Schedule plan{stages, microBatches, virtualStages, schedule == "gpipe"};
+    if (failed(StagePlanner(func, plan).run()))
       signalPassFailure();
   }
 };

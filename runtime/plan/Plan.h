@@ -204,6 +204,9 @@ struct PlanPipeline {
   std::string schedule = "1f1b";
   /// The compiler's estimate of the step's idle fraction, in [0, 1).
   double bubble = 0;
+  /// Model chunks (virtual stages) per stage: more than one interleaves
+  /// 1F1B over them.
+  int modelChunks = 1;
 };
 
 struct Plan {

@@ -303,6 +303,15 @@ private:
       field.at("schedule")
           .fail("unknown schedule '" + pipeline.schedule +
                 "' (expected 1f1b or gpipe)");
+    if (field.has("model_chunks")) {
+      pipeline.modelChunks = static_cast<int>(
+          field.at("model_chunks").integer(1, kMaxMicroBatches));
+      if (pipeline.modelChunks > 1 && pipeline.schedule != "1f1b")
+        field.at("model_chunks")
+            .fail(std::to_string(pipeline.modelChunks) +
+                  " model chunks interleave the 1f1b schedule, not " +
+                  pipeline.schedule);
+    }
     pipeline.bubble = field.at("bubble").number();
     if (!(pipeline.bubble >= 0 && pipeline.bubble < 1))
       field.at("bubble").fail("expected a fraction in [0, 1), got " +

@@ -14,6 +14,9 @@ The 2-layer GPT-2 of checks.py on 4 ranks, same initial values and data:
   difference is printed);
 * 1F1B and GPipe give the same losses bit for bit (the same sums in the
   same order, run in another order);
+* Megatron's interleaved 1F1B (--num-virtual-stages-per-pipeline-rank 2,
+  4 layers on 2 stages) gives the plain 1F1B losses bit for bit, the
+  (1, 4, 1) ones within FP32_RTOL, and plans a smaller bubble;
 * each pipeline stage holds only its own parameters: a rank's model states
   at (2, 2, 1) are those of its stage's blocks;
 * the plan records the schedule and the bubble, and the report the bytes
@@ -26,7 +29,8 @@ The 2-layer GPT-2 of checks.py on 4 ranks, same initial values and data:
 * synthetic data (no --data) give the same losses with micro-batches;
 * refusals, each one line and a non-zero exit: more stages than layers,
   micro-batches that do not divide a rank's batch, ZeRO stage 2, gradient
-  clipping, an unknown schedule.
+  clipping, an unknown schedule; and for interleaving, fewer layers than
+  virtual stages, GPipe, micro-batches not in groups of the stages.
 
 Usage: gpt2_pipeline.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 """
@@ -54,10 +58,16 @@ def main():
     data = write_gpt2_data(work, STEPS)
 
     def compile_plan(pp, tp, stage, schedule="1f1b", micro=MICRO,
-                     pairs="optimizer=adam", eval_graph=False):
-        name = "gpt2_%d_%d_%d_%s_%d%s" % (pp, tp, stage, schedule, micro,
-                                          "_eval" if eval_graph else "")
+                     pairs="optimizer=adam", eval_graph=False, layers=None,
+                     chunks=1):
+        name = "gpt2_%d_%d_%d_%s_%d_%s_%d%s" % (
+            pp, tp, stage, schedule, micro, layers, chunks,
+            "_eval" if eval_graph else "")
         plan = os.path.join(work, name + ".zplan")
+        model = [flag for flag in GPT2
+                 if not (layers and flag.startswith("--num-layers="))]
+        if layers:
+            model.append("--num-layers=%d" % layers)
         flags = ["--world=4", "--stage=%d" % stage, "--pipeline=" + pairs]
         if eval_graph:
             flags.append("--eval")
@@ -65,9 +75,11 @@ def main():
             flags += ["--pipeline-model-parallel-size=%d" % pp,
                       "--pipeline-schedule=%s" % schedule,
                       "--gradient-accumulation-steps=%d" % micro]
+        if chunks > 1:
+            flags.append("--num-virtual-stages-per-pipeline-rank=%d" % chunks)
         if tp > 1:
             flags.append("--model-parallel-size=%d" % tp)
-        result = run([zero_compile, *GPT2, *flags, "-o", plan,
+        result = run([zero_compile, *model, *flags, "-o", plan,
                       "--report=json"])
         compiled = json.loads(result.stdout) if result.returncode == 0 else None
         return plan, compiled, result
@@ -128,6 +140,33 @@ def main():
               report["losses"] == losses.get((2, 1, stage)),
               "(2, 2, 1) stage %d: GPipe gives the 1F1B losses bit for bit "
               "(%s)" % (stage, report["losses"] if report else error))
+
+    # Interleaved 1F1B: each stage holds two of the four blocks' ranges.
+    interleaved = {}
+    for pp, chunks in [(1, 1), (2, 1), (2, 2)]:
+        plan, compiled, result = compile_plan(pp, 1, 1, layers=4,
+                                              chunks=chunks)
+        report, error = train(plan) if compiled else (None,
+                                                      result.stderr.strip())
+        check(report is not None, "4 layers, pp %d, %d model chunks per "
+              "stage trains (%s)" % (pp, chunks, error))
+        if report is not None:
+            with open(plan) as file:
+                pipeline = json.load(file).get("pipeline", {})
+            interleaved[(pp, chunks)] = (report["losses"], pipeline)
+    if len(interleaved) == 3:
+        flat, _ = interleaved[(1, 1)]
+        plain, plain_pipeline = interleaved[(2, 1)]
+        mine, pipeline = interleaved[(2, 2)]
+        check(mine == plain, "interleaved 1F1B gives the 1F1B losses bit "
+              "for bit (%s, %s)" % (mine, plain))
+        check(max_rel(mine, flat) <= FP32_RTOL, "interleaved 1F1B: the (1, "
+              "4, 1) losses within %g (%s, %s)" % (FP32_RTOL, mine, flat))
+        check(pipeline.get("model_chunks") == 2 and
+              "model_chunks" not in plain_pipeline and
+              pipeline.get("bubble", 1) < plain_pipeline.get("bubble", 0),
+              "the interleaved plan records 2 model chunks and a smaller "
+              "bubble (%s, %s)" % (pipeline, plain_pipeline))
 
     # Over MPI: the in-process losses bit for bit.
     plan, _, _ = compile_plan(2, 1, 1)
@@ -202,6 +241,16 @@ def main():
          "with gradient clipping"),
         ("an unknown schedule", dict(pp=2, tp=1, stage=0, schedule="zb"),
          "expected 1f1b or gpipe, got 'zb'"),
+        ("fewer layers than virtual stages", dict(pp=2, tp=1, stage=1,
+                                                  chunks=2),
+         "2 layers do not cut into 2 pipeline stages of 2 model chunks"),
+        ("interleaved GPipe", dict(pp=2, tp=1, stage=1, chunks=2, layers=4,
+                                   schedule="gpipe"),
+         "interleaves the 1f1b schedule, not gpipe"),
+        ("micro-batches not in groups of the stages",
+         dict(pp=2, tp=1, stage=1, chunks=2, layers=4, micro=3),
+         "needs gradient-accumulation-steps (3) to be a multiple of "
+         "pipeline-parallel-size (2)"),
     ]
     for what, kwargs, message in refusals:
         _, _, result = compile_plan(**kwargs)

@@ -488,8 +488,7 @@ TEST(DeepSpeedConfigErrors, BatchSizes) {
 // world / model_parallel_size, as DeepSpeed's do.
 TEST(DeepSpeedConfig, BatchSizesCountDataParallelRanks) {
   ZeroConfig config = configOf(parseDeepSpeedConfig(
-      R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4})", 4,
-      2));
+      R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4})", 4, 2));
   EXPECT_EQ(config.modelParallelSize, 2);
   EXPECT_EQ(config.dataParallelSize(), 2);
   EXPECT_EQ(config.gradientAccumulationSteps, 1);
@@ -1116,6 +1115,9 @@ Context contextOf(const ConfigOption &option) {
     context.pairs = " world=6";
   if (option.when == OptionWhen::Pipelined)
     context.pairs = " world=2 pipeline-parallel-size=2";
+  // Interleaving takes the micro-batches in groups of the stages.
+  if (option.field == ConfigField::VirtualPipelineStages)
+    context.pairs += " gradient-accumulation-steps=2";
   if (option.when == OptionWhen::ParamOffload ||
       option.when == OptionWhen::ParamNvme) {
     context.pairs = " stage=3";
@@ -1202,6 +1204,7 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     fromJson.modelParallelSize = config.modelParallelSize;
     fromJson.pipelineParallelSize = config.pipelineParallelSize;
     fromJson.pipelineSchedule = config.pipelineSchedule;
+    fromJson.virtualPipelineStages = config.virtualPipelineStages;
     fromJson.shardRestoreLevel = config.shardRestoreLevel;
     fromJson.fuseAttention = config.fuseAttention;
     fromJson.fuseEpilogues = config.fuseEpilogues;

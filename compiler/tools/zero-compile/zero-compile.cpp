@@ -130,6 +130,11 @@ static zerosbp::DecimalOpt pipelineParallelSize(
 static cl::opt<std::string> pipelineSchedule(
     "pipeline-schedule", cl::init("1f1b"), cl::cat(category),
     cl::desc("micro-batch order on each pipeline stage: 1f1b or gpipe"));
+static zerosbp::DecimalOpt virtualStagesPerRank(
+    "num-virtual-stages-per-pipeline-rank", cl::init(1), cl::cat(category),
+    cl::desc("Megatron's virtual pipeline stages: each stage holds this many "
+             "model chunks (GPT-2's blocks cut into N * this many ranges) and "
+             "1F1B interleaves them; micro-batches come in groups of N"));
 static zerosbp::DecimalOpt gradientAccumulationSteps(
     "gradient-accumulation-steps", cl::init(1), cl::cat(category),
     cl::desc("micro-batches per step (the pipeline's micro-batches)"));
@@ -230,6 +235,11 @@ static llvm::Error checkMegatronFlags() {
     return error(
         "--pipeline-model-parallel-size: expected an integer >= 1, got " +
         llvm::Twine(pipelineParallelSize));
+  if (virtualStagesPerRank < 1)
+    return error(
+        "--num-virtual-stages-per-pipeline-rank: expected an integer >= 1, "
+        "got " +
+        llvm::Twine(virtualStagesPerRank));
   if (gradientAccumulationSteps < 1)
     return error(
         "--gradient-accumulation-steps: expected an integer >= 1, got " +
@@ -291,6 +301,8 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
                  "--gradient-accumulation-steps");
     if (given(pipelineSchedule))
       config->pipelineSchedule = pipelineSchedule;
+    if (given(virtualStagesPerRank))
+      config->virtualPipelineStages = virtualStagesPerRank;
   } else if (!pipelineOptions.empty()) {
     // --stage and --world go in with the pairs, so that keys checked
     // against them (mics-shard-size, hpz-partition-size) see them; where
@@ -311,6 +323,10 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
     if (given(pipelineSchedule) &&
         !statesPair(pipelineOptions, "pipeline-schedule"))
       flagPairs += " pipeline-schedule=" + pipelineSchedule;
+    if (given(virtualStagesPerRank) &&
+        !statesPair(pipelineOptions, "virtual-pipeline-stages"))
+      flagPairs += " virtual-pipeline-stages=" +
+                   std::to_string(static_cast<int64_t>(virtualStagesPerRank));
     if (given(gradientAccumulationSteps) &&
         !statesPair(pipelineOptions, "gradient-accumulation-steps"))
       flagPairs +=
@@ -332,6 +348,7 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
     config->modelParallelSize = modelParallelSize;
     config->pipelineParallelSize = pipelineParallelSize;
     config->pipelineSchedule = pipelineSchedule;
+    config->virtualPipelineStages = virtualStagesPerRank;
     config->gradientAccumulationSteps = gradientAccumulationSteps;
   }
   if (given(stage)) {
@@ -453,6 +470,7 @@ loadModel(MLIRContext &context, const zerosbp::ZeroConfig &zero,
     return failure();
   }
   config.pipelineStages = zero.pipelineParallelSize;
+  config.virtualStages = zero.virtualPipelineStages;
   if (std::string problem = config.checkPipeline(); !problem.empty()) {
     fail("--pipeline-model-parallel-size " +
          std::to_string(config.pipelineStages) + ": " + problem);
@@ -536,10 +554,15 @@ static void printTextReport(const llvm::json::Object &json) {
           kind, number(comm, kind), integer(calls, kind));
   if (const auto *pipeline = json.getObject("pipeline"))
     llvm::outs() << llvm::formatv(
-        "  pipeline: {0} stages, {1} micro-batches, {2}, planned bubble "
-        "{3:f1}% of the step\n",
+        "  pipeline: {0} stages, {1} micro-batches, {2}{3}, planned bubble "
+        "{4:f1}% of the step\n",
         integer(pipeline, "stages"), integer(pipeline, "micro_batches"),
         pipeline->getString("schedule").value_or(""),
+        integer(pipeline, "model_chunks") > 1
+            ? llvm::formatv(" interleaved over {0} model chunks per stage",
+                            integer(pipeline, "model_chunks"))
+                  .str()
+            : std::string(),
         100 * number(pipeline, "bubble"));
   const auto *plan = json.getObject("plan");
   const auto *memory = plan ? plan->getObject("memory_plan") : nullptr;

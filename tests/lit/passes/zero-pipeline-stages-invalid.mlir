@@ -7,8 +7,21 @@
 // RUN:   --zero-pipeline-stages='stages=2 micro-batches=0' \
 // RUN:   2>&1 | FileCheck %s --check-prefix=MICRO
 
+// RUN: not zero-opt %s -split-input-file \
+// RUN:   --zero-pipeline-stages='stages=2 virtual-stages=2 schedule=gpipe' \
+// RUN:   2>&1 | FileCheck %s --check-prefix=VGPIPE
+// RUN: not zero-opt %s -split-input-file \
+// RUN:   --zero-pipeline-stages='stages=2 virtual-stages=2 micro-batches=3' \
+// RUN:   2>&1 | FileCheck %s --check-prefix=VGROUP
+// RUN: not zero-opt %s -split-input-file \
+// RUN:   --zero-pipeline-stages='stages=2 virtual-stages=0' \
+// RUN:   2>&1 | FileCheck %s --check-prefix=VZERO
+
 // SCHEDULE: zero-pipeline-stages: schedule must be 1f1b or gpipe, got 'zb'
 // MICRO: zero-pipeline-stages: micro-batches must be at least 1, got 0
+// VGPIPE: zero-pipeline-stages: virtual stages interleave the 1f1b schedule; gpipe runs one model chunk per stage
+// VGROUP: zero-pipeline-stages: 2 virtual stages need the micro-batches in groups of the 2 stages; 3 is not a multiple
+// VZERO: zero-pipeline-stages: virtual stages must be at least 1, got 0
 
 #p = #sbp.placement<cpu, [0, 1]>
 func.func @beyond_the_stages() -> tensor<f32> {

@@ -129,6 +129,14 @@ TEST(PipelinePlanReader, RefusesABadPipelineObject) {
   EXPECT_EQ(errorOf(edited(R"("1f1b")", R"("interleaved")")),
             "model.zplan: pipeline.schedule: unknown schedule 'interleaved' "
             "(expected 1f1b or gpipe)");
+  EXPECT_EQ(errorOf(edited(R"("bubble": 0.25)",
+                           R"("bubble": 0.25, "model_chunks": 0)")),
+            "model.zplan: pipeline.model_chunks: value 0 out of range [1, "
+            "1048576]");
+  EXPECT_EQ(errorOf(edited(R"("schedule": "1f1b")",
+                           R"("schedule": "gpipe", "model_chunks": 2)")),
+            "model.zplan: pipeline.model_chunks: 2 model chunks interleave "
+            "the 1f1b schedule, not gpipe");
   EXPECT_EQ(errorOf(edited(R"("bubble": 0.25)", R"("bubble": 1.0)")),
             "model.zplan: pipeline.bubble: expected a fraction in [0, 1), "
             "got 1.0");
