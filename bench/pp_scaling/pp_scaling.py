@@ -13,12 +13,13 @@ one sequence per rank. The layouts put the model axis (tp) inside a node,
 the pipeline stages across nodes, and the data axis over the rest, as
 Megatron-DeepSpeed does; a pipelined layout splits its data rank's
 sequences into --gradient-accumulation-steps micro-batches that run as
-1F1B.
+1F1B, or as Megatron's interleaved 1F1B over V model chunks per stage
+(--num-virtual-stages-per-pipeline-rank V).
 
 Per row: the simulated step (the slowest stage's), tokens/s per GPU and
 model FLOPs utilization (6 x parameters x tokens plus attention's, over
 the bf16 dense peak), the bubble zero-compile planned from the stages'
-matmul FLOPs and (P - 1)/(M + P - 1), the communication the compute does
+matmul FLOPs and (P - 1)/(V M + P - 1), the communication the compute does
 not hide, the bytes a GPU sends per step between stages, on the data axis
 and on the model axis, the bytes that leave the node, model states and
 the planned peak per GPU and whether it fits 80 GiB, and the compile time.
@@ -31,7 +32,7 @@ Usage (through Bazel, which passes the tool paths):
       --csv=$PWD/bench/results/pp_scaling.csv \\
       --json=$PWD/bench/results/pp_scaling.json
   pp_scaling.py ZERO_COMPILE ZERO_SIM [--csv FILE] [--json FILE]
-      [--layouts 1x1024x1:3:1,...]
+      [--layouts PPxDPxTP:STAGE:M[:V],...]
 """
 
 import argparse
@@ -51,14 +52,20 @@ import tp_scaling  # noqa: E402
 
 MODEL = tp_scaling.MODELS["175B"]
 GLOBAL_BATCH = 1024
-# (pp, dp, tp, ZeRO stage, micro-batches).
+# (pp, dp, tp, ZeRO stage, micro-batches, model chunks per stage).
 LAYOUTS = [
-    (1, 1024, 1, 3, 1),
-    (1, 128, 8, 1, 1),
-    (4, 32, 8, 1, 16),
-    (8, 16, 8, 1, 16),
-    (8, 16, 8, 1, 32),
-    (16, 8, 8, 1, 32),
+    (1, 1024, 1, 3, 1, 1),
+    (1, 128, 8, 1, 1, 1),
+    (4, 32, 8, 1, 16, 1),
+    (8, 16, 8, 1, 16, 1),
+    (8, 16, 8, 1, 32, 1),
+    (8, 16, 8, 1, 32, 4),
+    (16, 8, 8, 1, 32, 1),
+    (4, 64, 4, 1, 16, 1),
+    (4, 64, 4, 1, 16, 4),
+    (8, 64, 2, 1, 16, 1),
+    (8, 64, 2, 1, 16, 4),
+    (8, 64, 2, 1, 16, 6),
 ]
 PIPELINE = ("precision=bf16 optimizer=adam overlap-comm=true "
             "reduce-bucket-size=500000000 allgather-bucket-size=500000000 "
@@ -68,11 +75,11 @@ PIPELINE = ("precision=bf16 optimizer=adam overlap-comm=true "
 
 COLUMNS = [
     ("layout", "layout"), ("pp", "pp"), ("dp", "dp"), ("tp", "tp"),
-    ("stage", "ZeRO"), ("micro_batches", "M"),
+    ("stage", "ZeRO"), ("micro_batches", "M"), ("model_chunks", "V"),
     ("seqs_per_micro_batch", "seqs per micro-batch"),
     ("step_ms", "step ms"), ("tokens_per_s_per_gpu", "tokens/s per GPU"),
     ("mfu", "MFU"), ("bubble", "planned bubble"),
-    ("balanced_bubble", "(P-1)/(M+P-1)"),
+    ("balanced_bubble", "(P-1)/(VM+P-1)"),
     ("comm_exposed_ms", "comm exposed ms (rank 0)"),
     ("pipeline_axis_gb", "between stages GB"),
     ("data_axis_gb", "data axis GB"), ("model_axis_gb", "model axis GB"),
@@ -85,14 +92,17 @@ COLUMNS = [
 def parse_layouts(text):
     layouts = []
     for item in text.split(","):
-        shape, stage, micro = item.split(":")
+        shape, stage, micro, *chunks = item.split(":")
         pp, dp, tp = (int(x) for x in shape.split("x"))
-        layouts.append((pp, dp, tp, int(stage), int(micro)))
+        if len(chunks) > 1:
+            raise ValueError(item)
+        layouts.append((pp, dp, tp, int(stage), int(micro),
+                        int(chunks[0]) if chunks else 1))
     return layouts
 
 
 def compile_plan(args, layout, plan):
-    pp, dp, tp, stage, micro = layout
+    pp, dp, tp, stage, micro, chunks = layout
     m = MODEL
     command = [args.zero_compile, "--num-layers=%d" % m["layers"],
                "--hidden-size=%d" % m["hidden"],
@@ -106,6 +116,8 @@ def compile_plan(args, layout, plan):
     if pp > 1:
         command += ["--pipeline-model-parallel-size=%d" % pp,
                     "--gradient-accumulation-steps=%d" % micro]
+    if chunks > 1:
+        command.append("--num-virtual-stages-per-pipeline-rank=%d" % chunks)
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -124,7 +136,7 @@ def simulate(args, plan, world):
 
 
 def row(layout, report, sim):
-    pp, dp, tp, stage, micro = layout
+    pp, dp, tp, stage, micro, chunks = layout
     world = pp * dp * tp
     step = sim["step_ms"] / 1e3
     tokens = GLOBAL_BATCH * MODEL["seq"] / step / world
@@ -136,7 +148,8 @@ def row(layout, report, sim):
                                                     else [])
     by_axis = dict(zip(axes, per_axis))
     if pp > 1:
-        name = "3-D: pp=%d, tp=%d, ZeRO-%d" % (pp, tp, stage)
+        name = "3-D: pp=%d, tp=%d, ZeRO-%d%s" % (
+            pp, tp, stage, ", interleaved" if chunks > 1 else "")
     elif tp > 1:
         name = "2-D: tp=%d, ZeRO-%d" % (tp, stage)
     else:
@@ -144,7 +157,7 @@ def row(layout, report, sim):
     pipeline = report.get("pipeline", {})
     return {
         "layout": name, "pp": pp, "dp": dp, "tp": tp, "stage": stage,
-        "micro_batches": micro,
+        "micro_batches": micro, "model_chunks": chunks,
         "seqs_per_micro_batch": GLOBAL_BATCH // (dp * micro),
         "step_ms": round(sim["step_ms"], 1),
         "stage_step_ms": [round(ms, 1) for ms in
@@ -152,7 +165,7 @@ def row(layout, report, sim):
         "tokens_per_s_per_gpu": int(round(tokens)),
         "mfu": "%.1f%%" % (100 * mfu), "mfu_fraction": round(mfu, 4),
         "bubble": round(pipeline.get("bubble", 0.0), 3),
-        "balanced_bubble": round((pp - 1) / (micro + pp - 1), 3),
+        "balanced_bubble": round((pp - 1) / (chunks * micro + pp - 1), 3),
         "compute_ms": round(sim["compute_ms"], 1),
         "comm_exposed_ms": round(sim["comm_exposed_ms"], 1),
         "pipeline_axis_gb": round(per_axis[0] / 1e9, 2) if pp > 1 else 0.0,
@@ -179,7 +192,7 @@ def main():
     try:
         layouts = parse_layouts(args.layouts) if args.layouts else LAYOUTS
     except ValueError:
-        bench_report.fail("--layouts: expected PPxDPxTP:STAGE:M,...")
+        bench_report.fail("--layouts: expected PPxDPxTP:STAGE:M[:V],...")
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for layout in layouts:
