@@ -69,6 +69,25 @@ def ZeroFuseEpilogues : Pass<"zero-fuse-epilogues", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::nn::NNDialect"];
 }
 
+def ZeroFuseAccumulation
+    : Pass<"zero-fuse-accumulation", "::mlir::func::FuncOp"> {
+  let summary = "Folds each gradient-accumulation sum into the weight-gradient "
+                "product it adds";
+  let description = [{
+    Runs on the local view, right after zero-partition. A gradient sum
+    (`nn.add` marked `zero.grad_sum` by zero-autodiff: a gradient's running
+    total over micro-batches or over a tied weight's uses) whose operand is
+    an `nn.matmul` that nothing else reads becomes one `nn.matmul_add` at
+    the product's place, when the running total exists there: the GEMM adds
+    its product to the total as it writes it (cuBLAS's C with beta = 1;
+    Megatron's gradient accumulation fusion). The sums keep their order;
+    with the first two contributions both products, the later one adds to
+    the earlier. zero-memory-plan writes the result over the total. Turned
+    off by the pipeline option `fuse-accumulation=false`.
+  }];
+  let dependentDialects = ["::mlir::nn::NNDialect"];
+}
+
 def ZeroRecomputeCheap : Pass<"zero-recompute-cheap", "::mlir::func::FuncOp"> {
   let summary = "Recomputes cheap forward values in the backward instead of keeping them";
   let description = [{

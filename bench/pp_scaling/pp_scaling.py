@@ -66,6 +66,9 @@ LAYOUTS = [
     (8, 64, 2, 1, 16, 1),
     (8, 64, 2, 1, 16, 4),
     (8, 64, 2, 1, 16, 6),
+    (16, 64, 1, 1, 16, 6),
+    (8, 128, 1, 1, 8, 1),
+    (8, 128, 1, 1, 8, 12),
 ]
 PIPELINE = ("precision=bf16 optimizer=adam overlap-comm=true "
             "reduce-bucket-size=500000000 allgather-bucket-size=500000000 "

@@ -146,6 +146,7 @@ llvm::json::Value ZeroConfig::toJson() const {
                                      {"shard_restore_level", shardRestoreLevel},
                                      {"fuse_attention", fuseAttention},
                                      {"fuse_epilogues", fuseEpilogues},
+                                     {"fuse_accumulation", fuseAccumulation},
                                      {"recompute_cheap", recomputeCheap}}},
       {"optimizer",
        llvm::json::Object{{"type", type}, {"params", std::move(params)}}},

@@ -29,8 +29,8 @@ llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
     auto refuse = [](const llvm::Twine &what, const llvm::Twine &why) {
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "pipeline-parallel-size > 1 with " + what + " is not built: " +
-              why + " (docs/design.md#pipeline-parallelism)");
+          "pipeline-parallel-size > 1 with " + what + " is not built: " + why +
+              " (docs/design.md#pipeline-parallelism)");
     };
     if (config.stage > 1)
       return refuse("ZeRO stage " + llvm::Twine(config.stage),
@@ -176,8 +176,11 @@ llvm::Error zerosbp::buildGlobalPipeline(OpPassManager &pm,
   return addGlobalPasses(pm.nest<func::FuncOp>(), config);
 }
 
-void zerosbp::addLocalPasses(OpPassManager &pm, const ZeroConfig &config) {
+void zerosbp::addLocalPasses(OpPassManager &pm, const ZeroConfig &config,
+                             GraphKind kind) {
   const ZeroKnobs &zero = config.zero;
+  if (config.fuseAccumulation && kind == GraphKind::Training)
+    pm.addPass(createZeroFuseAccumulation());
   ZeroBucketingOptions bucketing;
   bucketing.reduceBucketSize = zero.reduceBucketSize;
   bucketing.allgatherBucketSize = zero.allgatherBucketSize;
@@ -201,9 +204,9 @@ void zerosbp::addLocalPasses(OpPassManager &pm, const ZeroConfig &config) {
 }
 
 void zerosbp::buildLocalPipeline(OpPassManager &pm, const ZeroConfig &config,
-                                 llvm::StringRef planFile) {
+                                 llvm::StringRef planFile, GraphKind kind) {
   pm.addPass(createZeroPartition());
-  addLocalPasses(pm.nest<func::FuncOp>(), config);
+  addLocalPasses(pm.nest<func::FuncOp>(), config, kind);
   if (!planFile.empty())
     pm.addPass(createPlanExport(config, planFile));
 }
@@ -216,7 +219,7 @@ llvm::Error zerosbp::buildCompilePipeline(OpPassManager &pm,
   if (llvm::Error error =
           addGlobalPasses(pm.nest<func::FuncOp>(), config, kind, checkpointed))
     return error;
-  buildLocalPipeline(pm, config, planFile);
+  buildLocalPipeline(pm, config, planFile, kind);
   return llvm::Error::success();
 }
 

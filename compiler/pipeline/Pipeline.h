@@ -31,9 +31,10 @@ llvm::Error buildGlobalPipeline(mlir::OpPassManager &pm,
                                 const ZeroConfig &config);
 
 /// Adds the local-view passes for `config`, run after zero-partition, to
-/// `pm` on `func.func`: zero-bucketing, zero-schedule, zero-memory-plan and
-/// its checker.
-void addLocalPasses(mlir::OpPassManager &pm, const ZeroConfig &config);
+/// `pm` on `func.func`: zero-fuse-accumulation (training graphs),
+/// zero-bucketing, zero-schedule, zero-memory-plan and its checker.
+void addLocalPasses(mlir::OpPassManager &pm, const ZeroConfig &config,
+                    GraphKind kind = GraphKind::Training);
 
 /// zero-export-plan writing the plan to `planFile` with `config` stored in
 /// it.
@@ -44,7 +45,8 @@ std::unique_ptr<mlir::Pass> createPlanExport(const ZeroConfig &config,
 /// passes and, when `planFile` is not empty, zero-export-plan writing the
 /// plan there with `config` stored in it.
 void buildLocalPipeline(mlir::OpPassManager &pm, const ZeroConfig &config,
-                        llvm::StringRef planFile);
+                        llvm::StringRef planFile,
+                        GraphKind kind = GraphKind::Training);
 
 /// The whole compile of a `kind` graph on `pm` (on `builtin.module`): the
 /// global-view passes on functions, then buildLocalPipeline's passes.

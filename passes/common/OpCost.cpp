@@ -21,6 +21,8 @@ double zerosbp::matmulFlops(Operation *op) {
     return flops(matmul.getLhs(), matmul.getTransposeLhs(), matmul.getResult());
   if (auto matmul = dyn_cast<nn::MatmulBiasGeluOp>(op))
     return flops(matmul.getLhs(), matmul.getTransposeLhs(), matmul.getResult());
+  if (auto matmul = dyn_cast<nn::MatmulAddOp>(op))
+    return flops(matmul.getLhs(), matmul.getTransposeLhs(), matmul.getResult());
   if (auto attention = dyn_cast<nn::AttentionOp>(op)) {
     // Its two products, q k^T and p v, as the unfused chain counts them.
     auto q = cast<ShapedType>(attention.getQ().getType());

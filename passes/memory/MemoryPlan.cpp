@@ -98,6 +98,10 @@ private:
   bool readsEndBy(int64_t buffer, int64_t position,
                   Operation *ignore = nullptr) const;
   void moveBuffer(int64_t from, int64_t to, int64_t delta);
+  /// Places `result`, the new running total, over `total` when nothing
+  /// reads the total after `at` and none of `others` (what the op also
+  /// reads) shares its buffer; returns whether it did.
+  bool placeOverTotal(Value total, ValueRange others, Value result, int64_t at);
 
   void assignSlots();
   void layOutBuckets();
@@ -181,6 +185,21 @@ static std::optional<int64_t> viewOffset(nn::SliceOp slice) {
   return offsets[0] * row;
 }
 
+bool Planner::placeOverTotal(Value total, ValueRange others, Value result,
+                             int64_t at) {
+  auto slot = slots.find(total);
+  if (slot == slots.end() || total.getType() != result.getType() ||
+      buffers[slot->second.buffer].persistent ||
+      !readsEndBy(slot->second.buffer, at))
+    return false;
+  for (Value other : others)
+    if (auto it = slots.find(other);
+        it != slots.end() && it->second.buffer == slot->second.buffer)
+      return false;
+  place(result, slot->second);
+  return true;
+}
+
 void Planner::assignSlots() {
   for (Operation &op : block) {
     int64_t at = positions[&op];
@@ -249,22 +268,23 @@ void Planner::assignSlots() {
       }
       continue;
     }
+    // Accumulating a gradient (a sum, or a product added by its GEMM): the
+    // sum goes over the running total once nothing else reads it, so the
+    // total stays one buffer.
+    Value total, result;
+    SmallVector<Value, 2> others;
     if (auto add = dyn_cast<nn::AddOp>(op);
         add && add->hasAttr(zerosbp::kGradSumAttr)) {
-      // Accumulating a gradient: the sum goes over the running total once
-      // nothing else reads it, so the total stays one buffer.
-      auto total = slots.find(add.getLhs());
-      auto other = slots.find(add.getRhs());
-      if (total != slots.end() &&
-          add.getLhs().getType() == add.getResult().getType() &&
-          !buffers[total->second.buffer].persistent &&
-          (other == slots.end() ||
-           other->second.buffer != total->second.buffer) &&
-          readsEndBy(total->second.buffer, at)) {
-        place(add.getResult(), total->second);
-        continue;
-      }
+      total = add.getLhs();
+      result = add.getResult();
+      others = {add.getRhs()};
+    } else if (auto fused = dyn_cast<nn::MatmulAddOp>(op)) {
+      total = fused.getAddend();
+      result = fused.getResult();
+      others = {fused.getLhs(), fused.getRhs()};
     }
+    if (total && placeOverTotal(total, others, result, at))
+      continue;
     if (isa<nn::CrossEntropyGradOp, nn::CrossEntropySplitGradOp>(op)) {
       // The gradient goes over the logits when nothing reads them after: an
       // LM head's two largest activations (tokens x vocabulary each) are

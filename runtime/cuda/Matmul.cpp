@@ -1,11 +1,13 @@
-//===- Matmul.cpp - matmul and batch_matmul through cuBLAS ----------------===//
+//===- Matmul.cpp - matmul, batch_matmul and matmul_add through cuBLAS ----===//
 //
 // The CPU kernels' checks and shapes (Matmul.cpp), one
 // cublasGemmStridedBatchedEx per call with f32 compute: no TF32, unless the
 // context allows it (zero-run --allow-tf32) and both operands are f32. cuBLAS
 // reads f16 and bf16 directly when both operands share the type, and writes
 // f32 or the operands' type; other combinations, and a result that overlaps
-// an operand, go through f32 copies.
+// an operand, go through f32 copies. nn.matmul_add is cuBLAS's C with
+// beta = 1: the addend is copied into the result first unless it is the
+// result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,11 +59,14 @@ int asInt(std::string_view op, int64_t value, const char *what) {
   return static_cast<int>(value);
 }
 
+/// result = op(lhs) op(rhs) (+ operands[2] with `accumulate`), `batch`
+/// times.
 void runMatmul(std::string_view op, const AttrMap &attrs,
                const Tensors &operands, const Tensors &results, bool batched,
-               CudaContext &ctx) {
+               CudaContext &ctx, bool accumulate = false) {
   checks::MatmulShape shape =
-      checks::checkMatmul(op, attrs, operands, results, batched);
+      accumulate ? checks::checkMatmulAdd(op, attrs, operands, results)
+                 : checks::checkMatmul(op, attrs, operands, results, batched);
   const TensorRef &lhs = operands[0], &rhs = operands[1];
   const TensorRef &result = results[0];
   bool transA = shape.transposeLhs, transB = shape.transposeRhs;
@@ -70,6 +75,11 @@ void runMatmul(std::string_view op, const AttrMap &attrs,
   int64_t m = shape.m, n = shape.n, k = shape.k;
   if (batch == 0 || m == 0 || n == 0)
     return;
+  if (k == 0 && accumulate) { // An empty product: the addend.
+    if (result.data != operands[2].data)
+      copyDeviceBytes(op, ctx, result.data, operands[2].data, result.bytes());
+    return;
+  }
   if (k == 0) { // An empty sum: zeros, whose bits are 0 in every float type.
     checkCuda(op,
               cudaMemsetAsync(result.data, 0, result.bytes(), ctx.stream()));
@@ -83,9 +93,11 @@ void runMatmul(std::string_view op, const AttrMap &attrs,
   DType inputType = sharedHalfType ? lhs.dtype : DType::F32;
   GemmInput lhsValues(op, ctx, lhs, inputType),
       rhsValues(op, ctx, rhs, inputType);
+  // The addend may be the result itself (checked): cuBLAS reads C before
+  // it writes it.
   bool directOutput =
       (result.dtype == DType::F32 || result.dtype == inputType) &&
-      !overlapsAny(result, operands);
+      !overlapsAny(result, {lhs, rhs});
   TensorRef output = result;
   std::optional<DeviceScratch> outputScratch;
   if (!directOutput) {
@@ -93,12 +105,19 @@ void runMatmul(std::string_view op, const AttrMap &attrs,
     outputScratch.emplace(op, ctx, output.bytes());
     output.data = outputScratch->data();
   }
+  if (accumulate) {
+    const TensorRef &addend = operands[2];
+    if (output.dtype != addend.dtype)
+      launchConvert(op, ctx, addend, output);
+    else if (output.data != addend.data)
+      copyDeviceBytes(op, ctx, output.data, addend.data, output.bytes());
+  }
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
   // gets B first, and the leading dims are the row-major row lengths.
   int lda = asInt(op, transA ? m : k, "leading dim");
   int ldb = asInt(op, transB ? k : n, "leading dim");
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   // TF32 (PyTorch's allow_tf32) for products of f32 operands only; f16,
   // bf16 and mixed operands are computed as without it.
   bool tf32 =
@@ -131,6 +150,12 @@ void matmulKernel(const AttrMap &attrs, const Tensors &operands,
 void batchMatmulKernel(const AttrMap &attrs, const Tensors &operands,
                        const Tensors &results, CudaContext &ctx) {
   runMatmul("nn.batch_matmul", attrs, operands, results, /*batched=*/true, ctx);
+}
+
+void matmulAddKernel(const AttrMap &attrs, const Tensors &operands,
+                     const Tensors &results, CudaContext &ctx) {
+  runMatmul("nn.matmul_add", attrs, operands, results, /*batched=*/false, ctx,
+            /*accumulate=*/true);
 }
 
 } // namespace zerosbp::runtime::gpu

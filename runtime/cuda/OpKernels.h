@@ -31,6 +31,7 @@ KernelSignature batchMatmulKernel;
 // MatmulEpilogue.cpp (cuBLASLt, the bias and GELU in the product's epilogue)
 KernelSignature matmulBiasKernel;
 KernelSignature matmulBiasGeluKernel;
+KernelSignature matmulAddKernel;
 /// Whether the matmul epilogues may use cuBLASLt (the default) or always
 /// take their fallback, cuBLAS and elementwise kernels; tests compare the
 /// two.

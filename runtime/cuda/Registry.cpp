@@ -43,6 +43,7 @@ constexpr Entry kKernels[] = {
     {"nn.layer_norm_grad", gpu::layerNormGradKernel},
     {"nn.loss_scale_update", gpu::lossScaleUpdateKernel},
     {"nn.matmul", gpu::matmulKernel},
+    {"nn.matmul_add", gpu::matmulAddKernel},
     {"nn.matmul_bias", gpu::matmulBiasKernel},
     {"nn.matmul_bias_gelu", gpu::matmulBiasGeluKernel},
     {"nn.mul", gpu::mulKernel},

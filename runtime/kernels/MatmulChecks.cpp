@@ -92,4 +92,33 @@ MatmulShape checkMatmulEpilogue(std::string_view op, const AttrMap &attrs,
   return {1, a.rows, b.cols, a.cols, transA, transB};
 }
 
+MatmulShape checkMatmulAdd(std::string_view op, const AttrMap &attrs,
+                           const Tensors &operands, const Tensors &results) {
+  expectArity(op, operands, results, 3, 1);
+  const TensorRef &lhs = operands[0], &rhs = operands[1], &addend = operands[2],
+                  &result = results[0];
+  if (lhs.dtype == DType::F64)
+    fail(op, "lhs has element type f64, expected f32, f16 or bf16");
+  expectFloat(op, lhs, "lhs");
+  expectSameDType(op, rhs, lhs, "rhs");
+  expectSameDType(op, addend, lhs, "addend");
+  expectSameDType(op, result, lhs, "result");
+  bool transA = attrs.flag("transpose_lhs");
+  bool transB = attrs.flag("transpose_rhs");
+  if (lhs.rank() != 2 || rhs.rank() != 2)
+    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " have the wrong ranks");
+  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
+  if (a.cols != b.rows)
+    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " differ");
+  expectShape(op, addend, {a.rows, b.cols}, "addend");
+  expectShape(op, result, {a.rows, b.cols}, "result");
+  if (overlaps(result, lhs) || overlaps(result, rhs))
+    fail(op, "result overlaps lhs or rhs");
+  if (overlaps(result, addend) && result.data != addend.data)
+    fail(op, "result overlaps the addend without being it");
+  return {1, a.rows, b.cols, a.cols, transA, transB};
+}
+
 } // namespace zerosbp::runtime::checks

@@ -25,6 +25,13 @@ MatmulShape checkMatmulEpilogue(std::string_view op, const AttrMap &attrs,
                                 const Tensors &operands, const Tensors &results,
                                 bool gelu);
 
+/// A checked nn.matmul_add: operands lhs and rhs 2-D and addend (m, n),
+/// result (m, n), all of one element type, f32, f16 or bf16. The result may
+/// be the addend's bytes (accumulating in place) but overlaps neither lhs
+/// nor rhs, nor the addend partly. `batch` is 1.
+MatmulShape checkMatmulAdd(std::string_view op, const AttrMap &attrs,
+                           const Tensors &operands, const Tensors &results);
+
 } // namespace zerosbp::runtime::checks
 
 #endif // ZEROSBP_RUNTIME_KERNELS_MATMULCHECKS_H

@@ -79,18 +79,21 @@ KernelWork instructionWork(const Plan &plan, const Instruction &instruction) {
       results.push_back(shapeOnly(plan.values[id]));
   };
   bool batched = instruction.op == "nn.batch_matmul";
-  // The fused epilogues count as their product (the bias and GELU ride on
-  // its output).
+  // The fused epilogues count as their product (the bias, GELU and addend
+  // ride on its output).
   bool gelu = instruction.op == "nn.matmul_bias_gelu";
   bool epilogue = gelu || instruction.op == "nn.matmul_bias";
-  if (batched || epilogue || instruction.op == "nn.matmul") {
+  bool accumulate = instruction.op == "nn.matmul_add";
+  if (batched || epilogue || accumulate || instruction.op == "nn.matmul") {
     shapesOnly();
     checks::MatmulShape shape =
         epilogue
             ? checks::checkMatmulEpilogue(instruction.op, instruction.attrs,
                                           operands, results, gelu)
-            : checks::checkMatmul(instruction.op, instruction.attrs, operands,
-                                  results, batched);
+        : accumulate ? checks::checkMatmulAdd(instruction.op, instruction.attrs,
+                                              operands, results)
+                     : checks::checkMatmul(instruction.op, instruction.attrs,
+                                           operands, results, batched);
     work.matmul = true;
     work.dtype = operands[0].dtype;
     work.flops = 2.0 * shape.batch * shape.m * shape.n * shape.k;

@@ -1,7 +1,7 @@
 //===- cuda_matmul_epilogue_test.cc - matmul_bias(_gelu) on CUDA vs CPU ---===//
 //
-// nn.matmul_bias and nn.matmul_bias_gelu on CUDA (cuBLASLt, and the
-// fallback of cuBLAS and elementwise kernels) against the CPU kernels on
+// nn.matmul_bias, nn.matmul_bias_gelu and nn.matmul_add on CUDA (cuBLASLt, and
+// the fallback of cuBLAS and elementwise kernels) against the CPU kernels on
 // the same inputs: odd shapes in every transpose combination, GPT-2 small's
 // MLP (8192 x 768 by 3072 x 768, and back), a vocabulary-sized odd n
 // (50257), f32, bf16 and f16. Each comparison prints its largest error
@@ -196,6 +196,34 @@ TEST_F(CudaMatmulEpilogue, EveryTransposeOddShapesBothPaths) {
             for (bool cublasLt : {true, false})
               compare(op, transA, transB, in, c.m, c.n, c.k, cublasLt, ctx, "");
         }
+}
+
+// nn.matmul_add (cuBLAS's C with beta = 1) against the CPU kernel, and
+// written over its addend (a running total in place) the bits it writes
+// into a separate result.
+TEST_F(CudaMatmulEpilogue, MatmulAddEveryTransposeAndInPlace) {
+  const char *op = "nn.matmul_add";
+  const int64_t m = 37, n = 29, k = 53;
+  CudaContext ctx;
+  unsigned seed = 100;
+  for (DType type : {DType::F32, DType::BF16, DType::F16})
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        Operands in = makeOperands(type, m, n, k, transA, transB, seed += 3);
+        in.bias = randomTensor(type, {m, n}, seed + 7);
+        compare(op, transA, transB, in, m, n, k, /*cublasLt=*/true, ctx, "");
+      }
+  Operands in = makeOperands(DType::BF16, 64, 40, 96, true, false, 7);
+  in.bias = randomTensor(DType::BF16, {64, 40}, 9);
+  Results separate = runBoth(op, transposes(true, false), in, 64, 40, ctx);
+  DeviceTensor lhs(in.lhs), rhs(in.rhs), total(in.bias);
+  findCudaKernel(op)(transposes(true, false), {lhs.ref, rhs.ref, total.ref},
+                     {total.ref}, ctx);
+  checkCudaCall(cudaStreamSynchronize(ctx.stream()), "the kernel");
+  HostTensor inPlace = total.toHost();
+  EXPECT_EQ(std::memcmp(inPlace.ref.data, separate.cuda[0].ref.data,
+                        inPlace.ref.bytes()),
+            0);
 }
 
 TEST_F(CudaMatmulEpilogue, Gpt2SmallMlp) {

@@ -21,6 +21,9 @@ The 2-layer GPT-2 of checks.py on 4 ranks, same initial values and data:
   at (2, 2, 1) are those of its stage's blocks;
 * the plan records the schedule and the bubble, and the report the bytes
   sent between stages (send_recv, on the pipeline axis);
+* each weight gradient's running total is added by the GEMM of the
+  product it sums (nn.matmul_add, zero-fuse-accumulation), with the
+  unfused plan's losses bit for bit in fp32;
 * over MPI the (2, 2, 1) plan gives the in-process losses bit for bit;
 * a checkpoint saved at (2, 2, 1) resumes at (1, 4, 1), at (2, 1, 2) and
   at (2, 2, 1) itself, continuing the uninterrupted losses; `zero-checkpoint
@@ -60,8 +63,9 @@ def main():
     def compile_plan(pp, tp, stage, schedule="1f1b", micro=MICRO,
                      pairs="optimizer=adam", eval_graph=False, layers=None,
                      chunks=1):
-        name = "gpt2_%d_%d_%d_%s_%d_%s_%d%s" % (
+        name = "gpt2_%d_%d_%d_%s_%d_%s_%d_%s%s" % (
             pp, tp, stage, schedule, micro, layers, chunks,
+            pairs.replace(" ", "_").replace("=", "-"),
             "_eval" if eval_graph else "")
         plan = os.path.join(work, name + ".zplan")
         model = [flag for flag in GPT2
@@ -167,6 +171,27 @@ def main():
               pipeline.get("bubble", 1) < plain_pipeline.get("bubble", 0),
               "the interleaved plan records 2 model chunks and a smaller "
               "bubble (%s, %s)" % (pipeline, plain_pipeline))
+
+    # The gradient sums fused into their products' GEMMs, or not.
+    fused_plan, _, _ = compile_plan(2, 1, 1)
+    unfused_plan, compiled, result = compile_plan(
+        2, 1, 1, pairs="optimizer=adam fuse-accumulation=false")
+    with open(fused_plan) as file:
+        fused_ops = [i.get("op") for i in json.load(file)["instructions"]]
+    with open(unfused_plan) as file:
+        unfused_ops = [i.get("op") for i in json.load(file)["instructions"]]
+    check(fused_ops.count("nn.matmul_add") > 0 and
+          "nn.matmul_add" not in unfused_ops,
+          "(2, 2, 1): the plan adds gradient sums in their GEMMs (%d "
+          "nn.matmul_add), fuse-accumulation=false does not" %
+          fused_ops.count("nn.matmul_add"))
+    unfused, error = train(unfused_plan) if compiled else (
+        None, result.stderr.strip())
+    check(unfused is not None and
+          unfused["losses"] == losses.get((2, 1, 1)),
+          "(2, 2, 1) stage 1: fused and unfused gradient sums give the same "
+          "losses bit for bit (%s)" % (unfused["losses"] if unfused
+                                       else error))
 
     # Over MPI: the in-process losses bit for bit.
     plan, _, _ = compile_plan(2, 1, 1)

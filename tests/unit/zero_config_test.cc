@@ -117,7 +117,7 @@ TEST(DeepSpeedConfig, Gpt2TutorialConfig) {
             "min-loss-scale=1 gradient-accumulation-steps=1 "
             "gradient-clipping=1 train-micro-batch-size-per-gpu=4 "
             "train-batch-size=16 fuse-attention=true fuse-epilogues=true "
-            "recompute-cheap=true "
+            "fuse-accumulation=true recompute-cheap=true "
             "reduce-bucket-size=500000000 "
             "allgather-bucket-size=500000000 overlap-comm=true "
             "contiguous-gradients=true reduce-scatter=true "
@@ -1208,6 +1208,7 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     fromJson.shardRestoreLevel = config.shardRestoreLevel;
     fromJson.fuseAttention = config.fuseAttention;
     fromJson.fuseEpilogues = config.fuseEpilogues;
+    fromJson.fuseAccumulation = config.fuseAccumulation;
     fromJson.recomputeCheap = config.recomputeCheap;
     EXPECT_EQ(fromJson, config) << text;
     // A plain zero_optimization or fp16 key reads as itself.

@@ -415,6 +415,29 @@ LogicalResult MatmulBiasGeluOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult MatmulAddOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "matmul_add");
+  RankedTensorType addend = tensorOf(adaptor.getAddend());
+  FailureOr<RankedTensorType> product = inferMatmul2D(
+      infer, tensorOf(adaptor.getLhs()), tensorOf(adaptor.getRhs()),
+      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(product) ||
+      failed(infer.sameElementType(tensorOf(adaptor.getLhs()), addend, "lhs",
+                                   "addend")))
+    return failure();
+  if (addend.getShape() != product->getShape()) {
+    (void)infer.error("addend must have the product's shape " +
+                      Inference::shapeStr(product->getShape()) + ", got " +
+                      Inference::shapeStr(addend.getShape()));
+    return failure();
+  }
+  types.push_back(*product);
+  return success();
+}
+
 LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,

@@ -246,6 +246,22 @@ def NN_MatmulBiasGeluOp : NN_MatmulEpilogueOp<"matmul_bias_gelu",
                       NN_FloatTensor:$pre_activation);
 }
 
+def NN_MatmulAddOp : NN_InferredOp<"matmul_add"> {
+  let summary = "op(lhs) x op(rhs) + addend, fused";
+  let description = [{
+    `nn.matmul`'s product with its transpose flags, plus `addend` of the
+    result's shape and type: the GEMM's C operand with beta = 1 (Megatron's
+    gradient accumulation fusion). zero-fuse-accumulation makes it from a
+    gradient's running total and the weight-gradient product added to it,
+    after autodiff, so it has no gradient. The result may be written over
+    the addend.
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       NN_FloatTensor:$addend, UnitAttr:$transpose_lhs,
+                       UnitAttr:$transpose_rhs);
+  let results = (outs NN_FloatTensor:$result);
+}
+
 def NN_AttentionOp : NN_InferredOp<"attention", [NN_Differentiable]> {
   let summary = "softmax(scale q k^T) v, fused, keeping each row's log-sum-exp";
   let description = [{

@@ -152,6 +152,17 @@ void MatmulBiasGeluOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   }
 }
 
+/// Each signature of the product, with the addend laid out as the result.
+void MatmulAddOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  SmallVector<SbpSignature> product;
+  Signatures sig(*this, product);
+  matmulSignatures(sig, 2, getTransposeLhs(), getTransposeRhs());
+  for (SbpSignature &signature : product) {
+    signature.operands.push_back(signature.results.front());
+    out.push_back(std::move(signature));
+  }
+}
+
 void BatchMatmulOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   Signatures sig(*this, out);
   matmulSignatures(sig, rankOf(getLhs()), getTransposeLhs(), getTransposeRhs());

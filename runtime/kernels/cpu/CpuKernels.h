@@ -24,6 +24,7 @@ KernelSignature matmulKernel;
 KernelSignature batchMatmulKernel;
 KernelSignature matmulBiasKernel;
 KernelSignature matmulBiasGeluKernel;
+KernelSignature matmulAddKernel;
 
 // Attention.cpp
 KernelSignature attentionKernel;

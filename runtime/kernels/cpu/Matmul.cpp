@@ -1,9 +1,10 @@
 //===- Matmul.cpp - the matmul ops through sgemm --------------------------===//
 //
-// nn.matmul and nn.batch_matmul, and the fused epilogues nn.matmul_bias and
-// nn.matmul_bias_gelu: z = op(lhs) op(rhs) + bias by the same sgemm, then
-// the bias added in f32 and nn.gelu's loop on the f32 z, so that in f32 they
-// give the unfused kernels' bits; z and the result are rounded once each.
+// nn.matmul and nn.batch_matmul, and the fused epilogues nn.matmul_bias,
+// nn.matmul_bias_gelu and nn.matmul_add: z = op(lhs) op(rhs) by the same
+// sgemm, then the bias or addend added in f32 and nn.gelu's loop on the f32
+// z, so that in f32 they give the unfused kernels' bits; z and the result
+// are rounded once each.
 //
 
 #include "runtime/kernels/MatmulChecks.h"
@@ -80,6 +81,24 @@ void runMatmulEpilogue(std::string_view op, const AttrMap &attrs,
   if (gelu)
     y->finish();
 }
+
+/// result = op(lhs) op(rhs) + addend, the result possibly over the addend.
+void runMatmulAdd(std::string_view op, const AttrMap &attrs,
+                  const Tensors &operands, const Tensors &results) {
+  checks::MatmulShape shape =
+      checks::checkMatmulAdd(op, attrs, operands, results);
+  FloatInput lhs(operands[0]), rhs(operands[1]), addend(operands[2]);
+  // Over the addend the product goes to a separate buffer first.
+  FloatOutput out(results[0], overlapsAny(results[0], operands));
+  gemmBatch(1, shape.transposeLhs, shape.transposeRhs, shape.m, shape.n,
+            shape.k, lhs.data(), rhs.data(), out.data());
+  // nn.add's sum, a + b in f32.
+  const float *c = addend.data();
+  float *z = out.data();
+  for (int64_t i = 0, size = shape.m * shape.n; i < size; ++i)
+    z[i] = c[i] + z[i];
+  out.finish();
+}
 } // namespace
 
 void matmulKernel(const AttrMap &attrs, const Tensors &operands,
@@ -102,6 +121,11 @@ void matmulBiasGeluKernel(const AttrMap &attrs, const Tensors &operands,
                           const Tensors &results) {
   runMatmulEpilogue("nn.matmul_bias_gelu", attrs, operands, results,
                     /*gelu=*/true);
+}
+
+void matmulAddKernel(const AttrMap &attrs, const Tensors &operands,
+                     const Tensors &results) {
+  runMatmulAdd("nn.matmul_add", attrs, operands, results);
 }
 
 } // namespace zerosbp::runtime::cpu

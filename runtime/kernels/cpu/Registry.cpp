@@ -45,6 +45,7 @@ constexpr Entry kKernels[] = {
     {"nn.layer_norm_grad", cpu::layerNormGradKernel},
     {"nn.loss_scale_update", cpu::lossScaleUpdateKernel},
     {"nn.matmul", cpu::matmulKernel},
+    {"nn.matmul_add", cpu::matmulAddKernel},
     {"nn.matmul_bias", cpu::matmulBiasKernel},
     {"nn.matmul_bias_gelu", cpu::matmulBiasGeluKernel},
     {"nn.mul", cpu::mulKernel},

@@ -36,6 +36,7 @@ const char *const kPlanOps[] = {
     "nn.matmul",
     "nn.batch_matmul",
     "nn.matmul_bias",
+    "nn.matmul_add",
     "nn.matmul_bias_gelu",
     "nn.attention",
     "nn.add",
