@@ -6,7 +6,9 @@ on 4 and 8 in-process CPU ranks, ZeRO-1 over each stage's data ranks
 Every layout trains the same global batch of BATCH sequences on the same
 data from the same initial values. A pipelined layout (pp > 1) runs
 MICRO micro-batches (`--gradient-accumulation-steps`) through its stages,
-as 1F1B and, for one layout per world, as GPipe; a layout without stages
+as 1F1B and, for one layout per world, as GPipe and as Megatron's
+interleaved 1F1B over two model chunks per stage
+(`--num-virtual-stages-per-pipeline-rank 2`); a layout without stages
 runs the batch in one step, as data and tensor parallelism do.
 
 Per row:
@@ -15,7 +17,8 @@ Per row:
   (the largest over the ranks, `zero-run`'s `peak_bytes`);
 * the planned bubble (`pipeline.bubble`: the share of the stages' time
   spent waiting, from the matmul FLOPs of each micro-batch's forward and
-  backward) and (P - 1)/(M + P - 1), what balanced stages would give;
+  backward) and (P - 1)/(V M + P - 1), what balanced stages would give
+  with V model chunks per stage;
 * bytes a rank sends per step between stages (send_recv) and in
   collectives, measured, the largest over the ranks;
 * the step time, the median of the steps after the first of the fastest
@@ -56,8 +59,10 @@ LAYOUTS = {
     8: [(1, 8, 1), (1, 4, 2), (2, 4, 1), (2, 2, 2), (4, 2, 1), (4, 1, 2),
         (8, 1, 1)],
 }
-# The layout of each world also run as GPipe.
+# The layout of each world also run as GPipe and interleaved (V = 2).
 GPIPE = {4: (2, 2, 1), 8: (4, 2, 1)}
+INTERLEAVED = GPIPE
+CHUNKS = 2
 FP32_RTOL = 1e-5
 
 COLUMNS = [
@@ -66,7 +71,7 @@ COLUMNS = [
     ("model_state_bytes", "model states / rank"),
     ("planned_peak_bytes", "planned peak / rank"),
     ("high_water_bytes", "run high water / rank"),
-    ("bubble", "planned bubble"), ("balanced_bubble", "(P-1)/(M+P-1)"),
+    ("bubble", "planned bubble"), ("balanced_bubble", "(P-1)/(VM+P-1)"),
     ("send_recv_bytes", "send_recv B / rank / step"),
     ("collective_bytes", "collective B / rank / step"),
     ("step_ms", "step ms"), ("other_cores", "other cores"),
@@ -90,7 +95,10 @@ def compile_plan(args, work, layout, schedule):
     if pp > 1:
         command += ["--pipeline-model-parallel-size=%d" % pp,
                     "--gradient-accumulation-steps=%d" % MICRO,
-                    "--pipeline-schedule=%s" % schedule]
+                    "--pipeline-schedule=%s" % (
+                        "1f1b" if schedule == "interleaved" else schedule)]
+    if schedule == "interleaved":
+        command.append("--num-virtual-stages-per-pipeline-rank=%d" % CHUNKS)
     return plan, json.loads(bench_report.run(command))
 
 
@@ -109,15 +117,19 @@ def row(layout, schedule, compiled, report, base_losses):
     timed = report["step_ms"][1:] or report["step_ms"]
     losses = report["losses"]
     micro = MICRO if pp > 1 else 1
+    chunks = CHUNKS if schedule == "interleaved" else 1
     return {
         "world": pp * dp * tp, "pp": pp, "dp": dp, "tp": tp,
-        "micro_batches": micro, "schedule": schedule if pp > 1 else "-",
+        "micro_batches": micro,
+        "schedule": ("interleaved 1f1b, V=%d" % chunks
+                     if schedule == "interleaved" else schedule)
+        if pp > 1 else "-",
         "model_state_bytes": plan["memory_plan"]["model_state_bytes"],
         "planned_peak_bytes": plan["memory_plan"]["peak_bytes_per_rank"],
         "high_water_bytes": max(rank["high_water"]
                                 for rank in report["peak_bytes"]),
         "bubble": round(pipeline.get("bubble", 0.0), 4),
-        "balanced_bubble": round((pp - 1) / (micro + pp - 1), 4),
+        "balanced_bubble": round((pp - 1) / (chunks * micro + pp - 1), 4),
         "send_recv_bytes": max(rank.get("send_recv", 0) for rank in per_rank),
         "collective_bytes": max(sum(v for k, v in rank.items()
                                     if k != "send_recv")
@@ -162,6 +174,8 @@ def main():
                 configs.append((layout, "1f1b"))
                 if layout == GPIPE[world]:
                     configs.append((layout, "gpipe"))
+                if layout == INTERLEAVED[world]:
+                    configs.append((layout, "interleaved"))
         compiled = {config: compile_plan(args, work, *config)
                     for config in configs}
 
