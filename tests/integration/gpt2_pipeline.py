@@ -33,7 +33,8 @@ The 2-layer GPT-2 of checks.py on 4 ranks, same initial values and data:
 * refusals, each one line and a non-zero exit: more stages than layers,
   micro-batches that do not divide a rank's batch, ZeRO stage 2, gradient
   clipping, an unknown schedule; and for interleaving, fewer layers than
-  virtual stages, GPipe, micro-batches not in groups of the stages.
+  virtual stages, GPipe, micro-batches not in groups of the stages, no
+  pipeline at all.
 
 Usage: gpt2_pipeline.py ZERO_COMPILE ZERO_RUN ZERO_CHECKPOINT
 """
@@ -272,6 +273,9 @@ def main():
         ("interleaved GPipe", dict(pp=2, tp=1, stage=1, chunks=2, layers=4,
                                    schedule="gpipe"),
          "interleaves the 1f1b schedule, not gpipe"),
+        ("virtual stages without a pipeline", dict(pp=1, tp=1, stage=1,
+                                                   chunks=2, layers=4),
+         "virtual-pipeline-stages: only used with pipeline-parallel-size > 1"),
         ("micro-batches not in groups of the stages",
          dict(pp=2, tp=1, stage=1, chunks=2, layers=4, micro=3),
          "needs gradient-accumulation-steps (3) to be a multiple of "

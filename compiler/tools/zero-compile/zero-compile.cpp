@@ -665,6 +665,15 @@ int main(int argc, char **argv) {
   auto config = loadConfig();
   if (!config)
     return fail(llvm::toString(config.takeError()));
+  // The schedule's flags mean nothing without pipeline stages.
+  if (config->pipelineParallelSize <= 1) {
+    if (given(pipelineSchedule))
+      return fail("--pipeline-schedule: only used with "
+                  "--pipeline-model-parallel-size > 1");
+    if (given(virtualStagesPerRank))
+      return fail("--num-virtual-stages-per-pipeline-rank: only used with "
+                  "--pipeline-model-parallel-size > 1");
+  }
   if (llvm::Error error = zerosbp::checkPipelineConfig(*config))
     return fail(llvm::toString(std::move(error)));
 

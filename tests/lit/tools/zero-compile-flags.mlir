@@ -32,6 +32,19 @@
 // WORLD0: BEGIN
 // WORLD0-NEXT: zero-compile: --world: expected a number of ranks in [1, 16384], got 0
 // WORLD0-NEXT: exit 1
+// RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --world 4 --num-virtual-stages-per-pipeline-rank 0 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=VIRTUAL0
+// VIRTUAL0: BEGIN
+// VIRTUAL0-NEXT: zero-compile: --num-virtual-stages-per-pipeline-rank: expected an integer >= 1, got 0
+// VIRTUAL0-NEXT: exit 1
+// The pipeline's schedule flags without pipeline stages.
+// RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --world 4 --num-virtual-stages-per-pipeline-rank 2 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=VIRTUAL
+// VIRTUAL: BEGIN
+// VIRTUAL-NEXT: zero-compile: --num-virtual-stages-per-pipeline-rank: only used with --pipeline-model-parallel-size > 1
+// VIRTUAL-NEXT: exit 1
+// RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --world 4 --pipeline-schedule gpipe 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=SCHEDULE
+// SCHEDULE: BEGIN
+// SCHEDULE-NEXT: zero-compile: --pipeline-schedule: only used with --pipeline-model-parallel-size > 1
+// SCHEDULE-NEXT: exit 1
 // RUN: sh -c 'echo BEGIN; zero-compile --preset tiny --batch-size 0 2>&1; echo "exit $?"' | FileCheck %s --match-full-lines --check-prefix=BATCH
 // BATCH: BEGIN
 // BATCH-NEXT: zero-compile: --batch-size must be positive, got 0
