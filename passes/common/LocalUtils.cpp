@@ -117,11 +117,6 @@ int64_t zerosbp::backwardStart(Block &block, const OpPositions &positions) {
   return positions[block.getTerminator()];
 }
 
-void zerosbp::numberInBlock(Operation *op) {
-  if (Operation *next = op->getNextNode())
-    (void)op->isBeforeInBlock(next);
-}
-
 void zerosbp::moveBeforeInBlock(Operation *op, Operation *target) {
   if (op == target || op->getNextNode() == target)
     return;

@@ -31,15 +31,9 @@ mlir::sbp::CollectiveWaitOp waitOf(mlir::sbp::CollectiveStartOp start);
 /// the other ops' order: Operation::moveBefore splices, which drops the
 /// order of the whole block, and a pass that moves thousands of ops and
 /// asks isBeforeInBlock in between would renumber the block each time.
-/// Only `op` is left to number (numberInBlock).
+/// Only `op` is left to number.
 void moveBeforeInBlock(mlir::Operation *op, mlir::Operation *target);
 void moveAfterInBlock(mlir::Operation *op, mlir::Operation *target);
-
-/// Gives `op`, just created or moved between ops that have their order,
-/// its own at once; two such ops side by side would make the next
-/// isBeforeInBlock renumber the block. Not for ops moved in bulk to one
-/// place, where the gaps run out at once.
-void numberInBlock(mlir::Operation *op);
 
 /// The pipeline stage whose ranks run `op` (docs/design.md#pipeline-
 /// parallelism): its `zero.pipeline_stage`, else that of the first operand's

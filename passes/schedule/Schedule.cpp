@@ -13,6 +13,7 @@
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <map>
 
@@ -37,20 +38,47 @@ static void sinkReceives(func::FuncOp func) {
       if (auto recv = dyn_cast<RecvOp>(user))
         channels[{send.getSourceStage(), send.getTargetStage()}].push_back(
             recv);
+  if (channels.empty())
+    return;
+  // Only receives move, so the other ops keep their order: each receive
+  // goes right before an anchor, its first reader or the anchor of the
+  // channel's next receive, whichever comes first. At one anchor the
+  // receives line up by channel, then in send order. The block is then
+  // rebuilt once (moving the receives one by one renumbers it each time).
+  DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : block)
+    position[&op] = index++;
+  DenseMap<Operation *, SmallVector<Operation *>> before;
+  DenseSet<Operation *> moved;
   for (auto &[channel, receives] : channels) {
-    Operation *later = nullptr; // The channel's next receive, once placed.
-    for (RecvOp recv : llvm::reverse(receives)) {
+    SmallVector<Operation *> anchors(receives.size());
+    Operation *later = nullptr; // The anchor of the channel's next receive.
+    for (size_t i = receives.size(); i-- > 0;) {
       Operation *first = block.getTerminator();
-      for (Operation *user : recv->getUsers())
-        if (user->isBeforeInBlock(first))
+      for (Operation *user : receives[i]->getUsers())
+        if (position.lookup(user) < position.lookup(first))
           first = user;
-      if (later && later->isBeforeInBlock(first))
+      if (later && position.lookup(later) < position.lookup(first))
         first = later;
-      moveBeforeInBlock(recv, first);
-      numberInBlock(recv);
-      later = recv;
+      anchors[i] = later = first;
+    }
+    for (auto [recv, anchor] : llvm::zip(receives, anchors)) {
+      before[anchor].push_back(recv);
+      moved.insert(recv);
     }
   }
+  SmallVector<Operation *> order;
+  for (Operation &op : block) {
+    if (moved.contains(&op))
+      continue;
+    if (auto it = before.find(&op); it != before.end())
+      order.append(it->second.begin(), it->second.end());
+    order.push_back(&op);
+  }
+  for (Operation *op : order)
+    block.getOperations().splice(block.end(), block.getOperations(),
+                                 op->getIterator());
 }
 
 /// The wait's earliest user, or the terminator.
