@@ -18,6 +18,29 @@ MatrixDims opDims(const std::vector<int64_t> &shape, bool transposed) {
   return transposed ? MatrixDims{cols, rows} : MatrixDims{rows, cols};
 }
 
+/// lhs of f32, f16 or bf16: the fused matmul ops' types (expectFloat also
+/// lets f64 through).
+void expectFusedFloat(std::string_view op, const TensorRef &lhs) {
+  if (lhs.dtype == DType::F64)
+    fail(op, "lhs has element type f64, expected f32, f16 or bf16");
+  expectFloat(op, lhs, "lhs");
+}
+
+/// The one 2-D product of a fused matmul op: op(lhs) m x k, op(rhs) k x n.
+MatmulShape fusedProduct(std::string_view op, const AttrMap &attrs,
+                         const TensorRef &lhs, const TensorRef &rhs) {
+  bool transA = attrs.flag("transpose_lhs");
+  bool transB = attrs.flag("transpose_rhs");
+  if (lhs.rank() != 2 || rhs.rank() != 2)
+    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " have the wrong ranks");
+  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
+  if (a.cols != b.rows)
+    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
+                 shapeString(rhs.shape) + " differ");
+  return {1, a.rows, b.cols, a.cols, transA, transB};
+}
+
 } // namespace
 
 MatmulShape checkMatmul(std::string_view op, const AttrMap &attrs,
@@ -60,28 +83,17 @@ MatmulShape checkMatmulEpilogue(std::string_view op, const AttrMap &attrs,
                                 bool gelu) {
   expectArity(op, operands, results, 3, gelu ? 2 : 1);
   const TensorRef &lhs = operands[0], &rhs = operands[1], &bias = operands[2];
-  // f64, which expectFloat lets through, is not among the op's types.
-  if (lhs.dtype == DType::F64)
-    fail(op, "lhs has element type f64, expected f32, f16 or bf16");
-  expectFloat(op, lhs, "lhs");
+  expectFusedFloat(op, lhs);
   expectSameDType(op, rhs, lhs, "rhs");
   expectSameDType(op, bias, lhs, "bias");
   expectSameDType(op, results[0], lhs, "result");
   if (gelu)
     expectSameDType(op, results[1], lhs, "pre_activation");
-  bool transA = attrs.flag("transpose_lhs");
-  bool transB = attrs.flag("transpose_rhs");
-  if (lhs.rank() != 2 || rhs.rank() != 2)
-    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " have the wrong ranks");
-  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
-  if (a.cols != b.rows)
-    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " differ");
-  expectShape(op, bias, {b.cols}, "bias");
-  expectShape(op, results[0], {a.rows, b.cols}, "result");
+  MatmulShape shape = fusedProduct(op, attrs, lhs, rhs);
+  expectShape(op, bias, {shape.n}, "bias");
+  expectShape(op, results[0], {shape.m, shape.n}, "result");
   if (gelu)
-    expectShape(op, results[1], {a.rows, b.cols}, "pre_activation");
+    expectShape(op, results[1], {shape.m, shape.n}, "pre_activation");
   for (size_t r = 0; r < results.size(); ++r) {
     const char *name = r == 0 ? "result" : "pre_activation";
     if (overlapsAny(results[r], operands))
@@ -89,7 +101,7 @@ MatmulShape checkMatmulEpilogue(std::string_view op, const AttrMap &attrs,
   }
   if (gelu && overlaps(results[0], results[1]))
     fail(op, "result overlaps pre_activation");
-  return {1, a.rows, b.cols, a.cols, transA, transB};
+  return shape;
 }
 
 MatmulShape checkMatmulAdd(std::string_view op, const AttrMap &attrs,
@@ -97,28 +109,18 @@ MatmulShape checkMatmulAdd(std::string_view op, const AttrMap &attrs,
   expectArity(op, operands, results, 3, 1);
   const TensorRef &lhs = operands[0], &rhs = operands[1], &addend = operands[2],
                   &result = results[0];
-  if (lhs.dtype == DType::F64)
-    fail(op, "lhs has element type f64, expected f32, f16 or bf16");
-  expectFloat(op, lhs, "lhs");
+  expectFusedFloat(op, lhs);
   expectSameDType(op, rhs, lhs, "rhs");
   expectSameDType(op, addend, lhs, "addend");
   expectSameDType(op, result, lhs, "result");
-  bool transA = attrs.flag("transpose_lhs");
-  bool transB = attrs.flag("transpose_rhs");
-  if (lhs.rank() != 2 || rhs.rank() != 2)
-    fail(op, "operand shapes " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " have the wrong ranks");
-  MatrixDims a = opDims(lhs.shape, transA), b = opDims(rhs.shape, transB);
-  if (a.cols != b.rows)
-    fail(op, "contracting dims of " + shapeString(lhs.shape) + " and " +
-                 shapeString(rhs.shape) + " differ");
-  expectShape(op, addend, {a.rows, b.cols}, "addend");
-  expectShape(op, result, {a.rows, b.cols}, "result");
+  MatmulShape shape = fusedProduct(op, attrs, lhs, rhs);
+  expectShape(op, addend, {shape.m, shape.n}, "addend");
+  expectShape(op, result, {shape.m, shape.n}, "result");
   if (overlaps(result, lhs) || overlaps(result, rhs))
     fail(op, "result overlaps lhs or rhs");
   if (overlaps(result, addend) && result.data != addend.data)
     fail(op, "result overlaps the addend without being it");
-  return {1, a.rows, b.cols, a.cols, transA, transB};
+  return shape;
 }
 
 } // namespace zerosbp::runtime::checks

@@ -11,6 +11,13 @@
 // - in f16 and bf16, bit for bit the f32 computation on the same values
 //   rounded once;
 // - empty shapes, and the checks' exact messages.
+// nn.matmul_add (op(lhs) op(rhs) + addend, zero-fuse-accumulation's op):
+// - against the float64 reference, (k + 2) 2^-24 (sum |a b| + |addend|)
+//   in f32 and one rounding to the storage type more in f16 and bf16;
+// - in f32, bit for bit nn.matmul then nn.add (total + product);
+// - written over its addend (the running total in place), the same bits as
+//   into a separate result;
+// - the checks' messages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -392,6 +399,106 @@ TEST(CpuMatmulEpilogue, ErrorMessages) {
   for (const std::string &message :
        {errorOf(kBias, none, {}, {}), errorOf(kBiasGelu, none, {}, {})})
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+constexpr const char *kAdd = "nn.matmul_add";
+
+/// lhs and rhs as makeOperands gives them, and in the bias's place an
+/// addend (m, n) in [-4, 4).
+Operands makeAddOperands(DType type, int64_t m, int64_t n, int64_t k,
+                         bool transA, bool transB, unsigned seed) {
+  Operands in = makeOperands(type, m, n, k, transA, transB, seed);
+  in.bias = randomTensor(type, {m, n}, seed + 2, -4.0, 4.0);
+  return in;
+}
+
+Buffer runAdd(const Operands &in, bool transA, bool transB, int64_t m,
+              int64_t n) {
+  Buffer result = freshResult(in.lhs.ref.dtype, {m, n});
+  runKernel(kAdd, transposes(transA, transB),
+            {in.lhs.ref, in.rhs.ref, in.bias.ref}, {result.ref});
+  return result;
+}
+
+TEST(CpuMatmulAdd, MatchesFloat64ReferenceEveryTranspose) {
+  const int64_t m = 37, n = 29, k = 53;
+  for (DType type : {DType::F32, DType::F16, DType::BF16})
+    for (bool transA : {false, true})
+      for (bool transB : {false, true}) {
+        Operands in = makeAddOperands(type, m, n, k, transA, transB, 11);
+        std::vector<double> a = in.lhs.values(), b = in.rhs.values(),
+                            c = in.bias.values();
+        std::vector<double> want(c.size()), bound(c.size());
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double sum = c[i * n + j], magnitude = std::fabs(sum);
+            for (int64_t p = 0; p < k; ++p) {
+              double product = a[transA ? p * m + i : i * k + p] *
+                               b[transB ? j * k + p : p * n + j];
+              sum += product;
+              magnitude += std::fabs(product);
+            }
+            // The f32 sum's error, then one rounding to the storage type.
+            want[i * n + j] = sum;
+            bound[i * n + j] =
+                (k + 2) * std::ldexp(1.0, -24) * magnitude +
+                (type == DType::F32 ? 0.0
+                                    : unitRoundoff(type) * std::fabs(sum));
+          }
+        expectWithin(runAdd(in, transA, transB, m, n).values(), want, bound,
+                     label(kAdd, type, transA, transB));
+      }
+}
+
+TEST(CpuMatmulAdd, F32EqualsMatmulThenAddBitForBit) {
+  const int64_t m = 16, n = 24, k = 40;
+  for (bool transA : {false, true})
+    for (bool transB : {false, true}) {
+      Operands in = makeAddOperands(DType::F32, m, n, k, transA, transB, 5);
+      Buffer product(DType::F32, {m, n}), sum(DType::F32, {m, n});
+      runKernel("nn.matmul", transposes(transA, transB),
+                {in.lhs.ref, in.rhs.ref}, {product.ref});
+      runKernel("nn.add", {}, {in.bias.ref, product.ref}, {sum.ref});
+      expectSameBits(runAdd(in, transA, transB, m, n), sum,
+                     label(kAdd, DType::F32, transA, transB));
+    }
+}
+
+// The running total written over itself, as zero-memory-plan places it.
+TEST(CpuMatmulAdd, InPlaceOverTheAddend) {
+  const int64_t m = 12, n = 20, k = 32;
+  for (DType type : {DType::F32, DType::BF16}) {
+    Operands in = makeAddOperands(type, m, n, k, true, false, 7);
+    Buffer separate = runAdd(in, true, false, m, n);
+    runKernel(kAdd, transposes(true, false),
+              {in.lhs.ref, in.rhs.ref, in.bias.ref}, {in.bias.ref});
+    expectSameBits(in.bias, separate, label(kAdd, type, true, false));
+  }
+}
+
+TEST(CpuMatmulAdd, ErrorMessages) {
+  Buffer a = randomTensor(DType::F32, {4, 8}, 1),
+         b = randomTensor(DType::F32, {8, 6}, 2),
+         c = randomTensor(DType::F32, {4, 6}, 3),
+         wrong = randomTensor(DType::F32, {6, 4}, 4),
+         half = randomTensor(DType::BF16, {4, 6}, 5);
+  Buffer result(DType::F32, {4, 6});
+  AttrMap none;
+  EXPECT_EQ(errorOf(kAdd, none, {a.ref, b.ref, wrong.ref}, {result.ref}),
+            "nn.matmul_add: addend has shape [6, 4], expected [4, 6]");
+  EXPECT_EQ(errorOf(kAdd, none, {a.ref, b.ref, half.ref}, {result.ref}),
+            "nn.matmul_add: addend has element type bf16, expected f32");
+  EXPECT_EQ(errorOf(kAdd, none, {a.ref, b.ref, c.ref}, {a.ref}),
+            "nn.matmul_add: result has shape [4, 8], expected [4, 6]");
+  // A result over part of the addend (its second row onwards).
+  Buffer big = randomTensor(DType::F32, {5, 6}, 6);
+  TensorRef over = big.ref;
+  over.data = static_cast<char *>(big.ref.data) + 6 * sizeof(float);
+  over.shape = {4, 6};
+  TensorRef addend = big.ref;
+  addend.shape = {4, 6};
+  EXPECT_EQ(errorOf(kAdd, none, {a.ref, b.ref, addend}, {over}),
+            "nn.matmul_add: result overlaps the addend without being it");
 }
 
 } // namespace
