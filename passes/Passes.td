@@ -142,9 +142,19 @@ def ZeroAccumulate : Pass<"zero-accumulate", "::mlir::func::FuncOp"> {
     the other and hold one micro-batch's activations at a time. Each copy
     of an `nn.dropout` gets its micro-batch index as `micro_batch`, so
     micro-batches draw different masks (docs/compiler.md, "Dropout").
+
+    With `loop`, the graph keeps one micro-batch's forward instead of
+    `steps` copies and is marked `zero.micro_batch_loop`: its input slice
+    takes the micro-batch's index along `zero.micro_batch_dim`, and the
+    loss is a running total (`zero.loop_carried`) that zero-pipeline-stages
+    and the plan run once per micro-batch
+    (docs/design.md#the-micro-batch-loop). The step computes the same sums
+    in the same order, and the graph does not grow with `steps`.
   }];
   let options = [
     Option<"steps", "steps", "int64_t", "1", "micro-batches per step">,
+    Option<"loop", "loop", "bool", "false",
+           "keep one micro-batch's graph, run as a loop of `steps`">,
     Option<"world", "world", "int64_t", "0",
            "data-parallel ranks (0: from the inputs' placement)">,
   ];

@@ -119,8 +119,10 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
   // The graph's batch is the whole step's: micro-batch x accumulation x
   // world, as DeepSpeed's train_batch_size.
   if (config.gradientAccumulationSteps > 1)
-    pm.addPass(createZeroAccumulate({/*steps=*/config.gradientAccumulationSteps,
-                                     /*world=*/config.stageWorld()}));
+    pm.addPass(createZeroAccumulate(
+        {/*steps=*/config.gradientAccumulationSteps,
+         /*loop=*/config.pipelineParallelSize > 1 && config.microBatchLoop,
+         /*world=*/config.stageWorld()}));
   pm.addPass(createZeroAutodiff());
   if (checkpointed)
     pm.addPass(createZeroRemat());

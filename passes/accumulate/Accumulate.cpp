@@ -9,6 +9,7 @@
 
 #include "passes/Passes.h"
 #include "passes/common/SbpUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -184,7 +185,10 @@ void ZeroAccumulatePass::runOnOperation() {
 
   OpBuilder builder(ret);
   Value total;
-  for (int64_t index = 0; index < steps; ++index) {
+  // As a loop, the graph keeps micro-batch 0's copy and the schedule runs
+  // it once per micro-batch (docs/design.md#the-micro-batch-loop).
+  int64_t copies = loop ? 1 : steps;
+  for (int64_t index = 0; index < copies; ++index) {
     IRMapping mapping;
     // The pipeline schedule orders micro-batches by this mark.
     auto microBatchMark = builder.getI64IntegerAttr(index);
@@ -196,6 +200,9 @@ void ZeroAccumulatePass::runOnOperation() {
         if (op == input)
           break;
         op->setAttr(nn::kMicroBatchAttr, microBatchMark);
+        if (loop && isa<nn::SliceOp>(op))
+          op->setAttr(zerosbp::kMicroBatchDimAttr,
+                      builder.getI64IntegerAttr(1));
       }
       mapping.map(input.getResult(), part);
     }
@@ -209,6 +216,18 @@ void ZeroAccumulatePass::runOnOperation() {
         dropout.setMicroBatchAttr(builder.getI64IntegerAttr(index));
     }
     Value loss = mapping.lookupOrDefault(ret.getOperand(0));
+    if (loop) {
+      // The losses' running total, zero before the loop: the same sum, in
+      // the same order, as the copies'.
+      Value zero = nn::FillOp::create(builder, ret.getLoc(), loss.getType(),
+                                      builder.getF64FloatAttr(0.0));
+      Operation *add =
+          nn::AddOp::create(builder, ret.getLoc(), loss.getType(), zero, loss);
+      add->setAttr(nn::kMicroBatchAttr, microBatchMark);
+      add->setAttr(zerosbp::kLoopCarriedAttr, builder.getUnitAttr());
+      total = add->getResult(0);
+      continue;
+    }
     total = total ? nn::AddOp::create(builder, ret.getLoc(), loss.getType(),
                                       total, loss)
                         .getResult()
@@ -217,6 +236,9 @@ void ZeroAccumulatePass::runOnOperation() {
   total = nn::ScaleOp::create(builder, ret.getLoc(), total.getType(), total,
                               builder.getF64FloatAttr(1.0 / steps));
   ret->setOperand(0, total);
+  if (loop)
+    func->setAttr(zerosbp::kMicroBatchLoopAttr,
+                  builder.getI64IntegerAttr(steps));
   func.setFunctionType(builder.getFunctionType(func.getArgumentTypes(),
                                                TypeRange{total.getType()}));
   // The whole-batch forward is now dead.

@@ -130,9 +130,19 @@ LogicalResult ZeroAmpPass::reinferTypes(func::FuncOp func, OpBuilder &builder) {
     if (auto fill = dyn_cast<nn::FillOp>(op)) {
       // The seed stays fp32 and carries the loss scale; other fills follow
       // the compute precision.
+      // A running total's zero (zero.loop_carried) takes the precision
+      // of what it sums, as the total of copies would.
+      auto carried = llvm::find_if(fill->getUses(), [](OpOperand &use) {
+        return use.getOperandNumber() == 0 &&
+               use.getOwner()->hasAttr(kLoopCarriedAttr);
+      });
       if (fill->hasAttr(kLossSeedAttr))
         fill.setValueAttr(
             builder.getF64FloatAttr(lossScale == 0 ? 1.0 : lossScale));
+      else if (carried != fill->getUses().end())
+        fill.getResult().setType(withElementType(
+            fill.getResult().getType(),
+            getElementTypeOrSelf(carried->getOwner()->getOperand(1))));
       else if (isF32Tensor(fill.getResult().getType()))
         fill.getResult().setType(
             withElementType(fill.getResult().getType(), low));

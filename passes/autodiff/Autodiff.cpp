@@ -63,6 +63,49 @@ public:
     return it->second.front();
   }
 
+  /// Under a micro-batch loop, a parameter's gradient over the whole step:
+  /// each stage adds its contributions, in order, to a running total that
+  /// a fill makes zero before the loop and that each micro-batch carries
+  /// on (`zero.loop_carried`); the stages' totals are summed after the
+  /// loop. The sums and their order are those `sum` builds over copies.
+  Value lookupOverLoop(Value value) {
+    auto it = parts.find(value);
+    if (it == parts.end())
+      return {};
+    SmallVector<Value, 1> grads = it->second;
+    llvm::stable_sort(grads, [&](Value a, Value b) {
+      return markOf(a, nn::kPipelineStageAttr) <
+             markOf(b, nn::kPipelineStageAttr);
+    });
+    SmallVector<Value> totals;
+    for (size_t first = 0; first < grads.size();) {
+      int64_t stage = markOf(grads[first], nn::kPipelineStageAttr);
+      Value total = nn::FillOp::create(builder, grads[first].getLoc(),
+                                       grads[first].getType(),
+                                       builder.getF64FloatAttr(0.0));
+      if (stage >= 0)
+        total.getDefiningOp()->setAttr(nn::kPipelineStageAttr,
+                                       builder.getI64IntegerAttr(stage));
+      for (; first < grads.size() &&
+             markOf(grads[first], nn::kPipelineStageAttr) == stage;
+           ++first) {
+        Value grad = grads[first];
+        auto add = nn::AddOp::create(builder, grad.getLoc(), total, grad);
+        add->setAttr(zerosbp::kGradSumAttr, builder.getUnitAttr());
+        add->setAttr(zerosbp::kLoopCarriedAttr, builder.getUnitAttr());
+        if (stage >= 0)
+          add->setAttr(nn::kPipelineStageAttr,
+                       builder.getI64IntegerAttr(stage));
+        add->setAttr(nn::kMicroBatchAttr,
+                     builder.getI64IntegerAttr(std::max<int64_t>(
+                         0, markOf(grad, nn::kMicroBatchAttr))));
+        total = add;
+      }
+      totals.push_back(total);
+    }
+    return chain(totals, /*pipelined=*/true);
+  }
+
   /// Adds one use's contribution; a value used several times (a tied
   /// embedding and LM head) gets the sum.
   void accumulate(Value value, Value grad) {
@@ -195,13 +238,15 @@ static LogicalResult backpropagate(Operation *op, OpBuilder &builder,
 /// One `nn.gradient` per trainable parameter that reaches the loss, in
 /// declaration order.
 static void emitParameterGradients(ArrayRef<Operation *> forward,
-                                   OpBuilder &builder, GradientMap &grads) {
+                                   OpBuilder &builder, GradientMap &grads,
+                                   bool overLoop) {
   for (Operation *op : forward) {
     auto variable = dyn_cast<nn::VariableOp>(op);
     if (!variable || variable.getRole() != sbp::Role::param ||
         variable.getFrozen())
       continue;
-    if (Value grad = grads.lookup(variable.getResult()))
+    if (Value grad = overLoop ? grads.lookupOverLoop(variable.getResult())
+                              : grads.lookup(variable.getResult()))
       nn::GradientOp::create(builder, variable.getLoc(), variable.getName(),
                              grad);
   }
@@ -259,10 +304,15 @@ struct ZeroAutodiffPass
     seed.getDefiningOp()->setAttr(zerosbp::kLossSeedAttr,
                                   builder.getUnitAttr());
     grads.accumulate(*loss, seed);
-    for (Operation *op : llvm::reverse(forward))
+    bool overLoop = func->hasAttr(zerosbp::kMicroBatchLoopAttr);
+    for (Operation *op : llvm::reverse(forward)) {
+      // A parameter's contributions stay apart until the loop sums them.
+      if (overLoop && isa<nn::VariableOp>(op))
+        continue;
       if (failed(backpropagate(op, builder, grads)))
         return failure();
-    emitParameterGradients(forward, builder, grads);
+    }
+    emitParameterGradients(forward, builder, grads, overLoop);
     eraseDeadBackwardOps(seed.getDefiningOp(), terminator);
     return success();
   }

@@ -51,12 +51,14 @@ struct BucketKey {
   /// Parameter gathers of the forward and of the backward never share a
   /// bucket: that would hold the backward's copy through the forward.
   bool backward;
+  /// The part of a micro-batch loop (LoopParts): a bucket runs in one.
+  int64_t part;
   bool operator==(const BucketKey &other) const {
     return kind == other.kind && placement == other.placement &&
            axis == other.axis && dim == other.dim && reduce == other.reduce &&
            elementType == other.elementType &&
            parameterGather == other.parameterGather &&
-           backward == other.backward;
+           backward == other.backward && part == other.part;
   }
 };
 
@@ -92,6 +94,8 @@ private:
 
   func::FuncOp func;
   int64_t reduceLimit, gatherLimit, prefetchLimit;
+  /// The micro-batch loop's parts, read at the start of each round.
+  std::optional<LoopParts> parts;
 };
 
 } // namespace
@@ -153,10 +157,14 @@ void Bucketer::hoistInputViews() {
         chain.push_back(op);
   });
   // The innermost op of a chain first, so that each lands after its
-  // (already moved) operand.
+  // (already moved) operand; never into another part of a micro-batch
+  // loop (a total's layout after the loop stays there).
+  LoopParts loopParts(func.getBody().front());
   for (Operation *op : llvm::reverse(chain)) {
     Value source = op->getOperand(0);
     if (Operation *def = source.getDefiningOp()) {
+      if (loopParts.hasLoop() && loopParts.of(def) != loopParts.of(op))
+        continue;
       if (def->getBlock() == op->getBlock() && def != op->getPrevNode())
         moveAfterInBlock(op, def);
     } else if (auto argument = dyn_cast<BlockArgument>(source)) {
@@ -247,6 +255,10 @@ LogicalResult Bucketer::lowerShardCollectives() {
         scatterAxis ? builder.getI64IntegerAttr(*scatterAxis) : nullptr,
         *reduce, /*bucket=*/nullptr);
     auto wait = CollectiveWaitOp::create(builder, loc, start.getFuture());
+    if (Attribute chunk = op->getAttr(kLoopChunkAttr)) {
+      start->setAttr(kLoopChunkAttr, chunk);
+      wait->setAttr(kLoopChunkAttr, chunk);
+    }
     op->getResult(0).replaceAllUsesWith(wait.getResult(0));
     op->erase();
   }
@@ -349,6 +361,12 @@ CollectiveWaitOp Bucketer::emit(Bucket &bucket, Block &block,
           if (!last || positions[last] < positions[producer])
             last = producer;
     anchor = last ? last->getNextNode() : &block.front();
+    // Not ahead of its part of a micro-batch loop.
+    if (parts->hasLoop() && bucket.key.part != LoopParts::kBefore) {
+      Operation *floor = parts->firstOf(bucket.key.part);
+      if (!last || positions[last] < positions[floor])
+        anchor = floor;
+    }
     while (anchor && members.contains(anchor))
       anchor = anchor->getNextNode();
   }
@@ -371,6 +389,10 @@ CollectiveWaitOp Bucketer::emit(Bucket &bucket, Block &block,
       /*bucket=*/nullptr);
   auto wait =
       CollectiveWaitOp::create(builder, first.getLoc(), start.getFuture());
+  if (Attribute chunk = first->getAttr(kLoopChunkAttr)) {
+    start->setAttr(kLoopChunkAttr, chunk);
+    wait->setAttr(kLoopChunkAttr, chunk);
+  }
   for (auto [index, member] : llvm::enumerate(bucket.members))
     member.wait.getResult(0).replaceAllUsesWith(wait.getResult(index));
   return wait;
@@ -432,6 +454,7 @@ void Bucketer::fuse(llvm::function_ref<bool(CollectiveStartOp)> eligible) {
   OpPositions positions(block);
   int64_t end = order.size();
   int64_t backwardFrom = backwardStart(block, positions);
+  parts.emplace(block);
 
   // Greedy in program order: each key has one open bucket; a collective
   // that does not fit (size or window) closes it and opens the next.
@@ -458,7 +481,8 @@ void Bucketer::fuse(llvm::function_ref<bool(CollectiveStartOp)> eligible) {
                   cast<RankedTensorType>(start.getInputs().front().getType())
                       .getElementType(),
                   isParameterGather(start),
-                  isParameterGather(start) && member.firstUse >= backwardFrom};
+                  isParameterGather(start) && member.firstUse >= backwardFrom,
+                  parts->hasLoop() ? parts->of(start) : 0};
     auto *bucket = llvm::find_if(open, [&](Bucket &b) { return b.key == key; });
     if (bucket != open.end()) {
       bool fits = bucket->elements + member.elements <= limitOf(key);

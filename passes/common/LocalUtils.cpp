@@ -143,3 +143,45 @@ int64_t zerosbp::pipelineStageOf(Operation *op) {
   }
   return -1;
 }
+
+zerosbp::LoopParts::LoopParts(Block &block)
+    : terminator(block.getTerminator()) {
+  bool inLoop = false;
+  for (Operation &op : block) {
+    int64_t chunk = pipelineMark(&op, kLoopChunkAttr);
+    if (chunk >= 0) {
+      firstOp.try_emplace(chunk, &op);
+      inLoop = true;
+      partOf[&op] = chunk;
+      continue;
+    }
+    partOf[&op] = inLoop ? kAfter : kBefore;
+    if (inLoop && &op != terminator)
+      firstOp.try_emplace(kAfter, &op);
+  }
+}
+
+int64_t zerosbp::LoopParts::of(Operation *op) const {
+  int64_t chunk = pipelineMark(op, kLoopChunkAttr);
+  if (chunk >= 0)
+    return chunk;
+  auto it = partOf.find(op);
+  return it == partOf.end() ? kAfter : it->second;
+}
+
+Operation *zerosbp::LoopParts::firstAfter(int64_t part) const {
+  auto it = firstOp.upper_bound(part);
+  return it == firstOp.end() ? terminator : it->second;
+}
+
+Operation *zerosbp::LoopParts::firstOf(int64_t part) const {
+  auto it = firstOp.lower_bound(part);
+  return it == firstOp.end() ? terminator : it->second;
+}
+
+void zerosbp::LoopParts::inherit(Operation *op, Operation *from) {
+  if (Attribute chunk = from->getAttr(kLoopChunkAttr))
+    op->setAttr(kLoopChunkAttr, chunk);
+  else
+    partOf[op] = of(from);
+}

@@ -12,6 +12,8 @@
 #include "mlir/IR/Block.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
+
 namespace zerosbp {
 
 /// Elements of a statically shaped tensor type (0 for other types).
@@ -41,6 +43,38 @@ void moveAfterInBlock(mlir::Operation *op, mlir::Operation *target);
 /// were set, run where their inputs are); -1 without stages. An sbp.send
 /// runs on its source stage, an sbp.recv on its target stage.
 int64_t pipelineStageOf(mlir::Operation *op);
+
+/// The parts of a block under a micro-batch loop (docs/design.md#the-
+/// micro-batch-loop): the ops before the loop, each chunk's
+/// (`zero.loop_chunk`) and those after it. The loop runs each chunk once
+/// per micro-batch, so a pass that moves or fuses ops keeps each in its
+/// part. Without a loop every op is in one part.
+class LoopParts {
+public:
+  static constexpr int64_t kBefore = -1;
+  static constexpr int64_t kAfter = INT64_MAX;
+
+  explicit LoopParts(mlir::Block &block);
+  bool hasLoop() const { return !firstOp.empty(); }
+  /// `op`'s part: its chunk, or for an op without a chunk, kBefore or
+  /// kAfter by where it was when the parts were read (kAfter for an op
+  /// made since).
+  int64_t of(mlir::Operation *op) const;
+  /// The first op of the loop's parts after `part` (the terminator when
+  /// none is).
+  mlir::Operation *firstAfter(int64_t part) const;
+  /// The first op of `part`, or for a part without ops the one after.
+  mlir::Operation *firstOf(int64_t part) const;
+  /// Copies `from`'s chunk onto `op`, a new op that stands for it, or
+  /// records its part.
+  void inherit(mlir::Operation *op, mlir::Operation *from);
+
+private:
+  llvm::DenseMap<mlir::Operation *, int64_t> partOf;
+  /// The first op of each chunk and of the part after the loop.
+  std::map<int64_t, mlir::Operation *> firstOp;
+  mlir::Operation *terminator = nullptr;
+};
 
 /// Position of every op of a block, in order.
 class OpPositions {

@@ -56,6 +56,36 @@ inline constexpr llvm::StringLiteral kMemoryKindAttr = "zero.memory_kind";
 /// each stage's FLOPs (zero-pipeline-stages).
 inline constexpr llvm::StringLiteral kPipelineAttr = "zero.pipeline";
 
+/// func: the step is a loop of this many micro-batches over one
+/// micro-batch's graph (zero-accumulate with `loop`), run by the pipeline
+/// schedule (docs/design.md#the-micro-batch-loop).
+inline constexpr llvm::StringLiteral kMicroBatchLoopAttr =
+    "zero.micro_batch_loop";
+
+/// An op of the micro-batch loop whose result replaces its first operand
+/// from one micro-batch to the next: a running total (a gradient's, the
+/// loss's) that a fill made zero before the loop. zero-memory-plan writes
+/// it in the bytes of that operand, and what reads it after the loop reads
+/// the last micro-batch's total.
+inline constexpr llvm::StringLiteral kLoopCarriedAttr = "zero.loop_carried";
+
+/// nn.slice: the dim along which the micro-batch loop's micro-batch m
+/// takes index m (the graph holds micro-batch 0's slice).
+inline constexpr llvm::StringLiteral kMicroBatchDimAttr =
+    "zero.micro_batch_dim";
+
+/// An op of the micro-batch loop: the index of its chunk, one stage's
+/// forward or backward of one model chunk, in `zero.pipeline`'s `loop`
+/// (zero-pipeline-stages). Ops without it run once, before or after the
+/// loop.
+inline constexpr llvm::StringLiteral kLoopChunkAttr = "zero.loop_chunk";
+
+/// sbp.cast between pipeline stages in the micro-batch loop: the chunk
+/// whose ops first read it on the receiving stage, where zero-partition
+/// puts its receive.
+inline constexpr llvm::StringLiteral kLoopReceiveChunkAttr =
+    "zero.loop_receive_chunk";
+
 /// func: the rank a per-rank program is for (zero-partition with `rank=N`).
 inline constexpr llvm::StringLiteral kRankAttr = "zero.rank";
 

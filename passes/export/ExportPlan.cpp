@@ -152,6 +152,9 @@ private:
   SmallVector<std::string> arenaKinds;
   llvm::DenseMap<Operation *, int64_t> transferIds;
   std::vector<PlannedBuffer> buffers;
+  /// Copies and the bytes between them of each buffer held once per
+  /// micro-batch in flight (zero.micro_slots).
+  std::map<int64_t, std::pair<int64_t, int64_t>> microSlots;
   llvm::DenseMap<Value, int64_t> ids;
   SmallVector<Value> values;
   /// The plan's ranks and grid: with pipeline stages, every stage's ranks
@@ -459,10 +462,46 @@ LogicalResult Exporter::writeInstruction(llvm::json::OStream &json,
       }
       if (op.hasAttr(kLossSeedAttr))
         json.attribute("loss_seed", true);
+      if (auto dim = op.getAttrOfType<IntegerAttr>(kMicroBatchDimAttr))
+        json.attribute("micro_batch_dim", dim.getInt());
     });
     common();
   });
   return success();
+}
+
+/// `zero.pipeline`'s loop: the chunks with their instruction ranges and
+/// each stage's [chunk, micro-batch] order.
+static void
+writeLoop(llvm::json::OStream &json, DictionaryAttr loop,
+          const std::map<int64_t, std::pair<int64_t, int64_t>> &ranges) {
+  json.attributeArray("chunks", [&] {
+    for (auto [index, entry] :
+         llvm::enumerate(loop.getAs<ArrayAttr>("chunks"))) {
+      auto chunk = cast<DictionaryAttr>(entry);
+      json.object([&] {
+        json.attribute("stage", cast<IntegerAttr>(chunk.get("stage")).getInt());
+        json.attribute("phase",
+                       cast<StringAttr>(chunk.get("phase")).getValue());
+        json.attribute("model", cast<IntegerAttr>(chunk.get("model")).getInt());
+        auto range = ranges.find(index);
+        std::pair<int64_t, int64_t> at = range == ranges.end()
+                                             ? std::pair<int64_t, int64_t>{0, 0}
+                                             : range->second;
+        json.attribute("instructions",
+                       llvm::json::Array({at.first, at.second}));
+      });
+    }
+  });
+  json.attributeArray("order", [&] {
+    for (Attribute stage : loop.getAs<ArrayAttr>("order")) {
+      ArrayRef<int64_t> pairs = cast<DenseI64ArrayAttr>(stage).asArrayRef();
+      json.array([&] {
+        for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+          json.value(llvm::json::Array({pairs[i], pairs[i + 1]}));
+      });
+    }
+  });
 }
 
 LogicalResult Exporter::run(llvm::raw_ostream &os) {
@@ -509,6 +548,37 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     if (isa<SendOp, RecvOp>(op))
       hopBuckets[&op] = firstHopBucket + hopBuckets.size();
 
+  // The micro-batch loop's chunks: each a contiguous range of
+  // instructions (docs/plan-format.md#micro-batch-loop).
+  std::map<int64_t, std::pair<int64_t, int64_t>> chunkRanges;
+  {
+    int64_t index = 0, current = -1;
+    bool after = false;
+    for (Operation &op : block) {
+      if (!hasInstruction(op))
+        continue;
+      int64_t chunk = pipelineMark(&op, kLoopChunkAttr);
+      if (chunk < 0) {
+        after = after || current >= 0;
+      } else if (after || chunk < current ||
+                 (chunk != current && chunkRanges.count(chunk))) {
+        return op.emitOpError("zero-export-plan: the micro-batch loop's "
+                              "chunk ")
+               << chunk << " is not one contiguous range of the program";
+      } else {
+        auto &range =
+            chunkRanges.try_emplace(chunk, index, index).first->second;
+        range.second = index + 1;
+        current = chunk;
+      }
+      ++index;
+    }
+  }
+  // Buffers held once per micro-batch in flight.
+  if (auto slotted = func->getAttrOfType<DenseI64ArrayAttr>(kMicroSlotsAttr))
+    for (size_t i = 0; i + 2 < static_cast<size_t>(slotted.size()) + 0; i += 3)
+      microSlots[slotted[i]] = {slotted[i + 1], slotted[i + 2]};
+
   // Buffers released after each op: those whose last read is there.
   llvm::DenseMap<int64_t, SmallVector<int64_t>> freesAt;
   int64_t end = positions[block.getTerminator()];
@@ -543,6 +613,9 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
         if (auto chunks = pipeline.getAs<IntegerAttr>("model_chunks");
             chunks && chunks.getInt() > 1)
           json.attribute("model_chunks", chunks.getInt());
+        if (auto loop = pipeline.getAs<DictionaryAttr>("loop"))
+          json.attributeObject("loop",
+                               [&] { writeLoop(json, loop, chunkRanges); });
       });
     if (config)
       json.attribute("config", *config);
@@ -567,10 +640,19 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
         });
     });
     json.attributeArray("buffers", [&] {
-      for (const PlannedBuffer &buffer : buffers)
+      for (auto [index, buffer] : llvm::enumerate(buffers))
         json.object([&] {
           json.attribute("offset", buffer.offset);
-          json.attribute("bytes", buffer.bytes);
+          // zero-memory-plan's buffer spans every copy of a slotted one.
+          auto slots = microSlots.find(index);
+          if (slots != microSlots.end()) {
+            auto [copies, stride] = slots->second;
+            json.attribute("bytes", buffer.bytes - (copies - 1) * stride);
+            json.attribute("micro_slots", copies);
+            json.attribute("slot_bytes", stride);
+          } else {
+            json.attribute("bytes", buffer.bytes);
+          }
           json.attribute("live",
                          llvm::json::Array({buffer.first, buffer.last}));
           json.attribute("role", stringifyBufferRole(buffer.role));

@@ -46,6 +46,9 @@ struct BufferInfo {
   int64_t first = 0, last = 0, offset = 0;
   /// The pipeline stage whose ranks hold it; -1: every rank.
   int64_t stage = -1;
+  /// Copies of it, one per micro-batch in flight, for a value of the
+  /// micro-batch loop that one chunk makes and another reads.
+  int64_t microSlots = 1;
 };
 
 class Planner {
@@ -109,6 +112,17 @@ private:
   void computeLiveness();
   /// Each buffer's pipeline stage, read off its values' ops.
   LogicalResult assignStages();
+  /// Under a micro-batch loop: what the loop reads from outside it, and
+  /// the running totals, live through the whole loop; what one chunk makes
+  /// and a later one reads gets a copy per micro-batch in flight
+  /// (docs/design.md#the-micro-batch-loop).
+  LogicalResult planLoop();
+  /// Bytes of `info` with all its copies.
+  int64_t extentOf(const BufferInfo &info) const {
+    int64_t slot = (info.bytes + alignment - 1) / alignment * alignment;
+    return info.microSlots > 1 ? (info.microSlots - 1) * slot + info.bytes
+                               : info.bytes;
+  }
   /// Offsets in each memory's arena, for each pipeline stage apart: the
   /// ranks of one stage never hold another's buffers.
   LogicalResult pack();
@@ -125,6 +139,7 @@ private:
   llvm::StringMap<Value> variables;
   llvm::DenseMap<Operation *, int64_t> staging;
   llvm::DenseSet<Operation *> copies;
+  SmallVector<Operation *> carriedOutOfPlace;
 };
 
 } // namespace
@@ -274,7 +289,8 @@ void Planner::assignSlots() {
     Value total, result;
     SmallVector<Value, 2> others;
     if (auto add = dyn_cast<nn::AddOp>(op);
-        add && add->hasAttr(zerosbp::kGradSumAttr)) {
+        add && (add->hasAttr(zerosbp::kGradSumAttr) ||
+                add->hasAttr(kLoopCarriedAttr))) {
       total = add.getLhs();
       result = add.getResult();
       others = {add.getRhs()};
@@ -285,6 +301,8 @@ void Planner::assignSlots() {
     }
     if (total && placeOverTotal(total, others, result, at))
       continue;
+    if (op.hasAttr(kLoopCarriedAttr))
+      carriedOutOfPlace.push_back(&op);
     if (isa<nn::CrossEntropyGradOp, nn::CrossEntropySplitGradOp>(op)) {
       // The gradient goes over the logits when nothing reads them after: an
       // LM head's two largest activations (tokens x vocabulary each) are
@@ -459,6 +477,86 @@ LogicalResult Planner::assignStages() {
   return success();
 }
 
+/// The chunk of the micro-batch loop `op` runs in; -1 outside the loop.
+static int64_t loopChunkOf(Operation *op) {
+  return op ? pipelineMark(op, kLoopChunkAttr) : -1;
+}
+
+LogicalResult Planner::planLoop() {
+  if (!carriedOutOfPlace.empty())
+    return carriedOutOfPlace.front()->emitOpError(
+        "zero-memory-plan: a running total of the micro-batch loop must be "
+        "updated in place, but its total is read after it or shares a "
+        "buffer with what it adds");
+  int64_t loopFirst = INT64_MAX, loopLast = -1;
+  for (Operation &op : block)
+    if (loopChunkOf(&op) >= 0) {
+      loopFirst = std::min(loopFirst, positions[&op]);
+      loopLast = std::max(loopLast, positions[&op]);
+    }
+  if (loopLast < 0)
+    return success();
+  // Each stage's order of [chunk, micro-batch] pairs.
+  auto pipeline = func->getAttrOfType<DictionaryAttr>(kPipelineAttr);
+  auto loop = pipeline ? pipeline.getAs<DictionaryAttr>("loop") : nullptr;
+  auto orders = loop ? loop.getAs<ArrayAttr>("order") : nullptr;
+  if (!orders)
+    return func.emitError("zero-memory-plan: ops are marked ")
+           << kLoopChunkAttr << " but zero.pipeline has no loop order";
+  // Micro-batches whose copy of a value made in chunk `from` and last read
+  // in chunk `to` are held at once on `stage`, at most.
+  auto inFlight = [&](int64_t stage, int64_t from, int64_t to) -> int64_t {
+    auto order = dyn_cast_or_null<DenseI64ArrayAttr>(
+        stage >= 0 && stage < static_cast<int64_t>(orders.size())
+            ? orders[stage]
+            : Attribute());
+    if (!order)
+      return 1;
+    int64_t open = 0, most = 1;
+    for (size_t i = 0; i + 1 < order.size(); i += 2) {
+      if (order[i] == from)
+        most = std::max(most, ++open);
+      if (order[i] == to)
+        --open;
+    }
+    return most;
+  };
+  for (BufferInfo &info : buffers) {
+    if (info.merged || info.persistent || info.values.empty() ||
+        info.first > loopLast || info.last < loopFirst)
+      continue;
+    int64_t firstChunk = INT64_MAX, lastChunk = -1;
+    bool outside = false;
+    for (Value value : info.values) {
+      int64_t made = loopChunkOf(value.getDefiningOp());
+      if (made < 0) {
+        outside = true;
+        break;
+      }
+      firstChunk = std::min(firstChunk, made);
+      lastChunk = std::max(lastChunk, made);
+      for (Operation *user : value.getUsers()) {
+        int64_t read = loopChunkOf(user);
+        if (read < 0 && !isa<func::ReturnOp>(user)) {
+          // Read after the loop: a running total, which lives through it.
+          outside = true;
+          break;
+        }
+        lastChunk = std::max(lastChunk, read);
+      }
+      if (outside)
+        break;
+    }
+    if (!outside && firstChunk == lastChunk)
+      continue; // Made and read in one chunk.
+    if (!outside)
+      info.microSlots = inFlight(info.stage, firstChunk, lastChunk);
+    info.first = std::min(info.first, loopFirst);
+    info.last = std::max(info.last, loopLast);
+  }
+  return success();
+}
+
 LogicalResult Planner::pack() {
   std::set<int64_t> stages;
   for (const BufferInfo &info : buffers)
@@ -507,13 +605,13 @@ LogicalResult Planner::pack(MemoryKind memory, int64_t stage) {
   // run; each at the smallest gap among the buffers live at the same time
   // (best fit), else above them.
   llvm::stable_sort(order, [&](int64_t a, int64_t b) {
-    return buffers[a].bytes > buffers[b].bytes;
+    return extentOf(buffers[a]) > extentOf(buffers[b]);
   });
   // Placed buffers, kept sorted by offset so no search needs a sort.
   SmallVector<int64_t> placed;
   for (int64_t index : order) {
     BufferInfo &info = buffers[index];
-    int64_t size = aligned(info.bytes);
+    int64_t size = aligned(extentOf(info));
     int64_t cursor = base, best = -1, bestGap = INT64_MAX;
     for (int64_t other : placed) {
       BufferInfo &o = buffers[other];
@@ -524,7 +622,7 @@ LogicalResult Planner::pack(MemoryKind memory, int64_t stage) {
         best = cursor;
         bestGap = o.offset - cursor;
       }
-      cursor = std::max(cursor, o.offset + aligned(o.bytes));
+      cursor = std::max(cursor, o.offset + aligned(extentOf(o)));
     }
     info.offset = best >= 0 ? best : cursor;
     if (info.offset + size > kMaxPlanBytes)
@@ -554,11 +652,19 @@ void Planner::writeAttributes() {
     if (info.merged)
       continue;
     number[index] = entries.size();
-    entries.push_back(BufferAttr::get(context, info.offset, info.bytes,
+    // A buffer with copies spans them all; zero.micro_slots says how many.
+    entries.push_back(BufferAttr::get(context, info.offset, extentOf(info),
                                       info.first, info.last, info.role,
                                       info.memory, info.stage));
   }
   func->setAttr(kBuffersAttr, builder.getArrayAttr(entries));
+  SmallVector<int64_t> slotted;
+  for (auto [index, info] : llvm::enumerate(buffers))
+    if (!info.merged && info.microSlots > 1)
+      slotted.append({number[index], info.microSlots,
+                      (info.bytes + alignment - 1) / alignment * alignment});
+  if (!slotted.empty())
+    func->setAttr(kMicroSlotsAttr, builder.getDenseI64ArrayAttr(slotted));
 
   for (Operation &op : block) {
     if (op.getNumResults() == 0)
@@ -611,16 +717,17 @@ void Planner::writeAttributes() {
       summary.total.assign(end + 2, 0);
       summary.states.assign(end + 2, 0);
     }
-    summary.arena = std::max(summary.arena, info.offset + info.bytes);
+    int64_t bytes = extentOf(info);
+    summary.arena = std::max(summary.arena, info.offset + bytes);
     std::vector<int64_t> &role = summary.byRole[info.role];
     role.resize(end + 2, 0);
-    role[info.first] += info.bytes;
-    role[info.last + 1] -= info.bytes;
-    summary.total[info.first] += info.bytes;
-    summary.total[info.last + 1] -= info.bytes;
+    role[info.first] += bytes;
+    role[info.last + 1] -= bytes;
+    summary.total[info.first] += bytes;
+    summary.total[info.last + 1] -= bytes;
     if (isModelState(info.role)) {
-      summary.states[info.first] += info.bytes;
-      summary.states[info.last + 1] -= info.bytes;
+      summary.states[info.first] += bytes;
+      summary.states[info.last + 1] -= bytes;
     }
   }
   struct Largest {
@@ -697,7 +804,7 @@ LogicalResult Planner::run() {
   if (failed(retargetAssignments()))
     return failure();
   computeLiveness();
-  if (failed(assignStages()) || failed(pack()))
+  if (failed(assignStages()) || failed(planLoop()) || failed(pack()))
     return failure();
   writeAttributes();
   return success();

@@ -41,6 +41,10 @@ inline constexpr llvm::StringLiteral kBuffersAttr = "zero.buffers";
 inline constexpr llvm::StringLiteral kMemoryAttr = "zero.memory";
 inline constexpr llvm::StringLiteral kStagingAttr = "zero.staging";
 inline constexpr llvm::StringLiteral kCopyAttr = "zero.copy";
+/// func: [buffer, copies, bytes between copies] for each buffer of the
+/// micro-batch loop held once per micro-batch in flight; its zero.buffers
+/// entry spans every copy.
+inline constexpr llvm::StringLiteral kMicroSlotsAttr = "zero.micro_slots";
 
 /// The most bytes a plan addresses; #sbp.buffer's verifier checks the same.
 using mlir::sbp::kMaxPlanBytes;

@@ -489,14 +489,19 @@ void Partitioner::lowerCast(CastOp cast) {
   Operation *before = cast->getPrevNode(), *after = cast->getNextNode();
   Block *block = cast->getBlock();
   Attribute stage = cast->getAttr(nn::kPipelineStageAttr);
+  // And in its chunk of the micro-batch loop, but for a receive, which
+  // runs in the receiving stage's chunk.
+  Attribute chunk = cast->getAttr(zerosbp::kLoopChunkAttr);
+  Attribute receiveChunk = cast->getAttr(zerosbp::kLoopReceiveChunkAttr);
   llvm::scope_exit markStage([&] {
-    if (!stage)
-      return;
     Block::iterator first =
         before ? std::next(before->getIterator()) : block->begin();
-    for (Operation &op : llvm::make_range(first, after->getIterator()))
-      if (!op.hasAttr(nn::kPipelineStageAttr))
+    for (Operation &op : llvm::make_range(first, after->getIterator())) {
+      if (stage && !op.hasAttr(nn::kPipelineStageAttr))
         op.setAttr(nn::kPipelineStageAttr, stage);
+      if (chunk && !op.hasAttr(zerosbp::kLoopChunkAttr))
+        op.setAttr(zerosbp::kLoopChunkAttr, chunk);
+    }
   });
   PlacementAttr sourcePlacement =
       getGlobalEncoding(globalTypes.lookup(cast.getInput())).getPlacement();
@@ -515,6 +520,8 @@ void Partitioner::lowerCast(CastOp cast) {
     auto recv = RecvOp::create(builder, cast.getLoc(), send.getMessage());
     // zero-schedule moves the receive to its first reader.
     recv->setAttr(nn::kPipelineStageAttr, builder.getI64IntegerAttr(target));
+    if (receiveChunk)
+      recv->setAttr(zerosbp::kLoopChunkAttr, receiveChunk);
     value = recv.getResult();
   }
   // The input's type is local by now; its global one was kept.

@@ -30,6 +30,8 @@ namespace zerosbp {
 using namespace mlir;
 using namespace mlir::sbp;
 using zerosbp::kGradSumAttr;
+using zerosbp::kLoopCarriedAttr;
+using zerosbp::kLoopChunkAttr;
 using zerosbp::kLossSeedAttr;
 using zerosbp::kPipelineAttr;
 using zerosbp::pipeline::Chunk;
@@ -50,9 +52,9 @@ bool isCopiedPerStage(Operation *op) {
 
 class StagePlanner {
 public:
-  StagePlanner(func::FuncOp func, const Schedule &schedule)
+  StagePlanner(func::FuncOp func, const Schedule &schedule, bool loop)
       : func(func), body(func.getBody().front()), builder(func.getContext()),
-        schedule(schedule), stages(schedule.stages) {}
+        schedule(schedule), stages(schedule.stages), loop(loop) {}
 
   LogicalResult run();
 
@@ -63,8 +65,13 @@ private:
   void connectStages();
   Value crossTo(Value value, int64_t stage);
   LogicalResult order();
+  LogicalResult orderLoop(const DenseMap<Operation *, Chunk> &chunkOfOp);
   LogicalResult recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
                            const DenseMap<Operation *, Chunk> &chunkOfOp);
+  LogicalResult
+  recordStep(const std::map<StageChunk, double> &cost,
+             const std::map<StageChunk, std::set<StageChunk>> &waitsFor,
+             SmallVector<NamedAttribute> entries);
 
   int64_t stageOf(Operation *op) const { return stage.lookup(op); }
   /// Which of its stage's model chunks `op` belongs to.
@@ -87,6 +94,8 @@ private:
   OpBuilder builder;
   Schedule schedule;
   int64_t stages;
+  /// The graph is one micro-batch's, run as a loop (zero.micro_batch_loop).
+  bool loop;
   SmallVector<PlacementAttr> placements; // Per stage, in device memory.
   llvm::DenseMap<Operation *, int64_t> stage, virtualStage;
   llvm::DenseMap<std::pair<Value, int64_t>, Value> crossed;
@@ -264,7 +273,9 @@ Value StagePlanner::crossTo(Value value, int64_t target) {
                              onStage(value.getType(), target), value);
   // It runs with its producer; the receiving stage takes it from there.
   setStage(cast, virtualStage.lookup(producer));
-  if (Attribute micro = producer->getAttr(nn::kMicroBatchAttr))
+  // A running total crosses after the loop, once.
+  if (Attribute micro = producer->getAttr(nn::kMicroBatchAttr);
+      micro && !producer->hasAttr(kLoopCarriedAttr))
     cast->setAttr(nn::kMicroBatchAttr, micro);
   hops.insert(cast);
   hop = cast.getResult();
@@ -315,6 +326,8 @@ LogicalResult StagePlanner::order() {
       chunkOfOp[&op] = {index.lookup(&op) < seedAt ? Phase::Forward
                                                    : Phase::Backward,
                         micro, modelChunkOf(&op)};
+  if (loop)
+    return orderLoop(chunkOfOp);
   auto chunkOf = [&](Operation *op) -> std::optional<Chunk> {
     auto it = chunkOfOp.find(op);
     return it == chunkOfOp.end() ? std::nullopt
@@ -413,6 +426,210 @@ LogicalResult StagePlanner::order() {
   return recordPlan(sequences, chunkOfOp);
 }
 
+/// Under a micro-batch loop the graph holds micro-batch 0 only. Its ops
+/// fall in three parts: those that run once before the loop (what reads
+/// no micro-batch: variables, parameter casts, the fills that zero the
+/// running totals), the chunks (one stage's forward or backward of one
+/// model chunk), run once per micro-batch in the schedule's order, and
+/// those that run once after it (what reads the totals: the optimizer).
+/// The program is the part before, the chunks in an order that runs one
+/// micro-batch through the pipeline, and the part after; `zero.pipeline`'s
+/// `loop` names the chunks and each stage's order of chunks and
+/// micro-batches (docs/design.md#the-micro-batch-loop).
+LogicalResult
+StagePlanner::orderLoop(const DenseMap<Operation *, Chunk> &chunkOfOp) {
+  using Key = std::tuple<int64_t, Phase, int64_t>; // Stage, phase, model.
+  // One micro-batch through the pipeline: forwards by virtual stage, then
+  // backwards in reverse.
+  auto rankOf = [&](const Key &key) {
+    auto [s, phase, model] = key;
+    int64_t v = model * stages + s;
+    return phase == Phase::Forward ? std::make_pair(0, v)
+                                   : std::make_pair(1, -v);
+  };
+  enum class Part { Before, Chunk, After };
+  DenseMap<Operation *, Part> partOf;
+  DenseMap<Operation *, Key> keyOf;
+  for (Operation &op : body.without_terminator()) {
+    auto chunk = chunkOfOp.find(&op);
+    if (chunk != chunkOfOp.end()) {
+      partOf[&op] = Part::Chunk;
+      keyOf[&op] = {stageOf(&op), chunk->second.phase, chunk->second.model};
+      continue;
+    }
+    std::optional<Key> latest;
+    bool after = false;
+    for (Value operand : op.getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || partOf.lookup(producer) == Part::Before)
+        continue;
+      if (partOf.lookup(producer) == Part::After ||
+          producer->hasAttr(kLoopCarriedAttr)) {
+        after = true;
+        continue;
+      }
+      Key key = keyOf.lookup(producer);
+      // Received from another stage: this stage's chunk of the same
+      // direction in the op's model chunk.
+      if (stageOf(producer) != stageOf(&op) || hops.contains(producer))
+        key = {stageOf(&op), std::get<1>(key), modelChunkOf(&op)};
+      if (!latest || rankOf(*latest) < rankOf(key))
+        latest = key;
+    }
+    if (latest && after)
+      return op.emitOpError(
+          "zero-pipeline-stages: reads both a micro-batch's value and a "
+          "value of the whole loop; the micro-batch loop cannot run it");
+    partOf[&op] = latest ? Part::Chunk : after ? Part::After : Part::Before;
+    if (latest)
+      keyOf[&op] = *latest;
+  }
+  // A micro-batch op may not read what the loop's end makes.
+  for (Operation &op : body.without_terminator())
+    if (partOf.lookup(&op) == Part::Chunk)
+      for (Value operand : op.getOperands())
+        if (Operation *producer = operand.getDefiningOp();
+            producer && partOf.lookup(producer) == Part::After)
+          return op.emitOpError(
+              "zero-pipeline-stages: a micro-batch op reads a value made "
+              "after the micro-batch loop");
+
+  // The chunks, in the order of one micro-batch's run.
+  std::map<Key, int64_t> chunkIds;
+  for (auto &[op, key] : keyOf)
+    chunkIds[key] = 0;
+  SmallVector<Key> keys = llvm::map_to_vector(
+      chunkIds, [](const auto &entry) { return entry.first; });
+  llvm::stable_sort(
+      keys, [&](const Key &a, const Key &b) { return rankOf(a) < rankOf(b); });
+  for (auto [id, key] : llvm::enumerate(keys))
+    chunkIds[key] = id;
+
+  // Within a chunk, as the graph had them, except that a running total
+  // takes each contribution right after it is made.
+  DenseMap<Operation *, int64_t> index;
+  for (Operation &op : body)
+    index[&op] = index.size();
+  DenseMap<Operation *, double> place;
+  for (Operation &op : body.without_terminator()) {
+    double at = index.lookup(&op);
+    if (op.hasAttr(kGradSumAttr) && partOf.lookup(&op) == Part::Chunk) {
+      at = -1;
+      for (Value operand : op.getOperands())
+        if (Operation *producer = operand.getDefiningOp();
+            producer && partOf.lookup(producer) == Part::Chunk &&
+            keyOf.lookup(producer) == keyOf.lookup(&op))
+          at = std::max(at, place.lookup(producer) + 0.5);
+    }
+    place[&op] = at;
+  }
+  SmallVector<Operation *> program = llvm::map_to_vector(
+      body.without_terminator(), [](Operation &op) { return &op; });
+  auto sectionOf = [&](Operation *op) -> int64_t {
+    switch (partOf.lookup(op)) {
+    case Part::Before:
+      return -1;
+    case Part::Chunk:
+      return chunkIds.at(keyOf.lookup(op));
+    case Part::After:
+      return static_cast<int64_t>(keys.size());
+    }
+    llvm_unreachable("a part");
+  };
+  llvm::stable_sort(program, [&](Operation *a, Operation *b) {
+    return std::make_pair(sectionOf(a), place.lookup(a)) <
+           std::make_pair(sectionOf(b), place.lookup(b));
+  });
+  DenseSet<Operation *> done;
+  for (Operation *op : program) {
+    for (Value operand : op->getOperands())
+      if (Operation *producer = operand.getDefiningOp();
+          producer && !done.contains(producer))
+        return op->emitOpError("zero-pipeline-stages: the micro-batch loop "
+                               "cannot run this op on stage ")
+               << stageOf(op) << ": what it reads comes later in the loop";
+    done.insert(op);
+  }
+  Operation *terminator = body.getTerminator();
+  for (Operation *op : program) {
+    body.getOperations().splice(terminator->getIterator(), body.getOperations(),
+                                op->getIterator());
+    if (partOf.lookup(op) == Part::Chunk)
+      op->setAttr(kLoopChunkAttr, builder.getI64IntegerAttr(sectionOf(op)));
+  }
+  // A hop's receive runs in the first chunk that reads it on the other
+  // stage (zero-partition puts it there).
+  for (Operation *hop : hops) {
+    std::optional<int64_t> first;
+    for (Operation *user : hop->getUsers())
+      if (partOf.lookup(user) == Part::Chunk)
+        first = std::min(first.value_or(INT64_MAX), sectionOf(user));
+    if (first && partOf.lookup(hop) == Part::Chunk)
+      hop->setAttr(zerosbp::kLoopReceiveChunkAttr,
+                   builder.getI64IntegerAttr(*first));
+  }
+
+  // Each chunk's planned time and the chunks it receives from, the same
+  // for every micro-batch.
+  std::map<Key, double> chunkCost;
+  std::map<Key, std::set<Key>> chunkWaits;
+  for (Operation *op : program) {
+    if (partOf.lookup(op) != Part::Chunk)
+      continue;
+    Key key = keyOf.lookup(op);
+    chunkCost[key] += zerosbp::matmulFlops(op);
+    for (Value operand : op->getOperands()) {
+      Operation *hop = operand.getDefiningOp();
+      if (!hop || !hops.contains(hop) || partOf.lookup(hop) != Part::Chunk)
+        continue;
+      chunkWaits[key].insert(keyOf.lookup(hop));
+    }
+  }
+  auto stageChunk = [](const Key &key, int64_t micro) {
+    auto [s, phase, model] = key;
+    return StageChunk{s, Chunk{phase, micro, model}};
+  };
+  std::map<StageChunk, double> cost;
+  std::map<StageChunk, std::set<StageChunk>> waitsFor;
+  for (int64_t m = 0; m < schedule.microBatches; ++m) {
+    for (auto &[key, flops] : chunkCost)
+      cost[stageChunk(key, m)] = flops;
+    for (auto &[key, from] : chunkWaits)
+      for (const Key &source : from)
+        waitsFor[stageChunk(key, m)].insert(stageChunk(source, m));
+  }
+  SmallVector<Attribute> chunkAttrs =
+      llvm::map_to_vector(keys, [&](const Key &key) -> Attribute {
+        auto [s, phase, model] = key;
+        return builder.getDictionaryAttr({
+            builder.getNamedAttr("stage", builder.getI64IntegerAttr(s)),
+            builder.getNamedAttr(
+                "phase", builder.getStringAttr(
+                             phase == Phase::Forward ? "forward" : "backward")),
+            builder.getNamedAttr("model", builder.getI64IntegerAttr(model)),
+        });
+      });
+  SmallVector<Attribute> orders;
+  for (int64_t s = 0; s < stages; ++s) {
+    SmallVector<int64_t> order;
+    for (const Chunk &chunk : scheduleOf(s, schedule)) {
+      auto it = chunkIds.find(Key{s, chunk.phase, chunk.model});
+      if (it == chunkIds.end())
+        continue;
+      order.push_back(it->second);
+      order.push_back(chunk.micro);
+    }
+    orders.push_back(builder.getDenseI64ArrayAttr(order));
+  }
+  NamedAttribute loopEntry = builder.getNamedAttr(
+      "loop",
+      builder.getDictionaryAttr({
+          builder.getNamedAttr("chunks", builder.getArrayAttr(chunkAttrs)),
+          builder.getNamedAttr("order", builder.getArrayAttr(orders)),
+      }));
+  return recordStep(cost, waitsFor, {loopEntry});
+}
+
 LogicalResult
 StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
                          const DenseMap<Operation *, Chunk> &chunkOfOp) {
@@ -442,6 +659,13 @@ StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
           waitsFor[*key].insert(*from);
       }
     }
+  return recordStep(cost, waitsFor, {});
+}
+
+LogicalResult StagePlanner::recordStep(
+    const std::map<StageChunk, double> &cost,
+    const std::map<StageChunk, std::set<StageChunk>> &waitsFor,
+    SmallVector<NamedAttribute> extra) {
   auto [planned, stalled] =
       zerosbp::pipeline::planStep(schedule, cost, waitsFor);
   if (!planned) {
@@ -472,6 +696,7 @@ StagePlanner::recordPlan(ArrayRef<SmallVector<Operation *>> sequences,
   if (schedule.modelChunks > 1)
     entries.push_back(builder.getNamedAttr(
         "model_chunks", builder.getI64IntegerAttr(schedule.modelChunks)));
+  entries.append(extra.begin(), extra.end());
   func->setAttr(kPipelineAttr, builder.getDictionaryAttr(entries));
   return success();
 }
@@ -531,7 +756,17 @@ struct ZeroPipelineStagesPass
       return signalPassFailure();
     }
     Schedule plan{stages, microBatches, virtualStages, schedule == "gpipe"};
-    if (failed(StagePlanner(func, plan).run()))
+    bool loop = func->hasAttr(zerosbp::kMicroBatchLoopAttr);
+    if (loop &&
+        zerosbp::pipelineMark(func.getOperation(),
+                              zerosbp::kMicroBatchLoopAttr) != microBatches) {
+      func.emitError("zero-pipeline-stages: the graph is a loop of ")
+          << zerosbp::pipelineMark(func.getOperation(),
+                                   zerosbp::kMicroBatchLoopAttr)
+          << " micro-batches, but micro-batches=" << microBatches.getValue();
+      return signalPassFailure();
+    }
+    if (failed(StagePlanner(func, plan, loop).run()))
       signalPassFailure();
   }
 };

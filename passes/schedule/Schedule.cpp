@@ -49,6 +49,14 @@ static void sinkReceives(func::FuncOp func) {
   int64_t index = 0;
   for (Operation &op : block)
     position[&op] = index++;
+  // A receive stays in its part of a micro-batch loop: one received once,
+  // before the loop, does not move into a chunk that runs per micro-batch.
+  LoopParts parts(block);
+  auto within = [&](Operation *recv, Operation *anchor) {
+    if (!parts.hasLoop() || parts.of(anchor) == parts.of(recv))
+      return anchor;
+    return parts.firstAfter(parts.of(recv));
+  };
   DenseMap<Operation *, SmallVector<Operation *>> before;
   DenseSet<Operation *> moved;
   for (auto &[channel, receives] : channels) {
@@ -61,7 +69,7 @@ static void sinkReceives(func::FuncOp func) {
           first = user;
       if (later && position.lookup(later) < position.lookup(first))
         first = later;
-      anchors[i] = later = first;
+      anchors[i] = later = within(receives[i], first);
     }
     for (auto [recv, anchor] : llvm::zip(receives, anchors)) {
       before[anchor].push_back(recv);
@@ -281,11 +289,15 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
     llvm::DenseMap<Operation *, Operation *> deadline;
     for (size_t i = 0; i + 2 < reductions.size(); ++i)
       deadline[reductions[i]] = reductions[i + 2];
+    LoopParts parts(func.getBody().front());
     for (CollectiveWaitOp wait : waits) {
       Operation *user = firstUser(wait);
       if (Operation *limit = deadline.lookup(wait.getFuture().getDefiningOp()))
         if (limit->isBeforeInBlock(user))
           user = limit;
+      // No later than the end of its part of a micro-batch loop.
+      if (parts.hasLoop() && parts.of(user) != parts.of(wait))
+        user = parts.firstAfter(parts.of(wait));
       if (user != wait->getNextNode())
         moveBeforeInBlock(wait, user);
     }
@@ -302,6 +314,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
   void startReductionsEarly(func::FuncOp func) {
     SmallVector<CollectiveStartOp> starts;
     func.walk([&](CollectiveStartOp start) { starts.push_back(start); });
+    LoopParts parts(func.getBody().front());
     SmallVector<CollectiveStartOp> reductions;
     for (size_t i = 0; i < starts.size(); ++i) {
       CollectiveStartOp start = starts[i];
@@ -330,6 +343,14 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
           continue;
         }
         later(producer);
+      }
+      // No earlier than its part of a micro-batch loop: a total's
+      // reduction after the loop waits for the last micro-batch.
+      if (int64_t part = parts.of(start);
+          parts.hasLoop() && part != LoopParts::kBefore) {
+        Operation *floor = parts.firstOf(part)->getPrevNode();
+        if (floor && (!after || after->isBeforeInBlock(floor)))
+          after = floor;
       }
       if (!after || !after->isBeforeInBlock(start))
         continue;
