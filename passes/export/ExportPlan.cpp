@@ -557,6 +557,8 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
     for (Operation &op : block) {
       if (!hasInstruction(op))
         continue;
+      // A send or a receive is two instructions: its half and its wait.
+      int64_t count = isa<SendOp, RecvOp>(op) ? 2 : 1;
       int64_t chunk = pipelineMark(&op, kLoopChunkAttr);
       if (chunk < 0) {
         after = after || current >= 0;
@@ -568,10 +570,10 @@ LogicalResult Exporter::run(llvm::raw_ostream &os) {
       } else {
         auto &range =
             chunkRanges.try_emplace(chunk, index, index).first->second;
-        range.second = index + 1;
+        range.second = index + count;
         current = chunk;
       }
-      ++index;
+      index += count;
     }
   }
   // Buffers held once per micro-batch in flight.
