@@ -11,6 +11,9 @@
 // buffers, variables, inputs and instructions a stage: a rank runs the
 // instructions of its stage only and touches only its stage's buffers (and
 // those of every stage), which may share bytes with other stages' buffers.
+// A file that holds one micro-batch's instructions per chunk of a loop
+// (docs/plan-format.md#micro-batch-loop) is held unrolled, as a file of
+// the whole program would be.
 //
 //===----------------------------------------------------------------------===//
 
@@ -195,6 +198,28 @@ struct PlanMemory {
   int64_t peak[kNumRoles] = {};
 };
 
+/// One chunk of a plan's micro-batch loop: the file's instructions [first,
+/// end), which one stage runs for each micro-batch of one phase of one model
+/// chunk (docs/plan-format.md#micro-batch-loop).
+struct PlanLoopChunk {
+  int stage = 0;
+  bool backward = false;
+  int model = 0;
+  int first = 0;
+  int end = 0;
+};
+
+/// The micro-batch loop of a plan file (`pipeline.loop`), kept for reports:
+/// the file held one micro-batch's instructions per chunk, and the reader
+/// unrolled them by `order` into Plan::instructions.
+struct PlanLoop {
+  /// The file's instructions: before the chunks, the chunks, after them.
+  int templateInstructions = 0;
+  std::vector<PlanLoopChunk> chunks;
+  /// order[s]: the (chunk, micro-batch) pairs stage s runs, in order.
+  std::vector<std::vector<std::pair<int, int>>> order;
+};
+
 /// How a plan runs its pipeline stages (docs/plan-format.md#pipeline).
 /// The stages are hierarchy axis 0; the schedule and micro-batches are
 /// already in the instruction order, and are kept for reports.
@@ -207,6 +232,9 @@ struct PlanPipeline {
   /// Model chunks (virtual stages) per stage: more than one interleaves
   /// 1F1B over them.
   int modelChunks = 1;
+  /// Where the file held one micro-batch's instructions: the loop it
+  /// unrolled.
+  std::optional<PlanLoop> loop;
 };
 
 struct Plan {

@@ -11,6 +11,7 @@
 #include "runtime/io/DurableFile.h"
 #include "runtime/io/InputFile.h"
 #include "runtime/plan/Plan.h"
+#include "runtime/plan/PlanLoop.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <tuple>
 
 namespace zerosbp::runtime {
 
@@ -188,17 +190,70 @@ public:
       checkChecksum();
     readTop();
     readBuffers();
-    checkBufferOverlap();
+    // A loop's buffers are live where the unrolled program uses them.
+    if (!looped())
+      checkBufferOverlap();
     readValues();
     readVariables();
     readInputs();
     plan.steps = valueIds(root.at("steps"));
     plan.outputs = valueIds(root.at("outputs"));
     readInstructions();
+    if (looped())
+      unrollLoop();
     return std::move(plan);
   }
 
 private:
+  bool looped() const { return plan.pipeline && plan.pipeline->loop; }
+
+  // The file holds one micro-batch's instructions per chunk: the plan gets
+  // the unrolled program (docs/plan-format.md#micro-batch-loop), and the
+  // checks that look at the whole program run on that.
+  void unrollLoop() {
+    plan.pipeline->loop->templateInstructions =
+        static_cast<int>(plan.instructions.size());
+    LoopTemplate loop = checkLoop(plan, slots);
+    expansion = expandLoop(plan, loop, slots);
+    recomputeLiveness(plan);
+    checkBufferOverlap();
+    std::map<std::pair<int, int>, std::deque<size_t>> unreceived;
+    for (size_t i = 0; i < plan.instructions.size(); ++i) {
+      const Instruction &instruction = plan.instructions[i];
+      if (instruction.kind == InstructionKind::CollectiveStart &&
+          instruction.collective == CollectiveKind::SendRecv)
+        pairSendRecv(named(instructionPath(i)), i, instruction, unreceived);
+    }
+    checkAllReceived(unreceived);
+  }
+
+  // Names in messages: the file's ids, and for an entry of the unrolled
+  // loop the micro-batch whose copy it is.
+  std::string instructionPath(size_t id) const {
+    return "instructions[" +
+           std::to_string(origin(id, &LoopExpansion::instructions)) + "]" +
+           suffix(id, &LoopExpansion::instructions);
+  }
+  std::string bufferName(int id) const {
+    return "buffer " + std::to_string(origin(id, &LoopExpansion::buffers)) +
+           suffix(id, &LoopExpansion::buffers);
+  }
+  std::string valueName(int id) const {
+    return "value " + std::to_string(origin(id, &LoopExpansion::values)) +
+           suffix(id, &LoopExpansion::values);
+  }
+  int origin(size_t id, std::vector<LoopOrigin> LoopExpansion::*entries) const {
+    return expansion ? ((*expansion).*entries)[id].id : static_cast<int>(id);
+  }
+  std::string suffix(size_t id,
+                     std::vector<LoopOrigin> LoopExpansion::*entries) const {
+    return expansion ? microBatchText(((*expansion).*entries)[id]) : "";
+  }
+  /// A field of the unrolled plan, which has no JSON node of its own.
+  Reader named(const std::string &path) const {
+    static const Json none;
+    return Reader(none, path, plan.source);
+  }
   void checkHeader() {
     if (!root.json().is_object())
       root.fail("not a ZeroSBP plan (the top level is not a JSON object)");
@@ -316,7 +371,97 @@ private:
     if (!(pipeline.bubble >= 0 && pipeline.bubble < 1))
       field.at("bubble").fail("expected a fraction in [0, 1), got " +
                               field.at("bubble").json().dump());
+    if (field.has("loop"))
+      pipeline.loop = readLoop(field.at("loop"), pipeline);
     plan.pipeline = pipeline;
+  }
+
+  // pipeline.loop (docs/plan-format.md#micro-batch-loop): adjacent chunks of
+  // the file's instructions, in order, and each stage's (chunk,
+  // micro-batch) pairs. What needs the instructions is checked after them.
+  PlanLoop readLoop(const Reader &field, const PlanPipeline &pipeline) {
+    if (!field.json().is_object())
+      field.fail("expected an object");
+    PlanLoop loop;
+    Reader chunks = field.at("chunks");
+    std::vector<Reader> items = chunks.items();
+    if (items.empty())
+      chunks.fail("expected at least one chunk");
+    std::map<std::tuple<int, bool, int>, size_t> seen;
+    for (const Reader &item : items) {
+      PlanLoopChunk chunk;
+      chunk.stage =
+          static_cast<int>(item.at("stage").integer(0, pipeline.stages - 1));
+      std::string phase = item.at("phase").string();
+      if (phase != "forward" && phase != "backward")
+        item.at("phase").fail("unknown phase '" + phase +
+                              "' (expected forward or backward)");
+      chunk.backward = phase == "backward";
+      chunk.model = static_cast<int>(
+          item.at("model").integer(0, pipeline.modelChunks - 1));
+      Reader range = item.at("instructions");
+      std::vector<int64_t> bounds = range.integers(0);
+      if (bounds.size() != 2 || bounds[0] >= bounds[1] ||
+          bounds[1] > std::numeric_limits<int>::max())
+        range.fail("expected [first, end) with first < end");
+      chunk.first = static_cast<int>(bounds[0]);
+      chunk.end = static_cast<int>(bounds[1]);
+      size_t index = loop.chunks.size();
+      if (index > 0 && chunk.first != loop.chunks.back().end)
+        range.fail("chunk " + std::to_string(index) +
+                   " starts at instruction " + std::to_string(chunk.first) +
+                   ", not where chunk " + std::to_string(index - 1) +
+                   " ends (" + std::to_string(loop.chunks.back().end) +
+                   "); chunks are adjacent, in order");
+      auto [at, fresh] = seen.emplace(
+          std::make_tuple(chunk.stage, chunk.backward, chunk.model), index);
+      if (!fresh)
+        item.fail("stage " + std::to_string(chunk.stage) + "'s " + phase +
+                  " of model chunk " + std::to_string(chunk.model) +
+                  " is chunk " + std::to_string(at->second) + " already");
+      loop.chunks.push_back(chunk);
+    }
+    Reader order = field.at("order");
+    std::vector<Reader> stages = order.items();
+    if (static_cast<int>(stages.size()) != pipeline.stages)
+      order.fail("expected one list per stage (" +
+                 std::to_string(pipeline.stages) + "), got " +
+                 std::to_string(stages.size()));
+    int last = static_cast<int>(loop.chunks.size()) - 1;
+    for (int stage = 0; stage < pipeline.stages; ++stage) {
+      std::set<std::pair<int, int>> listed;
+      std::vector<std::pair<int, int>> runs;
+      for (const Reader &item : stages[stage].items()) {
+        std::vector<Reader> pair = item.items();
+        if (pair.size() != 2)
+          item.fail("expected [chunk, micro-batch]");
+        int chunk = static_cast<int>(pair[0].integer(0, last));
+        int micro =
+            static_cast<int>(pair[1].integer(0, pipeline.microBatches - 1));
+        if (loop.chunks[chunk].stage != stage)
+          pair[0].fail("chunk " + std::to_string(chunk) + " runs on stage " +
+                       std::to_string(loop.chunks[chunk].stage) +
+                       ", not stage " + std::to_string(stage));
+        if (!listed.insert({chunk, micro}).second)
+          item.fail("chunk " + std::to_string(chunk) + " of micro-batch " +
+                    std::to_string(micro) + " is listed twice");
+        runs.push_back({chunk, micro});
+      }
+      // Every pair listed is distinct and the stage's: the first one absent
+      // is found within listed.size() + 1 probes.
+      for (int chunk = 0; chunk <= last; ++chunk)
+        for (int micro = 0;
+             loop.chunks[chunk].stage == stage && micro < pipeline.microBatches;
+             ++micro)
+          if (!listed.count({chunk, micro}))
+            stages[stage].fail("chunk " + std::to_string(chunk) +
+                               " of micro-batch " + std::to_string(micro) +
+                               " is missing (stage " + std::to_string(stage) +
+                               " runs each of its chunks once per "
+                               "micro-batch)");
+      loop.order.push_back(std::move(runs));
+    }
+    return loop;
   }
 
   // A buffer's, variable's or input's `stage`: only with a pipeline.
@@ -391,8 +536,53 @@ private:
                   std::to_string(buffer.offset + buffer.bytes) + ", past the " +
                   memoryKindName(arena.memory) + " arena (" +
                   std::to_string(arena.bytes) + " bytes)");
+      slots.push_back(readSlots(item, buffer));
       plan.buffers.push_back(buffer);
     }
+  }
+
+  // A buffer of the loop in several copies, one per micro-batch in flight
+  // (docs/plan-format.md#micro-batch-loop), each inside the arena.
+  LoopSlots readSlots(const Reader &item, const PlanBuffer &buffer) {
+    LoopSlots slot;
+    for (const char *key : {"micro_slots", "slot_bytes"})
+      if (item.has(key) && !looped())
+        item.at(key).fail("micro-batch slots, but the plan has no "
+                          "'pipeline.loop'");
+    if (item.has("micro_slots"))
+      slot.count = item.at("micro_slots").integer(1, kMaxMicroBatches);
+    if (!item.has("slot_bytes")) {
+      if (slot.count > 1)
+        item.at("micro_slots")
+            .fail(std::to_string(slot.count) +
+                  " slots need slot_bytes, the stride between them");
+      return slot;
+    }
+    Reader field = item.at("slot_bytes");
+    slot.bytes = field.integer(0, kMaxPlanBytes);
+    if (slot.bytes % 64 != 0)
+      field.fail(std::to_string(slot.bytes) + " is not a multiple of 64");
+    if (slot.bytes < buffer.bytes)
+      field.fail(std::to_string(slot.bytes) + " is less than the buffer's " +
+                 std::to_string(buffer.bytes) + " bytes");
+    // Below 2^73: no overflow in 128 bits.
+    const PlanArena &arena = plan.arenas[buffer.arena];
+    __int128 end = static_cast<__int128>(slot.count - 1) * slot.bytes +
+                   buffer.offset + buffer.bytes;
+    if (end > arena.bytes)
+      item.fail("slot " + std::to_string(slot.count - 1) + " ends at byte " +
+                decimal(end) + ", past the " + memoryKindName(arena.memory) +
+                " arena (" + std::to_string(arena.bytes) + " bytes)");
+    return slot;
+  }
+
+  static std::string decimal(__int128 value) {
+    std::string digits;
+    do {
+      digits.insert(digits.begin(), static_cast<char>('0' + value % 10));
+      value /= 10;
+    } while (value > 0);
+    return digits;
   }
 
   // Buffers that share arena bytes are never live at the same position
@@ -449,12 +639,12 @@ private:
     auto range = [](int64_t begin, int64_t end) {
       return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
     };
-    Reader(root.json()["buffers"][id], "buffers[" + std::to_string(id) + "]",
-           plan.source)
+    named("buffers[" + std::to_string(origin(id, &LoopExpansion::buffers)) +
+          "]" + suffix(id, &LoopExpansion::buffers))
         .fail("shares arena bytes " +
               range(std::max(a.offset, b.offset),
                     std::min(a.offset + a.bytes, b.offset + b.bytes)) +
-              " with buffer " + std::to_string(other) +
+              " with " + bufferName(other) +
               " while both are live (positions " +
               std::to_string(std::max(a.liveFirst, b.liveFirst)) + " to " +
               std::to_string(std::min(a.liveLast, b.liveLast)) + ")");
@@ -701,8 +891,9 @@ private:
                                  std::to_string(instruction.bucket) +
                                  " is started twice");
         bucketStages[instruction.bucket] = instruction.stages;
-        if (instruction.collective == CollectiveKind::SendRecv)
-          pairSendRecv(item, instruction, unreceived);
+        // A loop's halves pair in the unrolled program.
+        if (instruction.collective == CollectiveKind::SendRecv && !looped())
+          pairSendRecv(item, plan.instructions.size(), instruction, unreceived);
       } else if (op == "collective_wait") {
         instruction.kind = InstructionKind::CollectiveWait;
         instruction.bucket = static_cast<int>(item.at("bucket").integer(0));
@@ -780,15 +971,13 @@ private:
       checkNvmeUntouched(item, instruction);
       checkStageBuffers(item, instruction);
       checkPipelineAxisAttrs(item, instruction);
+      if (instruction.attrs.has("micro_batch_dim") && !looped())
+        item.at("attrs")
+            .at("micro_batch_dim")
+            .fail("only an nn.slice in a chunk of pipeline.loop has one");
       plan.instructions.push_back(std::move(instruction));
     }
-    for (const auto &[ends, sends] : unreceived)
-      if (!sends.empty())
-        items[sends.front()].fail(
-            "the send half of a send_recv from stage " +
-            std::to_string(ends.first) + " to stage " +
-            std::to_string(ends.second) +
-            " is never received (no later receive half pairs with it)");
+    checkAllReceived(unreceived);
     for (int bucket : started)
       if (!waited.count(bucket))
         root.at("instructions")
@@ -803,6 +992,17 @@ private:
             .fail("transfer " + std::to_string(transfer) +
                   " is started but never waited for");
     plan.numTransfers = static_cast<int>(transfersStarted.size());
+  }
+
+  void checkAllReceived(
+      const std::map<std::pair<int, int>, std::deque<size_t>> &unreceived) {
+    for (const auto &[ends, sends] : unreceived)
+      if (!sends.empty())
+        named(instructionPath(sends.front()))
+            .fail("the send half of a send_recv from stage " +
+                  std::to_string(ends.first) + " to stage " +
+                  std::to_string(ends.second) +
+                  " is never received (no later receive half pairs with it)");
   }
 
   // An instruction's `stages`: distinct stages of the pipeline, increasing.
@@ -962,9 +1162,8 @@ private:
   // themselves, so none may be pending then. `unreceived` holds the send
   // halves not yet received, by (source, target).
   void
-  pairSendRecv(const Reader &item, const Instruction &instruction,
+  pairSendRecv(const Reader &item, size_t index, const Instruction &instruction,
                std::map<std::pair<int, int>, std::deque<size_t>> &unreceived) {
-    size_t index = plan.instructions.size();
     bool sends = plan.runsOn(instruction, instruction.sourceStage);
     bool receives = plan.runsOn(instruction, instruction.targetStage);
     std::deque<size_t> &pending =
@@ -974,10 +1173,9 @@ private:
     const std::string order = " (halves between two stages pair in order)";
     if (sends && receives) {
       if (!pending.empty())
-        item.fail("send_recv " + ends +
-                  " runs both halves here, but the send half instructions[" +
-                  std::to_string(pending.front()) + "] is not received yet" +
-                  order);
+        item.fail(
+            "send_recv " + ends + " runs both halves here, but the send half " +
+            instructionPath(pending.front()) + " is not received yet" + order);
       return;
     }
     if (sends) {
@@ -990,13 +1188,12 @@ private:
     const Instruction &send = plan.instructions[pending.front()];
     if (send.operands != instruction.operands ||
         send.results != instruction.results)
-      item.fail("the receive half of value " +
-                std::to_string(instruction.operands[0]) + " into value " +
-                std::to_string(instruction.results[0]) +
-                " pairs with the send half instructions[" +
-                std::to_string(pending.front()) + "], which sends value " +
-                std::to_string(send.operands[0]) + " into value " +
-                std::to_string(send.results[0]) + order);
+      item.fail("the receive half of " + valueName(instruction.operands[0]) +
+                " into " + valueName(instruction.results[0]) +
+                " pairs with the send half " +
+                instructionPath(pending.front()) + ", which sends " +
+                valueName(send.operands[0]) + " into " +
+                valueName(send.results[0]) + order);
     pending.pop_front();
   }
 
@@ -1212,6 +1409,10 @@ private:
   const std::string &text;
   PlanReadOptions options;
   Plan plan;
+  /// Per buffer: its copies in a loop (one without `micro_slots`).
+  std::vector<LoopSlots> slots;
+  /// Where the unrolled plan's entries come from, once unrolled.
+  std::optional<LoopExpansion> expansion;
 };
 
 } // namespace
