@@ -194,6 +194,32 @@ def main():
           "losses bit for bit (%s)" % (unfused["losses"] if unfused
                                        else error))
 
+    # The micro-batch loop: one micro-batch's graph, expanded by the plan
+    # reader, trains to the copies' losses bit for bit.
+    for pp, tp, stage, schedule in [(2, 1, 1, "1f1b"), (2, 1, 1, "gpipe"),
+                                    (2, 2, 1, "1f1b"), (2, 1, 0, "1f1b")]:
+        name = "(%d, %d, %d) stage %d %s" % (pp, 4 // (pp * tp), tp, stage,
+                                            schedule)
+        copies_plan, _, _ = compile_plan(pp, tp, stage, schedule)
+        loop_plan, compiled, result = compile_plan(
+            pp, tp, stage, schedule,
+            pairs="optimizer=adam micro-batch-loop=true")
+        with open(loop_plan) as file:
+            loop_pipeline = json.load(file).get("pipeline", {})
+        with open(copies_plan) as file:
+            copies_count = len(json.load(file)["instructions"])
+        check(compiled is not None and "loop" in loop_pipeline,
+              "%s: micro-batch-loop=true writes pipeline.loop (%s)" %
+              (name, result.stderr.strip()))
+        copies, _ = train(copies_plan)
+        looped, error = train(loop_plan) if compiled else (
+            None, result.stderr.strip())
+        check(looped is not None and copies is not None and
+              looped["losses"] == copies["losses"],
+              "%s: the micro-batch loop trains to the copies' losses bit for "
+              "bit (%s, %d instructions in the copies' plan)" %
+              (name, looped["losses"] if looped else error, copies_count))
+
     # Over MPI: the in-process losses bit for bit.
     plan, _, _ = compile_plan(2, 1, 1)
     mpi, error = train(plan, "--backend", "mpi")
