@@ -314,7 +314,27 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
   void startReductionsEarly(func::FuncOp func) {
     SmallVector<CollectiveStartOp> starts;
     func.walk([&](CollectiveStartOp start) { starts.push_back(start); });
-    LoopParts parts(func.getBody().front());
+    Block &body = func.getBody().front();
+    LoopParts parts(body);
+    // The order from one numbering: a moved op sorts right after the op it
+    // follows, behind what moved there before (each start moves after the
+    // previous one). Asking the block instead renumbers it whenever moves
+    // pile up at one place, as a micro-batch loop's reductions do.
+    OpPositions positions(body);
+    DenseMap<Operation *, std::pair<int64_t, int64_t>> moved;
+    int64_t moves = 0;
+    auto keyOf = [&](Operation *op) {
+      auto it = moved.find(op);
+      return it != moved.end() ? it->second
+                               : std::pair<int64_t, int64_t>(positions[op], 0);
+    };
+    auto isBefore = [&](Operation *a, Operation *b) {
+      return keyOf(a) < keyOf(b);
+    };
+    auto follow = [&](Operation *op, Operation *anchor) {
+      moveAfterInBlock(op, anchor);
+      moved[op] = {keyOf(anchor).first, ++moves};
+    };
     SmallVector<CollectiveStartOp> reductions;
     for (size_t i = 0; i < starts.size(); ++i) {
       CollectiveStartOp start = starts[i];
@@ -324,11 +344,9 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       reductions.push_back(start);
       // The earliest point: after every input (or the reshape's operand)
       // and the previous start, and after the wait two reductions back.
-      Block *block = start->getBlock();
       Operation *after = i > 0 ? starts[i - 1].getOperation() : nullptr;
       auto later = [&](Operation *op) {
-        if (op && op->getBlock() == block &&
-            (!after || after->isBeforeInBlock(op)))
+        if (op && op->getBlock() == &body && (!after || isBefore(after, op)))
           after = op;
       };
       if (reductions.size() > 2)
@@ -337,7 +355,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       for (Value input : start.getInputs()) {
         Operation *producer = input.getDefiningOp();
         auto reshape = dyn_cast_or_null<mlir::nn::ReshapeOp>(producer);
-        if (reshape && reshape->getBlock() == block && input.hasOneUse()) {
+        if (reshape && reshape->getBlock() == &body && input.hasOneUse()) {
           reshapes.push_back(reshape);
           later(reshape->getOperand(0).getDefiningOp());
           continue;
@@ -347,22 +365,19 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       // No earlier than its part of a micro-batch loop: a total's
       // reduction after the loop waits for the last micro-batch.
       if (int64_t part = parts.of(start);
-          parts.hasLoop() && part != LoopParts::kBefore) {
-        Operation *floor = parts.firstOf(part)->getPrevNode();
-        if (floor && (!after || after->isBeforeInBlock(floor)))
-          after = floor;
-      }
-      if (!after || !after->isBeforeInBlock(start))
+          parts.hasLoop() && part != LoopParts::kBefore)
+        later(parts.firstOf(part)->getPrevNode());
+      if (!after || !isBefore(after, start))
         continue;
       // The reshapes follow `after` (where they are not already above it),
       // then the start follows them.
       for (Operation *reshape : reshapes)
-        if (after->isBeforeInBlock(reshape)) {
-          moveAfterInBlock(reshape, after);
+        if (isBefore(after, reshape)) {
+          follow(reshape, after);
           after = reshape;
         }
       if (after->getNextNode() != start.getOperation())
-        moveAfterInBlock(start, after);
+        follow(start, after);
     }
   }
 
