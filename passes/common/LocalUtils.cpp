@@ -149,6 +149,12 @@ zerosbp::LoopParts::LoopParts(Block &block)
   bool inLoop = false;
   for (Operation &op : block) {
     int64_t chunk = pipelineMark(&op, kLoopChunkAttr);
+    // Until zero-schedule moves it, a receive sits with its send, in
+    // another chunk's ops.
+    if (chunk >= 0 && isa<RecvOp>(op)) {
+      partOf[&op] = chunk;
+      continue;
+    }
     if (chunk >= 0) {
       firstOp.try_emplace(chunk, &op);
       inLoop = true;

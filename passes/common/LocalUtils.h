@@ -61,7 +61,8 @@ public:
   /// made since).
   int64_t of(mlir::Operation *op) const;
   /// The first op of the loop's parts after `part` (the terminator when
-  /// none is).
+  /// none is). Receives do not count: until zero-schedule moves them, they
+  /// sit with their sends.
   mlir::Operation *firstAfter(int64_t part) const;
   /// The first op of `part`, or for a part without ops the one after.
   mlir::Operation *firstOf(int64_t part) const;

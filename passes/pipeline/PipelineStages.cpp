@@ -558,16 +558,28 @@ StagePlanner::orderLoop(const DenseMap<Operation *, Chunk> &chunkOfOp) {
       op->setAttr(kLoopChunkAttr, builder.getI64IntegerAttr(sectionOf(op)));
   }
   // A hop's receive runs in the first chunk that reads it on the other
-  // stage (zero-partition puts it there).
+  // stage (zero-partition puts it there). Messages between two stages
+  // pair in the order sent, so what one chunk sends to a stage is received
+  // in one chunk there: the first that reads any of it.
+  std::map<std::pair<int64_t, int64_t>, int64_t> receiveChunk;
+  auto channelOf = [&](Operation *hop) {
+    return std::make_pair(sectionOf(hop), stageOf(*hop->getUsers().begin()));
+  };
   for (Operation *hop : hops) {
-    std::optional<int64_t> first;
+    if (partOf.lookup(hop) != Part::Chunk || hop->use_empty())
+      continue;
     for (Operation *user : hop->getUsers())
-      if (partOf.lookup(user) == Part::Chunk)
-        first = std::min(first.value_or(INT64_MAX), sectionOf(user));
-    if (first && partOf.lookup(hop) == Part::Chunk)
-      hop->setAttr(zerosbp::kLoopReceiveChunkAttr,
-                   builder.getI64IntegerAttr(*first));
+      if (partOf.lookup(user) == Part::Chunk) {
+        auto [it, inserted] =
+            receiveChunk.try_emplace(channelOf(hop), sectionOf(user));
+        it->second = std::min(it->second, sectionOf(user));
+      }
   }
+  for (Operation *hop : hops)
+    if (partOf.lookup(hop) == Part::Chunk && !hop->use_empty())
+      if (auto it = receiveChunk.find(channelOf(hop)); it != receiveChunk.end())
+        hop->setAttr(zerosbp::kLoopReceiveChunkAttr,
+                     builder.getI64IntegerAttr(it->second));
 
   // Each chunk's planned time and the chunks it receives from, the same
   // for every micro-batch.

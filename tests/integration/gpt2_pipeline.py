@@ -196,14 +196,19 @@ def main():
 
     # The micro-batch loop: one micro-batch's graph, expanded by the plan
     # reader, trains to the copies' losses bit for bit.
-    for pp, tp, stage, schedule in [(2, 1, 1, "1f1b"), (2, 1, 1, "gpipe"),
-                                    (2, 2, 1, "1f1b"), (2, 1, 0, "1f1b")]:
-        name = "(%d, %d, %d) stage %d %s" % (pp, 4 // (pp * tp), tp, stage,
-                                            schedule)
-        copies_plan, _, _ = compile_plan(pp, tp, stage, schedule)
+    for pp, tp, stage, schedule, chunks in [
+            (2, 1, 1, "1f1b", 1), (2, 1, 1, "gpipe", 1), (2, 2, 1, "1f1b", 1),
+            (2, 1, 0, "1f1b", 1), (2, 1, 1, "1f1b", 2)]:
+        name = "(%d, %d, %d) stage %d %s%s" % (
+            pp, 4 // (pp * tp), tp, stage, schedule,
+            " interleaved" if chunks > 1 else "")
+        layers = 4 if chunks > 1 else None
+        copies_plan, _, _ = compile_plan(pp, tp, stage, schedule,
+                                         layers=layers, chunks=chunks)
         loop_plan, compiled, result = compile_plan(
             pp, tp, stage, schedule,
-            pairs="optimizer=adam micro-batch-loop=true")
+            pairs="optimizer=adam micro-batch-loop=true", layers=layers,
+            chunks=chunks)
         with open(loop_plan) as file:
             loop_pipeline = json.load(file).get("pipeline", {})
         with open(copies_plan) as file:
@@ -219,6 +224,31 @@ def main():
               "%s: the micro-batch loop trains to the copies' losses bit for "
               "bit (%s, %d instructions in the copies' plan)" %
               (name, looped["losses"] if looped else error, copies_count))
+
+    # Four stages of tensor-parallel pairs on 8 ranks: a stage sends the
+    # next several values per micro-batch, some read only by its backward,
+    # and they are received in one chunk, in the order sent.
+    deep = {}
+    for loop in ("false", "true"):
+        plan = os.path.join(work, "gpt2_pp4_tp2_loop_%s.zplan" % loop)
+        model = [flag for flag in GPT2 if not flag.startswith("--num-layers=")]
+        result = run([zero_compile, *model, "--num-layers=4", "--world=8",
+                      "--stage=1", "--pipeline-model-parallel-size=4",
+                      "--model-parallel-size=2",
+                      "--gradient-accumulation-steps=4",
+                      "--checkpoint-activations",
+                      "--pipeline=optimizer=adam micro-batch-loop=" + loop,
+                      "-o", plan])
+        report = os.path.join(work, "report_pp4_%s.json" % loop)
+        trained = result.returncode == 0 and run(
+            [zero_run, plan, "--ranks", "8", "--steps", "2", "--quiet",
+             "--report-file", report]).returncode == 0
+        if trained:
+            with open(report) as file:
+                deep[loop] = json.load(file)["losses"]
+    check(len(deep) == 2 and deep["true"] == deep["false"],
+          "(4, 1, 2) stage 1, checkpointed: the micro-batch loop trains to "
+          "the copies' losses bit for bit (%s)" % deep)
 
     # Over MPI: the in-process losses bit for bit.
     plan, _, _ = compile_plan(2, 1, 1)

@@ -236,7 +236,7 @@ TEST(ModelStateReportTest, EveryKnobIsHonouredOrRejected) {
   ASSERT_TRUE(bool(steps)) << llvm::toString(steps.takeError());
   EXPECT_TRUE(llvm::StringRef(*steps).starts_with(
       "func.func(zero-fold-transposes,zero-fuse-attention,"
-      "zero-fuse-epilogues,zero-accumulate{steps=4 world=2},"))
+      "zero-fuse-epilogues,zero-accumulate{loop=false steps=4 world=2},"))
       << *steps;
   // OneFlow's shard_restore_level 0 would hand consumers the shards.
   auto oneflow = enableZero(/*world=*/2, /*mode=*/true, /*stage=*/1,
