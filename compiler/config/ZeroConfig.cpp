@@ -170,6 +170,8 @@ llvm::json::Value ZeroConfig::toJson() const {
     if (virtualPipelineStages != 1)
       result.getObject("zerosbp")->try_emplace(
           "virtual_pipeline_model_parallel_size", virtualPipelineStages);
+    if (microBatchLoop)
+      result.getObject("zerosbp")->try_emplace("micro_batch_loop", true);
   }
   if (trainMicroBatchSizePerGpu != 0)
     result["train_micro_batch_size_per_gpu"] = trainMicroBatchSizePerGpu;

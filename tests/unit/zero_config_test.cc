@@ -1205,6 +1205,7 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
     fromJson.pipelineParallelSize = config.pipelineParallelSize;
     fromJson.pipelineSchedule = config.pipelineSchedule;
     fromJson.virtualPipelineStages = config.virtualPipelineStages;
+    fromJson.microBatchLoop = config.microBatchLoop;
     fromJson.shardRestoreLevel = config.shardRestoreLevel;
     fromJson.fuseAttention = config.fuseAttention;
     fromJson.fuseEpilogues = config.fuseEpilogues;
