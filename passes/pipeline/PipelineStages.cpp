@@ -170,9 +170,12 @@ LogicalResult StagePlanner::assignStages() {
         found.insert(virtualStage.lookup(other));
     return found;
   };
+  // What each stage can compute for itself (the step a dropout's module
+  // made on its stage) does not pull a reader to that stage.
   auto producers = [](Operation *op) {
     return llvm::map_to_vector(op->getOperands(), [](Value operand) {
-      return operand.getDefiningOp();
+      Operation *producer = operand.getDefiningOp();
+      return producer && isCopiedPerStage(producer) ? nullptr : producer;
     });
   };
   auto users = [](Operation *op) {
