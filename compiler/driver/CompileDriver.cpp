@@ -13,6 +13,7 @@
 #include "passes/common/ZeroAttrNames.h"
 #include "passes/memory/PlanAttrs.h"
 
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -74,6 +75,19 @@ llvm::Error adoptModelParallelSize(func::FuncOp func, ZeroConfig &config) {
         config.modelParallelSize, input.getName(), data, ranks, model));
   }
   return llvm::Error::success();
+}
+
+/// Fails with `what` and the first error when `module` does not verify.
+llvm::Error verifyGraph(ModuleOp module, llvm::StringRef what) {
+  std::string first;
+  ScopedDiagnosticHandler handler(module->getContext(), [&](Diagnostic &d) {
+    if (first.empty() && d.getSeverity() == DiagnosticSeverity::Error)
+      first = d.str();
+    return success();
+  });
+  if (succeeded(verify(module)))
+    return llvm::Error::success();
+  return driverError(llvm::formatv("{0} does not verify: {1}", what, first));
 }
 
 /// Where `op` is, as `file:line:col: ` (empty for other locations).
@@ -147,6 +161,9 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
     }
   if (!func)
     return driverError("the model has no graph function");
+  // The passes assume IR that verifies.
+  if (llvm::Error error = verifyGraph(module, "the captured graph"))
+    return std::move(error);
   if (llvm::Error error = adoptModelParallelSize(func, config))
     return std::move(error);
   // An inference graph's batch is its own, not the training step's.
@@ -176,6 +193,7 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
   if (llvm::Error error = buildCompilePipeline(pm, config, options.kind,
                                                options.planFile, checkpointed))
     return std::move(error);
+  pm.enableVerifier(options.verifyEachPass);
   auto recorder = std::make_unique<PassRecorder>(module, func, options);
   PassRecorder &passes = *recorder;
   pm.addInstrumentation(std::move(recorder));
@@ -186,6 +204,11 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
     return std::move(error);
   if (failed(result))
     return driverError("the pass pipeline failed");
+  // Without a verifier after each pass, the compiled graph is verified once
+  // (zero-export-plan verifies what it writes).
+  if (!options.verifyEachPass && options.planFile.empty())
+    if (llvm::Error error = verifyGraph(module, "the compiled graph"))
+      return std::move(error);
   assert(passes.modelStates() && "zero-partition ran without the global view");
   const ModelStateReport &analysis = *passes.modelStates();
   auto plan = analyzePlan(func);

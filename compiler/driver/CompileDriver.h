@@ -23,6 +23,16 @@
 
 namespace zerosbp {
 
+/// Whether the pass manager verifies the IR after every pass by default:
+/// debug builds do, so that the pass that breaks the IR is named; optimized
+/// builds verify the captured graph and the compiled one only, which keeps
+/// the verifier out of most of the compile time (docs/compiler.md).
+#ifdef NDEBUG
+inline constexpr bool kVerifyEachPassByDefault = false;
+#else
+inline constexpr bool kVerifyEachPassByDefault = true;
+#endif
+
 struct CompileOptions {
   /// A training step, or an inference graph (docs/compiler.md).
   GraphKind kind = GraphKind::Training;
@@ -41,6 +51,9 @@ struct CompileOptions {
   /// marked segments, no budget). The report's `activation_checkpointing`
   /// says what was chosen (compiler/driver/ActivationBudget.h).
   int64_t activationBudget = 0;
+  /// Verify the IR after every pass, not only the compiled graph
+  /// (zero-compile --verify-each).
+  bool verifyEachPass = kVerifyEachPassByDefault;
 };
 
 /// Compiles `module` (one graph function) for `config`. Returns

@@ -19,6 +19,7 @@
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CRC.h"
@@ -744,6 +745,10 @@ struct ZeroExportPlanPass
           << funcs.size();
       return signalPassFailure();
     }
+    // A plan comes only from IR that verifies, whether or not the pass
+    // manager verified after each pass.
+    if (failed(mlir::verify(module)))
+      return signalPassFailure();
     std::optional<llvm::json::Value> parsedConfig;
     if (!config.empty()) {
       llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(config);

@@ -138,6 +138,12 @@ static zerosbp::DecimalOpt virtualStagesPerRank(
 static zerosbp::DecimalOpt gradientAccumulationSteps(
     "gradient-accumulation-steps", cl::init(1), cl::cat(category),
     cl::desc("micro-batches per step (the pipeline's micro-batches)"));
+static cl::opt<bool> verifyEach(
+    "verify-each", cl::init(zerosbp::kVerifyEachPassByDefault),
+    cl::cat(category),
+    cl::desc("verify the IR after every pass, naming the pass that breaks "
+             "it (on in debug builds; optimized builds verify the compiled "
+             "graph only)"));
 static cl::opt<bool> evalGraph(
     "eval", cl::init(false), cl::cat(category),
     cl::desc("compile for inference: the forward only, returning the "
@@ -735,6 +741,7 @@ int main(int argc, char **argv) {
     options.kind = zerosbp::GraphKind::Inference;
   if (given(activationMemoryBudget))
     options.activationBudget = activationMemoryBudget;
+  options.verifyEachPass = verifyEach;
   llvm::StringSet<> printAfter;
   for (const std::string &pass : printIrAfter)
     printAfter.insert(pass);
