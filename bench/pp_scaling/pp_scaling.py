@@ -22,7 +22,11 @@ the bf16 dense peak), the bubble zero-compile planned from the stages'
 matmul FLOPs and (P - 1)/(V M + P - 1), the communication the compute does
 not hide, the bytes a GPU sends per step between stages, on the data axis
 and on the model axis, the bytes that leave the node, model states and
-the planned peak per GPU and whether it fits 80 GiB, and the compile time.
+the planned peak per GPU and whether it fits 80 GiB, the compile time
+and the plan's size. A pipelined layout is compiled a second time as a
+micro-batch loop (micro-batch-loop=true: one micro-batch's graph that the
+plan runs M times, docs/design.md#the-micro-batch-loop), with its compile
+time, plan size, simulated step and planned peak beside the copies'.
 
 The 175B (pp, dp, tp) = (8, 16, 8) compile is the issue's compile-time
 goal (under 1 s); the table shows where it stands.
@@ -88,7 +92,9 @@ COLUMNS = [
     ("data_axis_gb", "data axis GB"), ("model_axis_gb", "model axis GB"),
     ("network_gb", "network GB"), ("model_states_gib", "model states GiB"),
     ("peak_gib", "peak GiB"), ("fits", "fits 80 GiB"),
-    ("compile_ms", "compile ms"),
+    ("compile_ms", "compile ms"), ("plan_mb", "plan MB"),
+    ("loop_compile_ms", "loop: compile ms"), ("loop_plan_mb", "loop: plan MB"),
+    ("loop_step_ms", "loop: step ms"), ("loop_peak_gib", "loop: peak GiB"),
 ]
 
 
@@ -104,7 +110,7 @@ def parse_layouts(text):
     return layouts
 
 
-def compile_plan(args, layout, plan):
+def compile_plan(args, layout, plan, loop=False):
     pp, dp, tp, stage, micro, chunks = layout
     m = MODEL
     command = [args.zero_compile, "--num-layers=%d" % m["layers"],
@@ -114,7 +120,9 @@ def compile_plan(args, layout, plan):
                "--vocab-size=%d" % tp_scaling.VOCAB,
                "--world=%d" % (pp * dp * tp), "--model-parallel-size=%d" % tp,
                "--stage=%d" % stage, "--batch-size=%d" % GLOBAL_BATCH,
-               "--checkpoint-activations", "--pipeline=%s" % PIPELINE,
+               "--checkpoint-activations",
+               "--pipeline=%s%s" % (PIPELINE, " micro-batch-loop=true"
+                                    if loop else ""),
                "--report=json", "-o", plan]
     if pp > 1:
         command += ["--pipeline-model-parallel-size=%d" % pp,
@@ -204,8 +212,26 @@ def main():
             if report is None:
                 print("%s: refused: %s" % (layout, wall), file=sys.stderr)
                 continue
-            sim = simulate(args, plan, layout[0] * layout[1] * layout[2])
+            world = layout[0] * layout[1] * layout[2]
+            sim = simulate(args, plan, world)
             rows.append(row(layout, report, sim))
+            rows[-1]["plan_mb"] = round(os.path.getsize(plan) / 1e6, 1)
+            # The same layout as a micro-batch loop
+            # (docs/design.md#the-micro-batch-loop), side by side.
+            looped = dict.fromkeys(["loop_compile_ms", "loop_plan_mb",
+                                    "loop_step_ms", "loop_peak_gib"], "-")
+            if layout[0] > 1:
+                loop_report, _ = compile_plan(args, layout, plan, loop=True)
+                if loop_report is not None:
+                    loop_sim = simulate(args, plan, world)
+                    looped = {
+                        "loop_compile_ms": round(loop_report["compile_ms"]),
+                        "loop_plan_mb": round(os.path.getsize(plan) / 1e6, 1),
+                        "loop_step_ms": round(loop_sim["step_ms"], 1),
+                        "loop_peak_gib": round(
+                            loop_sim["memory"]["device_bytes"] / 2 ** 30, 1),
+                    }
+            rows[-1].update(looped)
             print("%s: %d tokens/s per GPU" % (
                 rows[-1]["layout"], rows[-1]["tokens_per_s_per_gpu"]),
                 file=sys.stderr)

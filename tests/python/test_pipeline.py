@@ -234,6 +234,46 @@ def test_gpipe_gives_the_1f1b_losses_bit_for_bit():
     assert runs[0] == runs[1]
 
 
+class DropoutMlp(models.TwoStageMlp):
+    """TwoStageMlp with dropout in each stage: each micro-batch draws its
+    own masks."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Sequential(nn.Linear(6, 8), nn.GELU(),
+                                   nn.Dropout(0.25), nn.Linear(8, 8))
+        self.second = nn.Sequential(nn.Dropout(0.25), nn.Linear(8, 4))
+
+
+@pytest.mark.parametrize("adam", [False, True])
+def test_micro_batch_loop_gives_the_copies_losses_bit_for_bit(adam):
+    """micro-batch-loop=true compiles one micro-batch and the plan runs it
+    per micro-batch: the losses, parameters and dropout masks of the
+    copies, and a plan whose instructions do not grow with the
+    micro-batches."""
+    runs, states, plans = [], [], []
+    for loop in (False, True):
+        def configure(graph, loop=loop):
+            graph.config.set_pipeline_options(
+                "micro-batch-loop=%s" % str(loop).lower())
+            if adam:
+                graph.config.enable_zero(True, stage=1, shard_min_size=1)
+
+        zs.manual_seed(0)
+        model = DropoutMlp().pipelined()
+        optimizer = zs.optim.Adam(model.parameters(), lr=0.01) if adam else None
+        graph = graph_of(model, micro=4, configure=configure,
+                         optimizer=optimizer).to(flat())
+        runs.append([float(graph(x, y)) for x, y in batches()])
+        states.append(model.state_dict())
+        plans.append(plan_of(graph))
+    assert runs[0] == runs[1], runs
+    for name in states[0]:
+        np.testing.assert_array_equal(states[1][name], states[0][name])
+    assert "loop" in plans[1]["pipeline"] and "loop" not in plans[0]["pipeline"]
+    assert len(plans[1]["instructions"]) < len(plans[0]["instructions"])
+
+
 def test_checkpoints_move_between_pipelined_and_flat(tmp_path):
     """A pipelined graph's checkpoint resumes without the pipeline, and a
     flat one's in the pipeline, continuing the same losses."""
