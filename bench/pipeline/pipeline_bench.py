@@ -26,6 +26,11 @@ Per row:
 * the final loss and the largest relative difference of the losses from
   those of (1, W, 1), within float32 rounding.
 
+One layout per world also runs 1F1B and interleaved 1F1B as a micro-batch
+loop (`micro-batch-loop=true`: one micro-batch's graph that the plan runs
+per micro-batch, docs/design.md#the-micro-batch-loop), whose losses must
+equal the copies' bit for bit.
+
 CPU ranks are threads of one process here: a stage's wait shows as time
 too, but the cores are shared, so step times compare layouts on this
 machine only.
@@ -63,6 +68,10 @@ LAYOUTS = {
 GPIPE = {4: (2, 2, 1), 8: (4, 2, 1)}
 INTERLEAVED = GPIPE
 CHUNKS = 2
+# The layout of each world also run as a micro-batch loop, 1F1B and
+# interleaved: the copies' losses bit for bit, a plan of one micro-batch.
+LOOPED = GPIPE
+LOOP = "-loop"
 FP32_RTOL = 1e-5
 
 COLUMNS = [
@@ -85,13 +94,19 @@ def compile_plan(args, work, layout, schedule):
     m = MODEL
     plan = os.path.join(work, "gpt2_%d_%d_%d_%s.zplan" % (pp, dp, tp,
                                                           schedule))
+    # "-loop": the same schedule as a micro-batch loop
+    # (docs/design.md#the-micro-batch-loop).
+    loop = schedule.endswith(LOOP)
+    schedule = schedule[:-len(LOOP)] if loop else schedule
     command = [args.zero_compile, "--num-layers=%d" % m["layers"],
                "--hidden-size=%d" % m["hidden"],
                "--num-attention-heads=%d" % m["heads"],
                "--seq-length=%d" % m["seq"], "--vocab-size=%d" % m["vocab"],
                "--batch-size=%d" % BATCH, "--world=%d" % world, "--stage=1",
                "--model-parallel-size=%d" % tp,
-               "--pipeline=optimizer=adam", "--report=json", "-o", plan]
+               "--pipeline=optimizer=adam%s" % (
+                   " micro-batch-loop=true" if loop else ""),
+               "--report=json", "-o", plan]
     if pp > 1:
         command += ["--pipeline-model-parallel-size=%d" % pp,
                     "--gradient-accumulation-steps=%d" % MICRO,
@@ -117,13 +132,15 @@ def row(layout, schedule, compiled, report, base_losses):
     timed = report["step_ms"][1:] or report["step_ms"]
     losses = report["losses"]
     micro = MICRO if pp > 1 else 1
+    loop = schedule.endswith(LOOP)
+    schedule = schedule[:-len(LOOP)] if loop else schedule
     chunks = CHUNKS if schedule == "interleaved" else 1
     return {
         "world": pp * dp * tp, "pp": pp, "dp": dp, "tp": tp,
         "micro_batches": micro,
         "schedule": ("interleaved 1f1b, V=%d" % chunks
-                     if schedule == "interleaved" else schedule)
-        if pp > 1 else "-",
+                     if schedule == "interleaved" else schedule) +
+        (", loop" if loop else "") if pp > 1 else "-",
         "model_state_bytes": plan["memory_plan"]["model_state_bytes"],
         "planned_peak_bytes": plan["memory_plan"]["peak_bytes_per_rank"],
         "high_water_bytes": max(rank["high_water"]
@@ -176,6 +193,9 @@ def main():
                     configs.append((layout, "gpipe"))
                 if layout == INTERLEAVED[world]:
                     configs.append((layout, "interleaved"))
+                if layout == LOOPED[world]:
+                    configs.append((layout, "1f1b" + LOOP))
+                    configs.append((layout, "interleaved" + LOOP))
         compiled = {config: compile_plan(args, work, *config)
                     for config in configs}
 
@@ -195,6 +215,11 @@ def main():
                     continue
                 rows.append(row(layout, schedule, compiled[config][1],
                                 best[config], base))
+        # A loop runs the copies' sums: the same losses, bit for bit.
+        loops_equal = all(
+            best[config]["losses"] ==
+            best[(config[0], config[1][:-len(LOOP)])]["losses"]
+            for config in configs if config[1].endswith(LOOP))
     worst = max(float(r["loss_rel_diff"]) for r in rows)
     bench_report.print_table(COLUMNS, rows)
     info = bench_report.machine()
@@ -202,6 +227,8 @@ def main():
     print("%s; largest relative loss difference to (1, W, 1): %.1e "
           "(float32 rounding allows %g)" % (bench_report.describe(info),
                                             worst, FP32_RTOL))
+    print("micro-batch loops: the copies' losses bit for bit: %s" %
+          ("yes" if loops_equal else "NO"))
     if args.csv:
         bench_report.write_csv(args.csv, COLUMNS, rows)
     if args.json:
@@ -213,6 +240,9 @@ def main():
     if worst > FP32_RTOL:
         bench_report.fail("a layout's losses differ from (1, W, 1) by %.1e"
                           % worst)
+    if not loops_equal:
+        bench_report.fail("a micro-batch loop's losses differ from its "
+                          "copies'")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,14 @@ static void sinkReceives(func::FuncOp func) {
       moved.insert(recv);
     }
   }
+  // Where receives of two parts of a micro-batch loop meet at one anchor
+  // (the first op of the later part), the earlier part's come first and
+  // end it.
+  if (parts.hasLoop())
+    for (auto &[anchor, receives] : before)
+      llvm::stable_sort(receives, [&](Operation *a, Operation *b) {
+        return parts.of(a) < parts.of(b);
+      });
   SmallVector<Operation *> order;
   for (Operation &op : block) {
     if (moved.contains(&op))

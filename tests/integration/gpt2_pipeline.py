@@ -227,28 +227,33 @@ def main():
 
     # Four stages of tensor-parallel pairs on 8 ranks: a stage sends the
     # next several values per micro-batch, some read only by its backward,
-    # and they are received in one chunk, in the order sent.
-    deep = {}
-    for loop in ("false", "true"):
-        plan = os.path.join(work, "gpt2_pp4_tp2_loop_%s.zplan" % loop)
-        model = [flag for flag in GPT2 if not flag.startswith("--num-layers=")]
-        result = run([zero_compile, *model, "--num-layers=4", "--world=8",
-                      "--stage=1", "--pipeline-model-parallel-size=4",
-                      "--model-parallel-size=2",
-                      "--gradient-accumulation-steps=4",
-                      "--checkpoint-activations",
-                      "--pipeline=optimizer=adam micro-batch-loop=" + loop,
-                      "-o", plan])
-        report = os.path.join(work, "report_pp4_%s.json" % loop)
-        trained = result.returncode == 0 and run(
-            [zero_run, plan, "--ranks", "8", "--steps", "2", "--quiet",
-             "--report-file", report]).returncode == 0
-        if trained:
-            with open(report) as file:
-                deep[loop] = json.load(file)["losses"]
-    check(len(deep) == 2 and deep["true"] == deep["false"],
-          "(4, 1, 2) stage 1, checkpointed: the micro-batch loop trains to "
-          "the copies' losses bit for bit (%s)" % deep)
+    # and they are received in one chunk, in the order sent; interleaved,
+    # the receives of two chunks meet where the later one begins.
+    model = [flag for flag in GPT2 if not flag.startswith("--num-layers=")]
+    for name, flags in [
+            ("checkpointed", ["--num-layers=4", "--checkpoint-activations"]),
+            ("interleaved", ["--num-layers=8",
+                             "--num-virtual-stages-per-pipeline-rank=2"])]:
+        deep = {}
+        for loop in ("false", "true"):
+            plan = os.path.join(work, "gpt2_pp4_tp2_%s_%s.zplan" % (name,
+                                                                   loop))
+            result = run([zero_compile, *model, *flags, "--world=8",
+                          "--stage=1", "--pipeline-model-parallel-size=4",
+                          "--model-parallel-size=2",
+                          "--gradient-accumulation-steps=4",
+                          "--pipeline=optimizer=adam micro-batch-loop=" + loop,
+                          "-o", plan])
+            report = os.path.join(work, "report_pp4_%s_%s.json" % (name, loop))
+            trained = result.returncode == 0 and run(
+                [zero_run, plan, "--ranks", "8", "--steps", "2", "--quiet",
+                 "--report-file", report]).returncode == 0
+            if trained:
+                with open(report) as file:
+                    deep[loop] = json.load(file)["losses"]
+        check(len(deep) == 2 and deep["true"] == deep["false"],
+              "(4, 1, 2) stage 1, %s: the micro-batch loop trains to the "
+              "copies' losses bit for bit (%s)" % (name, deep))
 
     # Over MPI: the in-process losses bit for bit.
     plan, _, _ = compile_plan(2, 1, 1)
