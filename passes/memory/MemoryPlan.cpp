@@ -321,12 +321,19 @@ void Planner::assignSlots() {
       if (isa<RankedTensorType>(result.getType()))
         placeFresh(result, BufferRole::activation);
   }
-  // A buffer that feeds an update's gradient holds a gradient.
+  // A buffer that feeds an update's gradient holds a gradient, and so does
+  // a micro-batch loop's running total of a gradient.
   for (auto update : block.getOps<nn::OptimizerUpdateOpInterface>()) {
     BufferInfo &grad = buffers[slots.lookup(update.getGradient()).buffer];
     if (grad.role == BufferRole::activation)
       grad.role = BufferRole::grad;
   }
+  for (Operation &op : block)
+    if (op.hasAttr(kLoopCarriedAttr) && op.hasAttr(kGradSumAttr))
+      if (auto it = slots.find(op.getResult(0));
+          it != slots.end() &&
+          buffers[it->second.buffer].role == BufferRole::activation)
+        buffers[it->second.buffer].role = BufferRole::grad;
 }
 
 void Planner::layOutBuckets() {
