@@ -184,10 +184,3 @@ Operation *zerosbp::LoopParts::firstOf(int64_t part) const {
   auto it = firstOp.lower_bound(part);
   return it == firstOp.end() ? terminator : it->second;
 }
-
-void zerosbp::LoopParts::inherit(Operation *op, Operation *from) {
-  if (Attribute chunk = from->getAttr(kLoopChunkAttr))
-    op->setAttr(kLoopChunkAttr, chunk);
-  else
-    partOf[op] = of(from);
-}

@@ -66,9 +66,6 @@ public:
   mlir::Operation *firstAfter(int64_t part) const;
   /// The first op of `part`, or for a part without ops the one after.
   mlir::Operation *firstOf(int64_t part) const;
-  /// Copies `from`'s chunk onto `op`, a new op that stands for it, or
-  /// records its part.
-  void inherit(mlir::Operation *op, mlir::Operation *from);
 
 private:
   llvm::DenseMap<mlir::Operation *, int64_t> partOf;
