@@ -234,7 +234,13 @@ llvm::Expected<llvm::json::Object> compileGraph(ModuleOp module,
         entry[item.getName().strref()] = number.getValueAsDouble();
       else if (auto text = dyn_cast<StringAttr>(item.getValue()))
         entry[item.getName().strref()] = text.getValue();
-      else if (auto list = dyn_cast<ArrayAttr>(item.getValue())) {
+      else if (auto loop = dyn_cast<DictionaryAttr>(item.getValue())) {
+        // The micro-batch loop: its chunks, each run once per micro-batch
+        // (docs/design.md#the-micro-batch-loop).
+        auto chunks = loop.getAs<ArrayAttr>("chunks");
+        entry["micro_batch_loop"] = llvm::json::Object{
+            {"chunks", chunks ? static_cast<int64_t>(chunks.size()) : 0}};
+      } else if (auto list = dyn_cast<ArrayAttr>(item.getValue())) {
         llvm::json::Array values;
         for (Attribute value : list)
           if (auto number = dyn_cast<FloatAttr>(value))

@@ -213,9 +213,14 @@ def main():
             loop_pipeline = json.load(file).get("pipeline", {})
         with open(copies_plan) as file:
             copies_count = len(json.load(file)["instructions"])
-        check(compiled is not None and "loop" in loop_pipeline,
-              "%s: micro-batch-loop=true writes pipeline.loop (%s)" %
-              (name, result.stderr.strip()))
+        reported = (compiled or {}).get("pipeline", {}).get(
+            "micro_batch_loop", {})
+        check(compiled is not None and "loop" in loop_pipeline and
+              len(loop_pipeline["loop"]["chunks"]) == 2 * pp * chunks and
+              reported.get("chunks") == 2 * pp * chunks,
+              "%s: micro-batch-loop=true writes pipeline.loop with a forward "
+              "and a backward per model chunk and stage, and the report "
+              "says so (%s, %s)" % (name, reported, result.stderr.strip()))
         copies, _ = train(copies_plan)
         looped, error = train(loop_plan) if compiled else (
             None, result.stderr.strip())

@@ -558,10 +558,11 @@ static void printTextReport(const llvm::json::Object &json) {
       llvm::outs() << llvm::formatv(
           "  {0,-15} {1,16:f0} bytes sent per rank per step ({2} calls)\n",
           kind, number(comm, kind), integer(calls, kind));
-  if (const auto *pipeline = json.getObject("pipeline"))
+  if (const auto *pipeline = json.getObject("pipeline")) {
+    const auto *loop = pipeline->getObject("micro_batch_loop");
     llvm::outs() << llvm::formatv(
         "  pipeline: {0} stages, {1} micro-batches, {2}{3}, planned bubble "
-        "{4:f1}% of the step\n",
+        "{4:f1}% of the step{5}\n",
         integer(pipeline, "stages"), integer(pipeline, "micro_batches"),
         pipeline->getString("schedule").value_or(""),
         integer(pipeline, "model_chunks") > 1
@@ -569,7 +570,12 @@ static void printTextReport(const llvm::json::Object &json) {
                             integer(pipeline, "model_chunks"))
                   .str()
             : std::string(),
-        100 * number(pipeline, "bubble"));
+        100 * number(pipeline, "bubble"),
+        loop ? llvm::formatv("; a micro-batch loop of {0} chunks",
+                             integer(loop, "chunks"))
+                   .str()
+             : std::string());
+  }
   const auto *plan = json.getObject("plan");
   const auto *memory = plan ? plan->getObject("memory_plan") : nullptr;
   const auto *buckets = plan ? plan->getObject("buckets") : nullptr;
