@@ -266,6 +266,31 @@ def main():
     check(mpi is not None and mpi["losses"] == losses.get((2, 1, 1)),
           "(2, 2, 1) stage 1 over MPI: the in-process losses bit for bit "
           "(%s)" % (mpi["losses"] if mpi else error))
+    # And as a micro-batch loop, which each process's reader unrolls.
+    loop_plan, _, _ = compile_plan(
+        2, 1, 1, pairs="optimizer=adam micro-batch-loop=true")
+    mpi, error = train(loop_plan, "--backend", "mpi")
+    check(mpi is not None and mpi["losses"] == losses.get((2, 1, 1)),
+          "(2, 2, 1) stage 1 as a micro-batch loop over MPI: the in-process "
+          "losses bit for bit (%s)" % (mpi["losses"] if mpi else error))
+    # A loop's checkpoint resumes in the copies' plan: the same variables.
+    loop_ck = os.path.join(work, "loop_ck")
+    saved, error = train(loop_plan, "--checkpoint-dir", loop_ck, steps=2)
+    resumed, error = train(compile_plan(2, 1, 1)[0], "--resume", loop_ck,
+                           steps=STEPS - 2) if saved else (None, error)
+    check(resumed is not None and
+          resumed["losses"] == losses.get((2, 1, 1), [])[2:],
+          "(2, 2, 1): a micro-batch loop's checkpoint resumes in the copies' "
+          "plan to the uninterrupted losses bit for bit (%s)" % (
+              resumed["losses"] if resumed else error))
+    # Synthetic data (no --data): each micro-batch reads its own rows.
+    looped, error = train_report(zero_run, loop_plan, work, None, STEPS)
+    copied, _ = train_report(zero_run, compile_plan(2, 1, 1)[0], work, None,
+                             STEPS)
+    check(looped is not None and copied is not None and
+          looped["losses"] == copied["losses"],
+          "(2, 2, 1) as a micro-batch loop on synthetic data: the copies' "
+          "losses bit for bit (%s)" % (looped["losses"] if looped else error))
 
     # A checkpoint of (2, 2, 1) resumes at other pipeline sizes.
     uninterrupted = losses.get((2, 1, 1), [])
