@@ -12,6 +12,7 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/plan/PlanLoop.h"
+#include "runtime/plan/PlanText.h"
 
 #include <algorithm>
 #include <limits>
@@ -28,22 +29,6 @@ constexpr int64_t kMaxUnrolled = int64_t(1) << 24;
 
 /// nn.dropout numbers a micro-batch's mask in [0, 2^16).
 constexpr int64_t kMaxMaskNumber = 0xffff;
-
-std::string stagesText(const std::vector<int> &stages) {
-  if (stages.empty())
-    return "every stage";
-  std::string text = "stages [";
-  for (size_t i = 0; i < stages.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(stages[i]);
-  return text + "]";
-}
-
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 /// Elements between consecutive indices of each dim, row-major.
 std::vector<int64_t> rowStrides(const std::vector<int64_t> &shape) {

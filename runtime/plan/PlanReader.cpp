@@ -12,6 +12,7 @@
 #include "runtime/io/InputFile.h"
 #include "runtime/plan/Plan.h"
 #include "runtime/plan/PlanLoop.h"
+#include "runtime/plan/PlanText.h"
 
 #include <nlohmann/json.hpp>
 
@@ -40,16 +41,6 @@ constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
 
 /// More micro-batches than this is a corrupted count, not a schedule.
 constexpr int64_t kMaxMicroBatches = int64_t(1) << 20;
-
-/// "[0, 1]", "every stage" for an empty list: an instruction's stages.
-std::string stagesText(const std::vector<int> &stages) {
-  if (stages.empty())
-    return "every stage";
-  std::string text = "stages [";
-  for (size_t i = 0; i < stages.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(stages[i]);
-  return text + "]";
-}
 
 /// A JSON node and its path, for messages.
 class Reader {
@@ -160,14 +151,6 @@ AttrValue readAttr(const Reader &reader) {
     return node.get<std::vector<double>>();
   }
   reader.fail("unsupported attribute value");
-}
-
-/// "[4, 6]", for messages.
-std::string shapeText(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
 }
 
 std::string hex8(uint32_t value) {
