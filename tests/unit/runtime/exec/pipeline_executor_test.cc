@@ -17,6 +17,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/exec/RankExecutor.h"
 #include "runtime/plan/Plan.h"
+#include "tests/unit/runtime/comm/rank_threads_test_util.h"
 #include "tests/unit/runtime/pipeline_test_plan.h"
 
 #include <gtest/gtest.h>
@@ -32,7 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Plan pipelinePlan(const char *text = testing::kPipelinePlan) {
+Plan pipelinePlan(const char *text = zerosbp::testing::kPipelinePlan) {
   PlanReadOptions options;
   options.verifyChecksum = false; // Written by hand.
   return parsePlan(text, "pipeline.zplan", options);
@@ -94,14 +95,7 @@ std::vector<RankRun> runTwoSteps(const Plan &plan) {
         run.stats = executor.commStats();
         run.trace = executor.lastStepTrace();
       });
-  for (size_t rank = 0; rank < errors.size(); ++rank)
-    if (errors[rank]) {
-      try {
-        std::rethrow_exception(errors[rank]);
-      } catch (const std::exception &error) {
-        ADD_FAILURE() << "rank " << rank << ": " << error.what();
-      }
-    }
+  testing::expectNoErrors(errors);
   return runs;
 }
 
@@ -197,7 +191,7 @@ TEST(PipelineExecutor, SendRecvHalvesRunOnTheirOwnStage) {
   // Each message in two halves: stage 0's send half right after a, stage
   // 1's receive half after its own k = v + t, which needs nothing from
   // stage 0. e = 2w + x + v + t.
-  Plan plan = pipelinePlan(testing::kSplitPipelinePlan);
+  Plan plan = pipelinePlan(zerosbp::testing::kSplitPipelinePlan);
   std::vector<RankRun> runs = runTwoSteps(plan);
   EXPECT_EQ(runs[0].outputs[0], (std::vector<double>{19.5, 31.5, 43.5, 55.5}));
   EXPECT_EQ(runs[0].outputs[1],
@@ -236,7 +230,7 @@ TEST(PipelineExecutor, ASendHalfDoesNotWaitForItsReceiver) {
   // Stage 1's rank begins each step 300 ms after stage 0's has sent: stage
   // 0's send half and its wait still end at once, long before stage 1
   // could have received; only its receive half waits.
-  Plan plan = pipelinePlan(testing::kSplitPipelinePlan);
+  Plan plan = pipelinePlan(zerosbp::testing::kSplitPipelinePlan);
   InProcessWorld world(2);
   std::vector<StepTrace> traces(2);
   std::vector<std::exception_ptr> errors =

@@ -14,6 +14,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/exec/RankExecutor.h"
 #include "runtime/plan/Plan.h"
+#include "tests/unit/runtime/comm/rank_threads_test_util.h"
 #include "tests/unit/runtime/plan/loop_test_plan.h"
 
 #include <gtest/gtest.h>
@@ -69,14 +70,7 @@ std::vector<RankRun> runTwoSteps(const Plan &plan, int micro) {
                 executor.variableShard(static_cast<int>(v));
         run.peak = executor.memoryPeaks().total;
       });
-  for (size_t rank = 0; rank < errors.size(); ++rank)
-    if (errors[rank]) {
-      try {
-        std::rethrow_exception(errors[rank]);
-      } catch (const std::exception &error) {
-        ADD_FAILURE() << "rank " << rank << ": " << error.what();
-      }
-    }
+  testing::expectNoErrors(errors);
   return runs;
 }
 
@@ -84,9 +78,9 @@ TEST(LoopExecutor, RunsAsThePlanUnrolledByHand) {
   for (int micro = 1; micro <= 4; ++micro) {
     SCOPED_TRACE(std::to_string(micro) + " micro-batches");
     std::vector<RankRun> looped =
-        runTwoSteps(readByHand(testing::loopedPlan(micro)), micro);
+        runTwoSteps(readByHand(zerosbp::testing::loopedPlan(micro)), micro);
     std::vector<RankRun> unrolled =
-        runTwoSteps(readByHand(testing::unrolledPlan(micro)), micro);
+        runTwoSteps(readByHand(zerosbp::testing::unrolledPlan(micro)), micro);
     for (int rank = 0; rank < 2; ++rank) {
       SCOPED_TRACE("rank " + std::to_string(rank));
       EXPECT_EQ(looped[rank].losses, unrolled[rank].losses);
@@ -105,7 +99,7 @@ TEST(LoopExecutor, RunsAsThePlanUnrolledByHand) {
 TEST(LoopExecutor, MicroBatchesDrawTheirOwnMasks) {
   // Two micro-batches of the same row: with one mask for both, the total
   // would be twice one micro-batch's.
-  Plan plan = readByHand(testing::loopedPlan(2));
+  Plan plan = readByHand(zerosbp::testing::loopedPlan(2));
   InProcessWorld world(2);
   std::vector<double> output;
   std::vector<std::exception_ptr> errors =
