@@ -117,11 +117,15 @@ private:
   /// and a later one reads gets a copy per micro-batch in flight
   /// (docs/design.md#the-micro-batch-loop).
   LogicalResult planLoop();
-  /// Bytes of `info` with all its copies.
+  /// `bytes` rounded up to the alignment: where the next buffer may start.
+  int64_t aligned(int64_t bytes) const {
+    return (bytes + alignment - 1) / alignment * alignment;
+  }
+  /// Bytes of `info` with all its copies, each an aligned slot apart.
   int64_t extentOf(const BufferInfo &info) const {
-    int64_t slot = (info.bytes + alignment - 1) / alignment * alignment;
-    return info.microSlots > 1 ? (info.microSlots - 1) * slot + info.bytes
-                               : info.bytes;
+    return info.microSlots > 1
+               ? (info.microSlots - 1) * aligned(info.bytes) + info.bytes
+               : info.bytes;
   }
   /// Offsets in each memory's arena, for each pipeline stage apart: the
   /// ranks of one stage never hold another's buffers.
@@ -581,9 +585,6 @@ LogicalResult Planner::pack() {
 }
 
 LogicalResult Planner::pack(MemoryKind memory, int64_t stage) {
-  auto aligned = [&](int64_t bytes) {
-    return (bytes + alignment - 1) / alignment * alignment;
-  };
   // Every offset and size stays at most kMaxPlanBytes (each buffer does, and
   // this is checked as each is placed), so no sum below can wrap.
   auto tooLarge = [&]() {
@@ -668,8 +669,7 @@ void Planner::writeAttributes() {
   SmallVector<int64_t> slotted;
   for (auto [index, info] : llvm::enumerate(buffers))
     if (!info.merged && info.microSlots > 1)
-      slotted.append({number[index], info.microSlots,
-                      (info.bytes + alignment - 1) / alignment * alignment});
+      slotted.append({number[index], info.microSlots, aligned(info.bytes)});
   if (!slotted.empty())
     func->setAttr(kMicroSlotsAttr, builder.getDenseI64ArrayAttr(slotted));
 
