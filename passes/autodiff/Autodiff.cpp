@@ -80,28 +80,18 @@ public:
     SmallVector<Value> totals;
     for (size_t first = 0; first < grads.size();) {
       int64_t stage = markOf(grads[first], nn::kPipelineStageAttr);
-      Value total = nn::FillOp::create(builder, grads[first].getLoc(),
-                                       grads[first].getType(),
-                                       builder.getF64FloatAttr(0.0));
+      Value zero = nn::FillOp::create(builder, grads[first].getLoc(),
+                                      grads[first].getType(),
+                                      builder.getF64FloatAttr(0.0));
       if (stage >= 0)
-        total.getDefiningOp()->setAttr(nn::kPipelineStageAttr,
-                                       builder.getI64IntegerAttr(stage));
+        zero.getDefiningOp()->setAttr(nn::kPipelineStageAttr,
+                                      builder.getI64IntegerAttr(stage));
+      SmallVector<Value> sum = {zero};
       for (; first < grads.size() &&
              markOf(grads[first], nn::kPipelineStageAttr) == stage;
-           ++first) {
-        Value grad = grads[first];
-        auto add = nn::AddOp::create(builder, grad.getLoc(), total, grad);
-        add->setAttr(zerosbp::kGradSumAttr, builder.getUnitAttr());
-        add->setAttr(zerosbp::kLoopCarriedAttr, builder.getUnitAttr());
-        if (stage >= 0)
-          add->setAttr(nn::kPipelineStageAttr,
-                       builder.getI64IntegerAttr(stage));
-        add->setAttr(nn::kMicroBatchAttr,
-                     builder.getI64IntegerAttr(std::max<int64_t>(
-                         0, markOf(grad, nn::kMicroBatchAttr))));
-        total = add;
-      }
-      totals.push_back(total);
+           ++first)
+        sum.push_back(grads[first]);
+      totals.push_back(chain(sum, /*pipelined=*/stage >= 0, /*carried=*/true));
     }
     return chain(totals, /*pipelined=*/true);
   }
@@ -129,8 +119,10 @@ private:
 
   /// total = grads[0] + grads[1] + ..., left to right. Pipelined, each
   /// add runs on the stage of its running total, with the micro-batch that
-  /// completes it when both sides are on one stage.
-  Value chain(ArrayRef<Value> grads, bool pipelined) {
+  /// completes it when both sides are on one stage. Carried, each add is a
+  /// micro-batch loop's running total (zero.loop_carried) and runs in the
+  /// loop, with its contribution's micro-batch (0 when it has none).
+  Value chain(ArrayRef<Value> grads, bool pipelined, bool carried = false) {
     Value total = grads.front();
     for (Value grad : grads.drop_front()) {
       int64_t totalStage = markOf(total, nn::kPipelineStageAttr);
@@ -144,6 +136,12 @@ private:
             microBatch >= 0)
           add->setAttr(nn::kMicroBatchAttr,
                        builder.getI64IntegerAttr(microBatch));
+      }
+      if (carried) {
+        add->setAttr(zerosbp::kLoopCarriedAttr, builder.getUnitAttr());
+        add->setAttr(nn::kMicroBatchAttr,
+                     builder.getI64IntegerAttr(std::max<int64_t>(
+                         0, markOf(grad, nn::kMicroBatchAttr))));
       }
       total = add;
     }
