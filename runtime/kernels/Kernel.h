@@ -31,8 +31,10 @@ KernelFn findCpuKernel(std::string_view op);
 /// Every op name with a CPU kernel, sorted.
 std::vector<std::string_view> cpuKernelNames();
 
-/// Sets how many threads the CPU kernels' matrix products use (OpenBLAS's
-/// pool); 1 when several ranks share the machine. Other kernels run on the
+/// Sets how many threads the CPU kernels use: the matrix products'
+/// (OpenBLAS's pool) and the large elementwise updates' (optimizers, casts,
+/// scaling, same-shape arithmetic: runtime/kernels/cpu/HostThreads.h); the
+/// cores shared among the ranks on the machine. Other kernels run on the
 /// calling thread.
 void setCpuKernelThreads(int threads);
 

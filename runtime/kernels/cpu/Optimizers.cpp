@@ -3,8 +3,9 @@
 // torch.optim's definitions, element by element in f32 with PyTorch's order
 // of operations; Adam's bias corrections in double. The gradient is first
 // divided by `grad_scale` (a loss scale). Results may lie in the bytes of the
-// parameter and states they replace: forEachChunk reads a chunk before it
-// writes it.
+// parameter and states they replace: forEachChunkInParallel reads a chunk
+// before it writes it. Large updates run on the host threads (HostThreads.h),
+// as offloaded updates do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,7 +61,7 @@ void runAdam(std::string_view op, const AttrMap &attrs, const Tensors &operands,
   auto stepSize = static_cast<float>(c.lr / biasCorrection1);
   auto biasCorrection2Sqrt = static_cast<float>(std::sqrt(biasCorrection2));
 
-  forEachChunk<4, 3>(
+  forEachChunkInParallel<4, 3>(
       operands[0].numel(),
       {&operands[0], &operands[1], &operands[2], &operands[3]},
       {&results[0], &results[1], &results[2]},
@@ -77,7 +78,7 @@ void sgdKernel(const AttrMap &attrs, const Tensors &operands,
   checks::checkSgd(op, operands, results);
   auto lr = static_cast<float>(attrs.getFloat("lr"));
   auto scale = static_cast<float>(attrs.getFloat("grad_scale", 1.0));
-  forEachChunk<2, 1>(
+  forEachChunkInParallel<2, 1>(
       operands[0].numel(), {&operands[0], &operands[1]}, {&results[0]},
       [lr, scale](const float *const *in, float *const *out, int64_t count) {
         const float *param = in[0], *grad = in[1];

@@ -2,6 +2,7 @@
 
 #include "runtime/kernels/Kernel.h"
 #include "runtime/kernels/cpu/CpuKernels.h"
+#include "runtime/kernels/cpu/HostThreads.h"
 
 #include <algorithm>
 #include <iterator>
@@ -89,6 +90,7 @@ std::vector<std::string_view> cpuKernelNames() {
 
 void setCpuKernelThreads(int threads) {
   openblas_set_num_threads(std::max(threads, 1));
+  cpu::setHostKernelThreads(threads);
 }
 
 } // namespace zerosbp::runtime

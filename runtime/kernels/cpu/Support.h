@@ -16,6 +16,7 @@
 #include "runtime/core/Tensor.h"
 #include "runtime/kernels/KernelChecks.h"
 #include "runtime/kernels/StridedDims.h"
+#include "runtime/kernels/cpu/HostThreads.h"
 
 #include <algorithm>
 #include <array>
@@ -115,27 +116,28 @@ private:
 /// every operand and result stays in L1.
 constexpr int64_t kChunk = 1024;
 
-/// Runs `body(in, out, count)` over consecutive chunks of `numel` elements.
-/// `in[k]` points at f32 values of element range of `inputs[k]` (the tensor
-/// itself when f32, else a widened copy); `out[k]` is a local f32 buffer that
-/// is stored into `outputs[k]` after the body. So a result may occupy the
-/// bytes of an operand, and the body's loops never alias what they write.
+/// Runs `body(in, out, count)` over consecutive chunks of elements [begin,
+/// end). `in[k]` points at f32 values of the chunk of `inputs[k]` (the
+/// tensor itself when f32, else a widened copy); `out[k]` is a local f32
+/// buffer that is stored into `outputs[k]` after the body. So a result may
+/// occupy the bytes of an operand, and the body's loops never alias what
+/// they write.
 template <size_t NumIn, size_t NumOut, typename Body>
-void forEachChunk(int64_t numel,
-                  const std::array<const TensorRef *, NumIn> &inputs,
-                  const std::array<const TensorRef *, NumOut> &outputs,
-                  Body &&body) {
+void forEachChunkIn(int64_t begin, int64_t end,
+                    const std::array<const TensorRef *, NumIn> &inputs,
+                    const std::array<const TensorRef *, NumOut> &outputs,
+                    Body &body) {
   alignas(64) float inBuffers[NumIn == 0 ? 1 : NumIn][kChunk];
   alignas(64) float outBuffers[NumOut][kChunk];
-  for (int64_t begin = 0; begin < numel; begin += kChunk) {
-    int64_t count = std::min(kChunk, numel - begin);
+  for (int64_t first = begin; first < end; first += kChunk) {
+    int64_t count = std::min(kChunk, end - first);
     const float *in[NumIn == 0 ? 1 : NumIn] = {};
     for (size_t k = 0; k < NumIn; ++k) {
       const TensorRef &tensor = *inputs[k];
       if (tensor.dtype == DType::F32) {
-        in[k] = tensor.as<const float>() + begin;
+        in[k] = tensor.as<const float>() + first;
       } else {
-        widen(tensor, begin, count, inBuffers[k]);
+        widen(tensor, first, count, inBuffers[k]);
         in[k] = inBuffers[k];
       }
     }
@@ -147,12 +149,48 @@ void forEachChunk(int64_t numel,
     for (size_t k = 0; k < NumOut; ++k) {
       const TensorRef &tensor = *outputs[k];
       if (tensor.dtype == DType::F32)
-        std::memcpy(tensor.as<float>() + begin, outBuffers[k],
+        std::memcpy(tensor.as<float>() + first, outBuffers[k],
                     static_cast<size_t>(count) * sizeof(float));
       else
-        narrow(outBuffers[k], count, tensor, begin);
+        narrow(outBuffers[k], count, tensor, first);
     }
   }
+}
+
+/// forEachChunkIn over all `numel` elements, in order, on the calling
+/// thread: for bodies that carry state from one chunk to the next.
+template <size_t NumIn, size_t NumOut, typename Body>
+void forEachChunk(int64_t numel,
+                  const std::array<const TensorRef *, NumIn> &inputs,
+                  const std::array<const TensorRef *, NumOut> &outputs,
+                  Body &&body) {
+  forEachChunkIn<NumIn, NumOut>(0, numel, inputs, outputs, body);
+}
+
+/// Elements per range of a parallel elementwise loop: large enough that
+/// handing out a range costs little against streaming it.
+constexpr int64_t kParallelGrain = 16 * kChunk;
+
+/// forEachChunk for bodies whose chunks are independent, split over the
+/// host threads (HostThreads.h). A result that overlaps an operand other
+/// than by replacing it runs on one thread, since a later range would read
+/// bytes an earlier one has written.
+template <size_t NumIn, size_t NumOut, typename Body>
+void forEachChunkInParallel(
+    int64_t numel, const std::array<const TensorRef *, NumIn> &inputs,
+    const std::array<const TensorRef *, NumOut> &outputs, Body &&body) {
+  bool independent = true;
+  for (const TensorRef *output : outputs)
+    for (const TensorRef *input : inputs)
+      if (overlaps(*output, *input) && !checks::replaces(*output, *input))
+        independent = false;
+  if (!independent) {
+    forEachChunkIn<NumIn, NumOut>(0, numel, inputs, outputs, body);
+    return;
+  }
+  parallelRanges(numel, kParallelGrain, [&](int64_t begin, int64_t end) {
+    forEachChunkIn<NumIn, NumOut>(begin, end, inputs, outputs, body);
+  });
 }
 
 //===----------------------------------------------------------------------===//

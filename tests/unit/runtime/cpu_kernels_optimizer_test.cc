@@ -197,5 +197,45 @@ TEST(CpuKernelsOptimizer, SgdBf16GradF32Param) {
   expectClose(out.values(), {0.5, 2.25, -4.0}, 0, 0);
 }
 
+/// Sets the CPU kernels' threads for one test and back to one after it.
+class KernelThreads {
+public:
+  explicit KernelThreads(int threads) { setCpuKernelThreads(threads); }
+  ~KernelThreads() { setCpuKernelThreads(1); }
+};
+
+TEST(CpuKernelsOptimizer, AdamOnHostThreadsMatchesReference) {
+  // Large enough to be split over the threads (HostThreads.h), in place as
+  // offloaded updates run and into separate results, with a bf16 gradient.
+  KernelThreads threads(2);
+  AdamConfig config;
+  config.lr = 0.01;
+  config.weightDecay = 0.1;
+  config.gradScale = 4;
+  checkAdam("nn.adam", config, DType::F32, /*inPlace=*/true, 200003);
+  config.decoupled = true;
+  checkAdam("nn.adamw", config, DType::BF16, /*inPlace=*/false, 200003);
+}
+
+TEST(CpuKernelsOptimizer, AdamOnHostThreadsEqualsOneThreadBitForBit) {
+  const int64_t numel = 300001;
+  Buffer grad = randomTensor(DType::F32, {numel}, 31);
+  Buffer step = makeTensor(DType::I64, {}, {3});
+  std::vector<Buffer> params;
+  for (int threads : {1, 2}) {
+    KernelThreads scope(threads);
+    Buffer param = randomTensor(DType::F32, {numel}, 32);
+    Buffer expAvg = randomTensor(DType::F32, {numel}, 33);
+    Buffer expAvgSq = randomTensor(DType::F32, {numel}, 34, 0.0, 1.0);
+    runKernel("nn.adam", makeAttrs({{"lr", 0.1}}),
+              {param.ref, grad.ref, expAvg.ref, expAvgSq.ref, step.ref},
+              {param.ref, expAvg.ref, expAvgSq.ref});
+    params.push_back(std::move(param));
+  }
+  EXPECT_EQ(std::memcmp(params[0].ref.data, params[1].ref.data,
+                        params[0].ref.bytes()),
+            0);
+}
+
 } // namespace
 } // namespace zerosbp::runtime::test
