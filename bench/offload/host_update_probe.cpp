@@ -72,7 +72,8 @@ Options parse(int argc, char **argv) {
       options.repeats =
           static_cast<int>(parsePositive("--repeats", value, 1000));
     else if (flag == "--threads")
-      options.threads = static_cast<int>(parsePositive("--threads", value, 1024));
+      options.threads =
+          static_cast<int>(parsePositive("--threads", value, 1024));
     else
       usage("unknown argument '" + flag + "'");
   }

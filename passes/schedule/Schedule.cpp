@@ -10,9 +10,11 @@
 
 #include "passes/Passes.h"
 #include "passes/common/LocalUtils.h"
+#include "passes/common/ZeroAttrNames.h"
 
 #include "dialects/nn/IR/NNOps.h"
 #include "dialects/sbp/IR/SbpOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <map>
@@ -179,6 +181,7 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       delayWaits(func);
       startReductionsEarly(func);
       prefetchParameters(func);
+      pipelineOffloadedUpdates(func);
     }
     if (nvmeDepth > 0)
       pipelineNvmeTransfers(func);
@@ -186,6 +189,123 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
     func.walk([&](CollectiveStartOp start) {
       start.setBucketAttr(OpBuilder(start).getI64IntegerAttr(index++));
     });
+  }
+
+  /// overlap_comm with offload (docs/design.md#offload): each offloaded
+  /// update runs as soon as its operands are in host memory, so that the
+  /// host updates while the device still computes the backward, as
+  /// ZeRO-Offload does. Hoisted, in order: each copy to the host (with the
+  /// pure ops that only feed it) and its wait, right after what it copies;
+  /// each update on the host right after its operands. The copies of the
+  /// new values back to the device keep their place after the backward, so
+  /// that a new parameter still lands in its own bytes once the backward
+  /// has read the old one; their waits go after the last of them, with what
+  /// reads their values, so that the copies run while the host finishes
+  /// the updates. Reads off NVMe keep their place (nvme-depth bounds the
+  /// states in host memory).
+  void pipelineOffloadedUpdates(func::FuncOp func) {
+    Block &block = func.getBody().front();
+    if (LoopParts(block).hasLoop())
+      return;
+    // An update (or cast) that runs on the host; variables in host memory
+    // carry the same attribute but compute nothing.
+    auto onHost = [](Operation *op) {
+      auto memory = op->getAttrOfType<MemoryKindAttr>(kMemoryKindAttr);
+      return memory && memory.getValue() == MemoryKind::host &&
+             !isa<nn::VariableOp>(op);
+    };
+    auto waitOfTransfer = [](TransferStartOp start) -> Operation * {
+      return *start.getFuture().getUsers().begin();
+    };
+    DenseSet<Operation *> hoisted;
+    SmallVector<TransferStartOp> returns;
+    for (Operation &op : block) {
+      if (onHost(&op)) {
+        hoisted.insert(&op);
+        continue;
+      }
+      auto start = dyn_cast<TransferStartOp>(&op);
+      if (!start)
+        continue;
+      if (start.getFrom() == MemoryKind::device &&
+          start.getTo() == MemoryKind::host) {
+        hoisted.insert(start);
+        hoisted.insert(waitOfTransfer(start));
+        // Pure producers that only feed the copy (a flattening reshape, the
+        // rank's slice of a shard) move up with it.
+        Operation *def = start.getInput().getDefiningOp();
+        while (def && def->getBlock() == &block && def->hasOneUse() &&
+               def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
+          hoisted.insert(def);
+          Value first = def->getNumOperands() ? def->getOperand(0) : Value();
+          def = def->getNumOperands() == 1 && first ? first.getDefiningOp()
+                                                    : nullptr;
+        }
+      } else if (start.getFrom() == MemoryKind::host &&
+                 start.getTo() == MemoryKind::device) {
+        Operation *def = start.getInput().getDefiningOp();
+        if (def && onHost(def))
+          returns.push_back(start);
+      }
+    }
+    if (returns.empty())
+      return;
+    // Block order: an op's hoisted producers have moved before it does.
+    SmallVector<Operation *> order;
+    for (Operation &op : block)
+      if (hoisted.contains(&op))
+        order.push_back(&op);
+    // Ops hoisted behind one anchor keep their order.
+    DenseMap<Operation *, Operation *> lastAfter;
+    for (Operation *op : order) {
+      Operation *anchor = nullptr;
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && def->getBlock() == &block &&
+            (!anchor || anchor->isBeforeInBlock(def)))
+          anchor = def;
+      }
+      if (!anchor)
+        continue;
+      Operation *after = lastAfter.lookup(anchor);
+      if (!after)
+        after = anchor;
+      if (after->isBeforeInBlock(op) && after->getNextNode() != op)
+        moveAfterInBlock(op, after);
+      lastAfter[anchor] = op;
+    }
+    // The waits for the copies back, after the last of them.
+    Operation *last = returns.front();
+    for (TransferStartOp start : returns)
+      if (last->isBeforeInBlock(start))
+        last = start;
+    for (TransferStartOp start : returns) {
+      Operation *wait = waitOfTransfer(start);
+      if (!wait->isBeforeInBlock(last))
+        continue;
+      moveAfterInBlock(wait, last);
+      last = wait;
+      // What reads the value, and what reads that, follow the wait.
+      SmallVector<Operation *> readers;
+      SmallVector<Operation *> work(wait->getUsers().begin(),
+                                    wait->getUsers().end());
+      DenseSet<Operation *> seen;
+      while (!work.empty()) {
+        Operation *user = work.pop_back_val();
+        if (!seen.insert(user).second || !user->isBeforeInBlock(wait))
+          continue;
+        readers.push_back(user);
+        for (Operation *next : user->getUsers())
+          work.push_back(next);
+      }
+      llvm::sort(readers, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      for (Operation *reader : readers) {
+        moveAfterInBlock(reader, last);
+        last = reader;
+      }
+    }
   }
 
   /// Starts each NVMe read up to nvme-depth reads early and lets each NVMe

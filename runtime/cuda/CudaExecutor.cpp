@@ -194,6 +194,13 @@ private:
   static void CUDART_CB runHostCall(void *data);
   void hostWork(size_t index);
   void rethrowHostError();
+  /// For each offloaded update, the last earlier transfer whose bytes in
+  /// host memory it reads or writes; for each transfer, the last earlier
+  /// update whose host bytes it reads or writes (hostWaits).
+  void orderHostWork();
+  /// Enqueues offloaded update `index` on the host stream, after the
+  /// transfer it depends on.
+  void enqueueHostKernel(size_t index);
 
   const Plan &thePlan;
   int myRank;
@@ -210,6 +217,21 @@ private:
   cudaStream_t commStream = nullptr;
   /// Transfers between arenas, in start order.
   cudaStream_t copyStream = nullptr;
+  /// The offloaded updates, in plan order: apart from the compute stream,
+  /// so that the device computes while the host updates, and from the copy
+  /// stream, so that gradients leave the device while an update runs.
+  cudaStream_t hostStream = nullptr;
+  /// By instruction, of an offloaded update: recorded after it on the host
+  /// stream.
+  std::vector<Event> hostDone;
+  /// By instruction: for an offloaded update, the transfer_start it waits
+  /// for; for a transfer_start, the update the copy stream waits for; -1
+  /// for none. Both streams run in order, so the last overlap covers every
+  /// earlier one.
+  std::vector<int> hostWaits;
+  Event hostDrained;
+  /// Whether this step has enqueued work on the host stream.
+  bool hostWorkEnqueued = false;
   std::vector<Event> transferReady, transferDone;
   std::vector<KernelFn> hostKernels; // By instruction; CPU kernels.
   std::vector<HostCall> hostCalls;   // By instruction.
@@ -364,6 +386,8 @@ void CudaExecutor::setUp(Communicator &hostComm) {
             cudaStreamCreateWithFlags(&commStream, cudaStreamNonBlocking));
   checkCuda(where + ": streams",
             cudaStreamCreateWithFlags(&copyStream, cudaStreamNonBlocking));
+  checkCuda(where + ": streams",
+            cudaStreamCreateWithFlags(&hostStream, cudaStreamNonBlocking));
   allocateOffloadArenas(where);
   checkCuda(
       where + ": pinned memory",
@@ -490,6 +514,8 @@ void CudaExecutor::release() {
     (void)cudaStreamSynchronize(commStream);
   if (copyStream)
     (void)cudaStreamSynchronize(copyStream);
+  if (hostStream)
+    (void)cudaStreamSynchronize(hostStream);
   for (cudaStream_t stream : halfStreams)
     if (stream)
       (void)cudaStreamSynchronize(stream);
@@ -518,6 +544,7 @@ void CudaExecutor::release() {
   traceEnd.clear();
   transferReady.clear();
   transferDone.clear();
+  hostDone.clear();
   if (hostStep)
     (void)cudaFreeHost(hostStep);
   if (hostArena)
@@ -527,6 +554,9 @@ void CudaExecutor::release() {
   if (copyStream)
     (void)cudaStreamDestroy(copyStream);
   copyStream = nullptr;
+  if (hostStream)
+    (void)cudaStreamDestroy(hostStream);
+  hostStream = nullptr;
   if (computeStream)
     (void)cudaStreamDestroy(computeStream);
   if (commStream)
@@ -590,6 +620,72 @@ void CudaExecutor::prepare() {
   }
   waitBegin = std::vector<Event>(waits);
   waitEnd = std::vector<Event>(waits);
+  orderHostWork();
+}
+
+void CudaExecutor::orderHostWork() {
+  size_t count = thePlan.instructions.size();
+  hostWaits.assign(count, -1);
+  if (hostDone.size() != count)
+    hostDone = std::vector<Event>(count);
+  // The host-memory bytes an instruction reads or writes.
+  auto hostBytes = [&](size_t index) {
+    const Instruction &instruction = thePlan.instructions[index];
+    std::vector<std::pair<const unsigned char *, size_t>> ranges;
+    auto add = [&](int id, const TensorRef &ref) {
+      if (thePlan.memoryOf(thePlan.values[id].buffer) == MemoryKind::Host)
+        ranges.push_back(
+            {static_cast<const unsigned char *>(ref.data), ref.bytes()});
+    };
+    for (size_t k = 0; k < instruction.operands.size(); ++k)
+      add(instruction.operands[k], prepared[index].operands[k]);
+    for (size_t k = 0; k < instruction.results.size(); ++k)
+      add(instruction.results[k], prepared[index].results[k]);
+    return ranges;
+  };
+  auto overlap = [](const auto &a, const auto &b) {
+    for (const auto &[aBegin, aBytes] : a)
+      for (const auto &[bBegin, bBytes] : b)
+        if (aBegin < bBegin + bBytes && bBegin < aBegin + aBytes)
+          return true;
+    return false;
+  };
+  std::vector<size_t> updates, transfers; // Earlier ones, in plan order.
+  for (size_t i = 0; i < count; ++i) {
+    if (!runs[i])
+      continue;
+    const Instruction &instruction = thePlan.instructions[i];
+    bool update = static_cast<bool>(hostKernels[i]);
+    bool transfer = instruction.kind == InstructionKind::TransferStart;
+    if (!update && !transfer)
+      continue;
+    auto mine = hostBytes(i);
+    const std::vector<size_t> &others = update ? transfers : updates;
+    for (auto it = others.rbegin(); it != others.rend(); ++it)
+      if (overlap(mine, hostBytes(*it))) {
+        hostWaits[i] = static_cast<int>(*it);
+        break;
+      }
+    (update ? updates : transfers).push_back(i);
+  }
+}
+
+void CudaExecutor::enqueueHostKernel(size_t index) {
+  if (hostWaits[index] >= 0) {
+    int transfer = thePlan.instructions[hostWaits[index]].transfer;
+    checkCuda(
+        "host kernel",
+        cudaStreamWaitEvent(hostStream, transferDone[transfer].get(false), 0));
+  }
+  if (tracedThisStep)
+    checkCuda("trace", cudaEventRecord(traceBegin[index].get(), hostStream));
+  checkCuda("host kernel",
+            cudaLaunchHostFunc(hostStream, runHostCall, &hostCalls[index]));
+  if (tracedThisStep)
+    checkCuda("trace", cudaEventRecord(traceEnd[index].get(), hostStream));
+  checkCuda("host kernel",
+            cudaEventRecord(hostDone[index].get(false), hostStream));
+  hostWorkEnqueued = true;
 }
 
 void CudaExecutor::storeValues(const TensorRef &target,
@@ -728,8 +824,7 @@ void CudaExecutor::enqueue(size_t index) {
   switch (instruction.kind) {
   case InstructionKind::Kernel:
     if (hostKernels[index]) {
-      checkCuda("host kernel", cudaLaunchHostFunc(computeStream, runHostCall,
-                                                  &hostCalls[index]));
+      enqueueHostKernel(index);
       break;
     }
     kernels[index](attrs[index], entry.operands, entry.results, *ctx);
@@ -742,6 +837,10 @@ void CudaExecutor::enqueue(size_t index) {
     checkCuda(
         "transfer_start",
         cudaStreamWaitEvent(copyStream, transferReady[transfer].get(false), 0));
+    if (hostWaits[index] >= 0)
+      checkCuda("transfer_start",
+                cudaStreamWaitEvent(copyStream,
+                                    hostDone[hostWaits[index]].get(false), 0));
     if (instruction.from == MemoryKind::Nvme ||
         instruction.to == MemoryKind::Nvme)
       checkCuda("transfer_start",
@@ -874,7 +973,9 @@ void CudaExecutor::checkNcclErrors() {
 }
 
 void CudaExecutor::enqueueTimed(size_t index) {
-  if (tracedThisStep)
+  // An offloaded update is timed on the host stream (enqueueHostKernel).
+  bool timed = tracedThisStep && !hostKernels[index];
+  if (timed)
     checkCuda("trace", cudaEventRecord(traceBegin[index].get(), computeStream));
   try {
     enqueue(index);
@@ -882,7 +983,7 @@ void CudaExecutor::enqueueTimed(size_t index) {
     throw RuntimeError("instructions[" + std::to_string(index) + "] (" +
                        thePlan.instructions[index].op + "): " + error.what());
   }
-  if (tracedThisStep)
+  if (timed)
     checkCuda("trace", cudaEventRecord(traceEnd[index].get(), computeStream));
 }
 
@@ -1233,6 +1334,14 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
     mark(backwardBegin, computeStream);
   if (!optimizerMarked)
     mark(optimizerBegin, computeStream);
+  // Updates whose results no transfer reads (states updated in place in
+  // host memory) end before the step does.
+  if (hostWorkEnqueued) {
+    checkCuda("step", cudaEventRecord(hostDrained.get(false), hostStream));
+    checkCuda("step",
+              cudaStreamWaitEvent(computeStream, hostDrained.get(false), 0));
+    hostWorkEnqueued = false;
+  }
   mark(stepEnd, computeStream);
 }
 

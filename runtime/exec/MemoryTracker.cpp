@@ -12,12 +12,13 @@ MemoryTracker::MemoryTracker(const Plan &plan, int stage)
       external(plan.buffers.size(), 0) {
   for (const PlanVariable &variable : plan.variables)
     persistent[plan.values[variable.value].buffer] = 1;
-  // Inputs are written before the first instruction but die at their last
-  // read, as the plan frees them: the arena reuses their bytes after that.
+  // Inputs and the step number are written before the first instruction
+  // but die at their last read, as the plan frees them: the arena reuses
+  // their bytes after that.
   for (const PlanInput &input : plan.inputs)
     initiallyLive[plan.values[input.value].buffer] = 1;
   for (int step : plan.steps)
-    persistent[plan.values[step].buffer] = 1;
+    initiallyLive[plan.values[step].buffer] = 1;
   // Other stages' buffers are never this rank's to count.
   for (size_t buffer = 0; buffer < plan.buffers.size(); ++buffer)
     if (!plan.bufferOnStage(static_cast<int>(buffer), stage))

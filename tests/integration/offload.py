@@ -16,6 +16,9 @@ hidden 32) with Adam:
   (GPT-2 with hidden 256, one rank): up by the host arena with cpu, down
   by the device's optimizer state less the host staging with nvme;
 * a save and a resume with the states in NVMe continue the run exactly;
+* with overlap_comm the updates run on the host during the backward
+  (at N = 1, where no reduction holds a gradient back, the first update
+  comes before the last backward matmul), with the same losses;
 * offload_param at stage 3 (host memory, NVMe, with the optimizer states on
   the same NVMe) keeps the losses and takes the parameter shards off the
   device arena.
@@ -37,6 +40,9 @@ MIB = 1024.0 * 1024.0
 MODES = {
     "none": "",
     "cpu": " offload-optimizer=cpu",
+    # zero-schedule runs each update on the host as soon as its gradient
+    # shard is there, during the backward.
+    "cpu overlapped": " offload-optimizer=cpu overlap-comm=true",
     "nvme": " offload-optimizer=nvme offload-optimizer-nvme-path={nvme}",
 }
 
@@ -128,6 +134,17 @@ def equivalence(zero_compile, zero_run, work, nvme):
                               "%s: moved %s, formula %s" % (
                                   tag, report.get("transfer_bytes_per_step"),
                                   moved_formula(mode, masters, shard)))
+                    if mode == "cpu overlapped" and world == 1:
+                        ops = [(i.get("op"), i.get("memory"))
+                               for i in plan["instructions"]]
+                        first_update = ops.index(
+                            next(op for op in ops if op[1] == "host"))
+                        last_matmul = max(i for i, op in enumerate(ops)
+                                          if op[0] and "matmul" in op[0])
+                        check(first_update < last_matmul,
+                              "%s: the first update on the host (%d) is not "
+                              "before the last matmul (%d)" % (
+                                  tag, first_update, last_matmul))
                     if mode == "nvme":
                         nvme_states = report["planned_bytes"]["nvme"][
                             "by_role"]
@@ -138,7 +155,7 @@ def equivalence(zero_compile, zero_run, work, nvme):
                         check(os.listdir(nvme) == [],
                               "%s: left %s in the NVMe directory" % (
                                   tag, os.listdir(nvme)))
-                for mode in ("cpu", "nvme"):
+                for mode in ("cpu", "cpu overlapped", "nvme"):
                     check(losses[mode] == losses["none"],
                           "%s N=%d stage %d: %s losses %s != %s" % (
                               precision, world, stage, mode, losses[mode],

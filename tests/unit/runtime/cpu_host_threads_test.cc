@@ -82,8 +82,8 @@ TEST(HostThreads, CastIntoItsOperandsFirstBytesRunsAsOneThreadWould) {
     TensorRef result = operand.ref;
     result.dtype = DType::BF16;
     runKernel("nn.cast", AttrMap(), {operand.ref}, {result});
-    ASSERT_EQ(
-        std::memcmp(result.data, expected.ref.data, expected.ref.bytes()), 0)
+    ASSERT_EQ(std::memcmp(result.data, expected.ref.data, expected.ref.bytes()),
+              0)
         << "attempt " << attempt;
   }
 }
