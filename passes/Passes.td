@@ -567,6 +567,13 @@ def ZeroSchedule : Pass<"zero-schedule", "::mlir::func::FuncOp"> {
     after its last forward use (the memory plan frees it) and gathered
     again. Buckets are renumbered in issue order.
 
+    Offload with `overlap-comm`: each copy to the host (with the pure ops
+    that only feed it) moves right after what it copies and each update on
+    the host right after its operands, so that the host updates during the
+    backward (ZeRO-Offload's overlap); the copies of new parameters back to
+    the device stay after the backward, and their waits follow the last of
+    them.
+
     Offload (`nvme-depth` > 0): reads of optimizer states off NVMe start up
     to `nvme-depth` reads ahead of the update that needs them, in order,
     and a write back waits only when `nvme-depth` later writes have

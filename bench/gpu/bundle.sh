@@ -188,6 +188,10 @@ CHECK_PLANS+=("tiny_bf16_stage2 2e-2")
 compile tiny_f32_stage2_cpu_offload --preset=tiny --world=1 \
   --pipeline="stage=2 offload-optimizer=cpu"
 CHECK_PLANS+=("tiny_f32_stage2_cpu_offload 1e-4")
+# With overlap_comm the updates run on the host stream during the backward.
+compile tiny_f32_stage2_cpu_offload_overlap --preset=tiny --world=1 \
+  --pipeline="stage=2 offload-optimizer=cpu overlap-comm=true"
+CHECK_PLANS+=("tiny_f32_stage2_cpu_offload_overlap 1e-4")
 compile tiny_bf16_stage3_nvme_offload --preset=tiny --world=1 \
   --pipeline="stage=3 precision=bf16 offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
 CHECK_PLANS+=("tiny_bf16_stage3_nvme_offload 2e-2")

@@ -27,8 +27,9 @@ MIB = 1024.0 * 1024.0
 STAGE = 2
 WORLDS = [1, 2, 4]
 THRESHOLDS = "shard-min-size=0 stage3-param-persistence-threshold=0"
-# At stage 3 "cpu" and "nvme" offload the parameter shards too.
-MODES = ["none", "cpu", "nvme"]
+# At stage 3 "cpu" and "nvme" offload the parameter shards too. "cpu
+# overlapped": overlap_comm, the updates on the host during the backward.
+MODES = ["none", "cpu", "cpu overlapped", "nvme"]
 
 COLUMNS = [
     ("stage", "stage"),
@@ -72,9 +73,10 @@ def disk_bandwidth(directory, mib=256):
 def pipeline_for(mode, nvme_dir, params=False):
     if mode == "none":
         return ""
-    if mode == "cpu":
-        return " offload-optimizer=cpu" + (" offload-param=cpu" if params
-                                           else "")
+    if mode in ("cpu", "cpu overlapped"):
+        return (" offload-optimizer=cpu" +
+                (" offload-param=cpu" if params else "") +
+                (" overlap-comm=true" if mode == "cpu overlapped" else ""))
     text = " offload-optimizer=nvme offload-optimizer-nvme-path=" + nvme_dir
     if params:
         text += " offload-param=nvme offload-param-nvme-path=" + nvme_dir
@@ -110,7 +112,8 @@ def moved_formula(mode, shard):
 def run(args, work, world, mode, stage=STAGE):
     params = stage == 3
     tag = "N=%d stage %d %s" % (world, stage, mode)
-    plan_path = os.path.join(work, "n%d_s%d_%s.zplan" % (world, stage, mode))
+    plan_path = os.path.join(work, "n%d_s%d_%s.zplan" % (
+        world, stage, mode.replace(" ", "_")))
     pipeline = "stage=%d %s%s" % (stage, THRESHOLDS,
                                   pipeline_for(mode, args.nvme_dir, params))
     bench_report.run([args.zero_compile] + bench_model.GPT2_FLAGS + [

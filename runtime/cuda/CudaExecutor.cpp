@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -232,6 +233,8 @@ private:
   Event hostDrained;
   /// Whether this step has enqueued work on the host stream.
   bool hostWorkEnqueued = false;
+  /// The host stream's time in offloaded updates this step.
+  std::atomic<int64_t> hostUpdateNanos{0};
   std::vector<Event> transferReady, transferDone;
   std::vector<KernelFn> hostKernels; // By instruction; CPU kernels.
   std::vector<HostCall> hostCalls;   // By instruction.
@@ -470,7 +473,11 @@ void CudaExecutor::hostWork(size_t index) {
   PreparedInstruction &entry = prepared[index];
   try {
     if (instruction.kind == InstructionKind::Kernel) {
+      auto begin = std::chrono::steady_clock::now();
       hostKernels[index](attrs[index], entry.operands, entry.results);
+      hostUpdateNanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - begin)
+                             .count();
     } else if (instruction.from == MemoryKind::Nvme) {
       swap->read(thePlan.arenaOffset(instruction.operands[0]),
                  entry.results[0].data,
@@ -1306,7 +1313,11 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
       mark(backwardBegin, computeStream);
       backwardMarked = true;
     }
-    if (entry.phase == Phase::Optimizer && !optimizerMarked) {
+    // An offloaded update runs on the host stream, during the backward
+    // with overlap_comm: the device's optimizer phase starts at its first
+    // update on the device.
+    if (entry.phase == Phase::Optimizer && !hostKernels[i] &&
+        !optimizerMarked) {
       mark(optimizerBegin, computeStream);
       optimizerMarked = true;
     }
@@ -1465,6 +1476,7 @@ void CudaExecutor::collectTimes() {
   times.forward -= waitIn[0];
   times.backward -= waitIn[1];
   times.optimizer -= waitIn[2];
+  times.hostUpdate = hostUpdateNanos.exchange(0) / 1e6;
   if (!tracedThisStep)
     return;
   trace.clear();

@@ -38,6 +38,9 @@ struct StepTimes {
   /// Waiting for transfers between arenas (offload), and the copy stream's
   /// busy time.
   double transferWait = 0, transferBusy = 0;
+  /// The offloaded updates' kernels in host memory (part of `optimizer` on
+  /// the CPU; on a GPU the host stream's busy time).
+  double hostUpdate = 0;
 };
 
 /// How the CUDA executor launches a step (zero-run --cuda-graph): op by op,

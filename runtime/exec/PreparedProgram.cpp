@@ -40,6 +40,25 @@ std::string updatedParameter(const Plan &plan,
 
 } // namespace
 
+HostUpdateWork hostUpdateWork(const Plan &plan, int rank) {
+  HostUpdateWork work;
+  int stage = plan.stageOf(rank);
+  for (const Instruction &instruction : plan.instructions) {
+    if (instruction.kind != InstructionKind::Kernel ||
+        instruction.memory != MemoryKind::Host ||
+        !plan.runsOn(instruction, stage))
+      continue;
+    ++work.kernels;
+    for (int id : instruction.operands)
+      work.bytes += plan.values[id].bytes();
+    for (int id : instruction.results)
+      work.bytes += plan.values[id].bytes();
+    if (isOptimizerUpdate(instruction.op) && !instruction.operands.empty())
+      work.params += plan.values[instruction.operands[0]].numel();
+  }
+  return work;
+}
+
 const char *phaseName(Phase phase) {
   switch (phase) {
   case Phase::Forward:
@@ -135,13 +154,17 @@ prepareInstructions(const Plan &plan,
       if (instruction.op == "nn.fill" && instruction.attrs.flag("loss_seed"))
         phase = Phase::Backward;
       if (isOptimizerUpdate(instruction.op)) {
-        phase = Phase::Optimizer;
+        if (instruction.memory != MemoryKind::Host)
+          phase = Phase::Optimizer;
         if (instruction.operands.size() >= 2)
           entry.updatedParameter = updatedParameter(
               plan, variableOfBuffer, lastWriter, instruction.operands[0]);
       }
     }
-    entry.phase = phase;
+    entry.phase = instruction.kind == InstructionKind::Kernel &&
+                          isOptimizerUpdate(instruction.op)
+                      ? Phase::Optimizer
+                      : phase;
     for (int id : instruction.operands)
       entry.operands.push_back(arenaTensor(plan, addresses, id));
     for (int id : instruction.results) {

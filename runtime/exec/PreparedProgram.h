@@ -21,7 +21,10 @@
 
 namespace zerosbp::runtime {
 
-/// Forward until the loss seed, backward until the first optimizer update.
+/// Forward until the loss seed, backward until the first optimizer update
+/// on the device. An offloaded update (in host memory) is of the optimizer
+/// phase but does not start it: with overlap_comm it runs during the
+/// backward (docs/design.md#offload).
 enum class Phase { Forward, Backward, Optimizer };
 /// "forward", "backward", "optimizer": the trace's categories.
 const char *phaseName(Phase phase);
@@ -85,6 +88,14 @@ struct LossCheckPoint {
 std::optional<LossCheckPoint>
 findLossCheckPoint(const Plan &plan,
                    const std::vector<PreparedInstruction> &prepared);
+
+/// What rank `rank`'s offloaded updates (kernels in host memory) do per
+/// step: the bytes they read and write, each operand and result once, and
+/// the parameter elements the optimizer updates among them update.
+struct HostUpdateWork {
+  int64_t kernels = 0, bytes = 0, params = 0;
+};
+HostUpdateWork hostUpdateWork(const Plan &plan, int rank);
 
 /// Per instruction of `plan`, 1 where rank `rank` runs it: every
 /// instruction of its pipeline stage (all of them without a pipeline).

@@ -341,6 +341,9 @@ double RankExecutor::runStep(int64_t stepNumber) {
     } else {
       times.optimizer += elapsed;
     }
+    if (instruction.kind == InstructionKind::Kernel &&
+        instruction.memory == MemoryKind::Host)
+      times.hostUpdate += elapsed;
     // Starts take no compute time; their collective shows on the comm stream.
     if (tracing && instruction.kind != InstructionKind::CollectiveStart &&
         instruction.kind != InstructionKind::TransferStart)

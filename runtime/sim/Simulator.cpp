@@ -54,11 +54,11 @@ double transferSeconds(const Plan &plan, const Instruction &instruction,
 }
 
 /// A rank's streams: the compute stream's clock (now) and when the
-/// communication and copy streams finish what they hold.
+/// communication, copy and host streams finish what they hold.
 struct StreamClocks {
-  double now = 0, commFree = 0, copyFree = 0;
+  double now = 0, commFree = 0, copyFree = 0, hostFree = 0;
   std::map<int, double> collectiveDone, transferDone;
-  double end() const { return std::max({now, commFree, copyFree}); }
+  double end() const { return std::max({now, commFree, copyFree, hostFree}); }
 };
 
 /// The step, instruction by instruction, on one rank of every pipeline
@@ -151,7 +151,18 @@ private:
     bool host = instruction.memory == MemoryKind::Host;
     double seconds = kernelSeconds(
         work, device, work.matmul ? shares.matmul : shares.vector, host);
-    rank.now += seconds;
+    if (host && device.cores == 0) {
+      // A GPU's rank runs offloaded updates on its host stream, in order,
+      // once the copies started before them are done (their operands);
+      // the compute stream goes on (docs/runtime.md#offload).
+      rank.hostFree = std::max(rank.hostFree, rank.copyFree) + seconds;
+      if (counted)
+        sim.hostBusySeconds += seconds;
+    } else {
+      rank.now += seconds;
+      if (counted)
+        sim.computeSeconds += seconds;
+    }
     if (!counted)
       return;
     OpSummary &op =
@@ -164,7 +175,6 @@ private:
     sim.flops += work.flops;
     if (work.matmul)
       sim.matmulFlops += work.flops;
-    sim.computeSeconds += seconds;
   }
 
   const GroupLayout &groupOf(const Instruction &instruction) {
@@ -301,7 +311,11 @@ private:
                          std::to_string(instruction.transfer) +
                          " has no operand");
     double seconds = transferSeconds(plan, instruction, topology);
-    rank.copyFree = std::max(rank.now, rank.copyFree) + seconds;
+    // A copy out of host memory reads what the host stream writes.
+    double ready = instruction.from == MemoryKind::Host
+                       ? std::max(rank.now, rank.hostFree)
+                       : rank.now;
+    rank.copyFree = std::max(ready, rank.copyFree) + seconds;
     if (counted)
       sim.transferBusySeconds += seconds;
     rank.transferDone[instruction.transfer] = rank.copyFree;

@@ -59,6 +59,9 @@ struct Simulation {
   double commExposedSeconds = 0;
   double transferBusySeconds = 0;
   double transferExposedSeconds = 0;
+  /// Offloaded updates on a GPU rank's host stream (on a CPU rank they are
+  /// compute).
+  double hostBusySeconds = 0;
   /// FLOPs of one rank's step, and of its matmuls alone.
   double flops = 0;
   double matmulFlops = 0;

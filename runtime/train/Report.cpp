@@ -1,6 +1,7 @@
 //===- Report.cpp - the JSON report of a training run ---------------------===//
 
 #include "runtime/train/Report.h"
+#include "runtime/exec/PreparedProgram.h"
 
 #include <nlohmann/json.hpp>
 
@@ -178,6 +179,7 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
       sum.commBusy += t.commBusy;
       sum.transferWait += t.transferWait;
       sum.transferBusy += t.transferBusy;
+      sum.hostUpdate += t.hostUpdate;
     }
   double scale = samples ? 1.0 / samples : 0;
   report["phase_ms"] = {{"forward", sum.forward * scale},
@@ -186,7 +188,26 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                         {"comm_wait", sum.commWait * scale},
                         {"comm_busy", sum.commBusy * scale},
                         {"transfer_wait", sum.transferWait * scale},
-                        {"transfer_busy", sum.transferBusy * scale}};
+                        {"transfer_busy", sum.transferBusy * scale},
+                        {"host_update", sum.hostUpdate * scale}};
+  if (HostUpdateWork work = hostUpdateWork(plan, 0); work.kernels > 0) {
+    // Rank 0's offloaded updates: bytes they read and write, parameters
+    // they update, against the time they took.
+    double ms = 0;
+    int64_t counted = 0;
+    if (!result.ranks.empty())
+      for (int64_t s = first; s < (int64_t)result.ranks[0].times.size();
+           ++s, ++counted)
+        ms += result.ranks[0].times[s].hostUpdate;
+    ms = counted ? ms / counted : 0;
+    report["host_update"] = {
+        {"kernels", work.kernels},
+        {"bytes", work.bytes},
+        {"params", work.params},
+        {"ms", ms},
+        {"gb_per_s", ms > 0 ? work.bytes / (ms * 1e6) : 0.0},
+        {"params_per_s", ms > 0 ? work.params / (ms / 1000) : 0.0}};
+  }
 
   Json peaks = Json::array();
   for (size_t r = 0; r < result.ranks.size(); ++r) {

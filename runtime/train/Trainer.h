@@ -50,7 +50,7 @@ struct TrainOptions {
   /// --seed was given: a resumed run must then use the checkpoint's seed.
   bool seedGiven = false;
   double timeoutSeconds = 300;
-  int threads = 0; // BLAS threads per rank; 0 picks.
+  int threads = 0; // Kernel threads per rank; 0 picks.
   /// Check every gradient an update reads, each step (--check-gradients).
   bool checkGradients = false;
   /// A step whose loss is not finite makes no update and the run goes on
@@ -110,7 +110,7 @@ TrainResult trainOneRank(const Plan &plan, const TrainOptions &options,
 /// The device a run uses: options.device, else the plan's placement.
 std::string runDevice(const Plan &plan, const TrainOptions &options);
 
-/// Sets the kernels' BLAS threads: `threads`, or when it is 0 the cores
+/// Sets the kernels' threads: `threads`, or when it is 0 the cores
 /// shared among the `ranksHere` ranks this process runs.
 void pickKernelThreads(int threads, int ranksHere);
 

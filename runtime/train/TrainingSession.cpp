@@ -51,6 +51,7 @@ std::vector<double> flatten(const StepTimes &times, const KindBytes &sent,
   flat.push_back(static_cast<double>(peaks.deviceHeld));
   flat.push_back(times.transferWait);
   flat.push_back(times.transferBusy);
+  flat.push_back(times.hostUpdate);
   for (const ArenaPeaks *arena : {&peaks.host, &peaks.nvme}) {
     flat.push_back(static_cast<double>(arena->total));
     for (int64_t bytes : arena->byRole)
@@ -78,7 +79,8 @@ void unflatten(const double *at, RankRecord &record) {
   const double *rest = at + 10 + kNumCollectiveKinds + kNumRoles;
   record.times.back().transferWait = rest[0];
   record.times.back().transferBusy = rest[1];
-  rest += 2;
+  record.times.back().hostUpdate = rest[2];
+  rest += 3;
   for (ArenaPeaks *arena : {&record.peaks.host, &record.peaks.nvme}) {
     arena->total = static_cast<int64_t>(*rest++);
     for (int role = 0; role < kNumRoles; ++role)

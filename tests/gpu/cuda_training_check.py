@@ -58,6 +58,9 @@ def compile_plans(zero_compile, workdir):
     for name, pipeline, rtol in [
             ("tiny_f32_stage2_cpu_offload",
              "stage=2 offload-optimizer=cpu", 1e-4),
+            # The updates on the host stream during the backward.
+            ("tiny_f32_stage2_cpu_offload_overlap",
+             "stage=2 offload-optimizer=cpu overlap-comm=true", 1e-4),
             ("tiny_bf16_stage3_nvme_offload",
              "stage=3 precision=bf16 offload-optimizer=nvme "
              "offload-optimizer-nvme-path=" + nvme, 2e-2)]:

@@ -16,6 +16,8 @@ hidden 32) with Adam:
   (GPT-2 with hidden 256, one rank): up by the host arena with cpu, down
   by the device's optimizer state less the host staging with nvme;
 * a save and a resume with the states in NVMe continue the run exactly;
+* the report's host_update counts the updates' bytes (28 per shard
+  element for fp32 Adam) and parameters;
 * with overlap_comm the updates run on the host during the backward
   (at N = 1, where no reduction holds a gradient back, the first update
   comes before the last backward matmul), with the same losses;
@@ -134,6 +136,17 @@ def equivalence(zero_compile, zero_run, work, nvme):
                               "%s: moved %s, formula %s" % (
                                   tag, report.get("transfer_bytes_per_step"),
                                   moved_formula(mode, masters, shard)))
+                    if mode != "none" and not masters:
+                        # fp32 Adam reads parameter, gradient, both moments
+                        # and the step, and writes three of them back: 28
+                        # bytes per shard element and 8 per update.
+                        update = report.get("host_update", {})
+                        shard = shard_elements(plan)
+                        check(update.get("params") == shard and
+                              update.get("bytes") ==
+                              28 * shard + 8 * update.get("kernels", 0),
+                              "%s: host_update %s, shard %d" % (
+                                  tag, update, shard))
                     if mode == "cpu overlapped" and world == 1:
                         ops = [(i.get("op"), i.get("memory"))
                                for i in plan["instructions"]]

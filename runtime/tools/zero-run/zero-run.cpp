@@ -128,8 +128,8 @@ ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
 ABSL_FLAG(int64_t, timeout, 300,
           "seconds a collective waits for its peers before the run fails");
 ABSL_FLAG(std::optional<int>, threads, std::nullopt,
-          "BLAS threads per rank; without it, the cores shared among this "
-          "process's ranks");
+          "kernel threads per rank (matmuls, large elementwise updates); "
+          "without it, the cores shared among this process's ranks");
 ABSL_FLAG(bool, quiet, false, "prints no progress lines");
 ABSL_FLAG(bool, check_gradients, false,
           "before every optimizer update, checks that the gradient it reads "

@@ -124,6 +124,7 @@ nlohmann::ordered_json reportJson(const std::string &path, const Plan &plan,
   report["comm_exposed_ms"] = ms(sim.commExposedSeconds);
   report["transfer_busy_ms"] = ms(sim.transferBusySeconds);
   report["transfer_exposed_ms"] = ms(sim.transferExposedSeconds);
+  report["host_busy_ms"] = ms(sim.hostBusySeconds);
   report["flops_per_rank"] = sim.flops;
   report["matmul_flops_per_rank"] = sim.matmulFlops;
   report["collectives"] = sim.collectives;
@@ -202,6 +203,12 @@ void printText(std::ostream &out, const std::string &path, const Plan &plan,
     std::snprintf(line, sizeof(line),
                   "  transfers       %10.3f ms busy, %.3f ms exposed\n",
                   ms(sim.transferBusySeconds), ms(sim.transferExposedSeconds));
+    out << line;
+  }
+  if (sim.hostBusySeconds > 0) {
+    std::snprintf(line, sizeof(line),
+                  "  host updates    %10.3f ms busy on the host stream\n",
+                  ms(sim.hostBusySeconds));
     out << line;
   }
   for (size_t axis = 0; axis < sim.bytesSentByAxis.size(); ++axis) {

@@ -574,4 +574,60 @@ TEST(Simulator, TransfersNeedTheirLink) {
   EXPECT_NEAR(sim.transferExposedSeconds, 100e-6, 1e-12);
 }
 
+/// A transfer of value 3 (400,000 bytes) between device and host.
+Instruction transferOf(int id, MemoryKind from, MemoryKind to) {
+  Instruction transfer;
+  transfer.kind = InstructionKind::TransferStart;
+  transfer.op = "transfer_start";
+  transfer.transfer = id;
+  transfer.from = from;
+  transfer.to = to;
+  transfer.operands = {3};
+  transfer.results = {3};
+  return transfer;
+}
+
+Instruction transferWait(int id) {
+  Instruction wait;
+  wait.kind = InstructionKind::TransferWait;
+  wait.op = "transfer_wait";
+  wait.transfer = id;
+  return wait;
+}
+
+TEST(Simulator, GpuRunsOffloadedUpdatesOnTheHostStream) {
+  // The gradient goes to the host (100 us at 4 GB/s), the host updates it
+  // (100,000 FLOPs at 100 MFLOP/s: 1 ms) and the result comes back (100
+  // us); a matmul (65.536 us) follows the update in the program.
+  Plan plan = overlapPlan();
+  Instruction update;
+  update.op = "nn.add";
+  update.memory = MemoryKind::Host;
+  update.operands = {3, 3};
+  update.results = {3};
+  plan.instructions = {transferOf(0, MemoryKind::Device, MemoryKind::Host),
+                       transferWait(0),
+                       update,
+                       matmul(),
+                       transferOf(1, MemoryKind::Host, MemoryKind::Device),
+                       transferWait(1)};
+  Topology topology = parseTopology(
+      "nodes=1,ranks_per_node=2,intra=1GB/s,latency=0,pcie=4GB/s");
+  DeviceModel gpu = slowDevice();
+  gpu.hostVectorFlops = 1e8;
+  gpu.hostMemoryBandwidth = 1e15;
+  // On a GPU the matmul runs while the host updates: the copy back starts
+  // when the update ends, at 1.1 ms, and the step ends at 1.2 ms.
+  Simulation sim = simulate(plan, topology, gpu);
+  EXPECT_NEAR(sim.hostBusySeconds, 1e-3, 1e-12);
+  EXPECT_NEAR(sim.computeSeconds, 65.536e-6, 1e-12);
+  EXPECT_NEAR(sim.stepSeconds, 1.2e-3, 1e-12);
+  // On CPU ranks the update is the rank's own compute: the matmul waits.
+  DeviceModel cpu = gpu;
+  cpu.cores = 2;
+  sim = simulate(plan, topology, cpu);
+  EXPECT_EQ(sim.hostBusySeconds, 0);
+  EXPECT_NEAR(sim.stepSeconds, 1.2e-3 + 65.536e-6, 1e-12);
+}
+
 } // namespace
