@@ -39,7 +39,7 @@ case "$OUT" in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 TARGETS=(//runtime/tools/zero-run //compiler/tools/zero-compile
          //tests/gpu:cuda_kernels_test //tests/gpu:cuda_attention_test
          //tests/gpu:cuda_matmul_epilogue_test //tests/gpu:nccl_comm_test
-         //tests/gpu:cuda_multi_tensor_test)
+         //tests/gpu:shared_device_comm_test //tests/gpu:cuda_multi_tensor_test)
 if [ "$BUILD" = 1 ]; then
   bazel build -c opt "${TARGETS[@]}"
 fi
@@ -50,6 +50,7 @@ TESTS=("$BAZEL_BIN/tests/gpu/cuda_kernels_test"
        "$BAZEL_BIN/tests/gpu/cuda_attention_test"
        "$BAZEL_BIN/tests/gpu/cuda_matmul_epilogue_test"
        "$BAZEL_BIN/tests/gpu/nccl_comm_test"
+       "$BAZEL_BIN/tests/gpu/shared_device_comm_test"
        "$BAZEL_BIN/tests/gpu/cuda_multi_tensor_test")
 for f in "$ZERO_RUN" "$ZERO_COMPILE" "${TESTS[@]}"; do
   if [ ! -x "$f" ]; then
@@ -192,6 +193,14 @@ CHECK_PLANS+=("tiny_f32_stage2_cpu_offload 1e-4")
 compile tiny_f32_stage2_cpu_offload_overlap --preset=tiny --world=1 \
   --pipeline="stage=2 offload-optimizer=cpu overlap-comm=true"
 CHECK_PLANS+=("tiny_f32_stage2_cpu_offload_overlap 1e-4")
+# Several in-process ranks: on one GPU they share it (SharedDeviceComm), and
+# their f32 losses equal the CPU's bit for bit.
+for world_stage in "2 1" "2 2" "2 3" "4 3"; do
+  read -r world stage <<< "$world_stage"
+  compile tiny_f32_stage${stage}_n$world --preset=tiny --world=$world \
+    --stage=$stage
+  CHECK_PLANS+=("tiny_f32_stage${stage}_n$world 0")
+done
 compile tiny_bf16_stage3_nvme_offload --preset=tiny --world=1 \
   --pipeline="stage=3 precision=bf16 offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
 CHECK_PLANS+=("tiny_bf16_stage3_nvme_offload 2e-2")

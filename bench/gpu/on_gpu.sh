@@ -11,7 +11,8 @@
 #
 # OUT_DIR receives fifteen files: on_gpu.txt (everything printed, with
 # nvidia-smi and the summary), kernels.txt (cuda_kernels_test, then
-# cuda_attention_test, cuda_matmul_epilogue_test, then nccl_comm_test), training_check.txt and .json,
+# cuda_attention_test, cuda_matmul_epilogue_test, nccl_comm_test, then
+# shared_device_comm_test), training_check.txt and .json,
 # graph_check.txt and .json (CUDA graph and TF32), multi_tensor.txt and
 # .json (cuda_multi_tensor_test, then the multi-tensor launches' training
 # check), sanitizer.txt (zero-run
@@ -33,7 +34,8 @@ shift 2
 T_KERNELS=${T_KERNELS:-40}
 T_ATTENTION=${T_ATTENTION:-20}
 T_EPILOGUE=${T_EPILOGUE:-25}
-T_NCCL=${T_NCCL:-45}
+T_NCCL=${T_NCCL:-30}
+T_SHARED=${T_SHARED:-15}
 T_CHECK=${T_CHECK:-90}
 T_GRAPH=${T_GRAPH:-45}
 T_MULTI_TENSOR=${T_MULTI_TENSOR:-30}
@@ -111,6 +113,9 @@ step matmul_epilogue "$T_EPILOGUE" "$OUT/kernels.txt" \
   "$BUNDLE/bin/cuda_matmul_epilogue_test" --gtest_color=no
 step nccl "$T_NCCL" "$OUT/kernels.txt" \
   "$BUNDLE/bin/nccl_comm_test" --gtest_color=no
+# Ranks that share one GPU: SharedDeviceComm against the CPU backend.
+step shared_device "$T_SHARED" "$OUT/kernels.txt" \
+  "$BUNDLE/bin/shared_device_comm_test" --gtest_color=no
 
 CHECK=$BUNDLE/scripts/cuda_training_check.py
 if [ -f "$CHECK" ]; then

@@ -5,9 +5,9 @@
 #include "runtime/core/Error.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/DeviceComm.h"
 #include "runtime/cuda/MultiTensor.h"
 #include "runtime/cuda/MultiTensorPlan.h"
-#include "runtime/cuda/NcclComm.h"
 #include "runtime/cuda/StreamMemory.h"
 #include "runtime/cuda/Support.h"
 #include "runtime/exec/Collectives.h"
@@ -99,6 +99,9 @@ public:
 
   int rank() const override { return myRank; }
   const char *device() const override { return "cuda"; }
+  std::string deviceComm() const override {
+    return nccl ? nccl->backendName() : "";
+  }
   void writeVariable(int index, const std::vector<double> &values) override;
   void writeInput(int index, const std::vector<double> &values) override;
   double runStep(int64_t stepNumber) override;
@@ -208,6 +211,8 @@ private:
   /// The rank's pipeline stage (0 without a pipeline).
   int myStage;
   int deviceIndex;
+  /// The ranks are threads of this process on one GPU.
+  bool sharesDevice;
   std::chrono::milliseconds timeout;
   unsigned char *arena = nullptr;
   unsigned char *hostArena = nullptr; // Pinned (cudaMallocHost).
@@ -241,7 +246,8 @@ private:
   std::mutex hostErrorMutex;
   std::string hostError; // The first failure of host work this step.
   std::unique_ptr<CudaContext> ctx;
-  std::unique_ptr<NcclComm> nccl;
+  /// NCCL, or the shared-device backend when ranks share the GPU.
+  std::unique_ptr<DeviceComm> nccl;
   // send_recv halves (docs/runtime.md#pipeline-stages). Per direction (0:
   // to a later stage, 1: to an earlier one) a stream and an NCCL
   // communicator of the rank's pipeline group of their own: NCCL sends a
@@ -252,7 +258,7 @@ private:
   // waits for the sends.
   bool hasHalves = false;
   cudaStream_t halfStreams[2] = {nullptr, nullptr};
-  std::unique_ptr<NcclComm> halfComms[2];
+  std::unique_ptr<DeviceComm> halfComms[2];
   CommGroup *halfGroups[2] = {nullptr, nullptr};
   Event halvesDrained[2];
   /// By bucket: the device buffer a send half of this rank sends from.
@@ -351,6 +357,7 @@ private:
 CudaExecutor::CudaExecutor(const Plan &plan, int rank, Communicator &hostComm)
     : thePlan(plan), myRank(rank), myStage(plan.stageOf(rank)),
       deviceIndex(cudaDeviceForRank(rank, hostComm.worldSize())),
+      sharesDevice(ranksShareDevice(hostComm.worldSize())),
       timeout(hostComm.getTimeout()), tracker(plan, plan.stageOf(rank)) {
   try {
     setUp(hostComm);
@@ -399,7 +406,12 @@ void CudaExecutor::setUp(Communicator &hostComm) {
   ctx->setEagerChecks(false);
   commMemory = std::make_unique<StreamMemory>(commStream);
   computeMemory = std::make_unique<StreamMemory>(computeStream);
-  nccl = std::make_unique<NcclComm>(hostComm, commStream);
+  if (sharesDevice && rank == 0)
+    std::cerr << "zero-run: " << hostComm.worldSize() << " ranks share GPU "
+              << deviceIndex
+              << ": collectives by device copies and reductions in rank "
+                 "order (shared_device), not NCCL\n";
+  nccl = makeDeviceComm(hostComm, commStream, sharesDevice);
   groupsByAxis = createAxisGroups(plan, rank, *nccl);
   setUpHalves(hostComm, where);
   bucketReady = std::vector<Event>(plan.numBuckets);
@@ -424,7 +436,7 @@ void CudaExecutor::setUpHalves(Communicator &hostComm,
               cudaStreamCreateWithFlags(&halfStreams[direction],
                                         cudaStreamNonBlocking));
     halfComms[direction] =
-        std::make_unique<NcclComm>(hostComm, halfStreams[direction]);
+        makeDeviceComm(hostComm, halfStreams[direction], sharesDevice);
     halfGroups[direction] = &halfComms[direction]->createGroup(pipelineGroup);
     halfGroups[direction]->setAxis(0);
   }
@@ -510,7 +522,7 @@ void CudaExecutor::release() {
   (void)cudaSetDevice(deviceIndex);
   // The halves' communicators first: aborting the main one tells the host
   // world, which over MPI ends the process.
-  for (std::unique_ptr<NcclComm> &comm : halfComms)
+  for (std::unique_ptr<DeviceComm> &comm : halfComms)
     if (failed && comm)
       comm->abortGroups();
   if (failed && nccl)
@@ -530,7 +542,7 @@ void CudaExecutor::release() {
   dropMultiTensor();
   ctx.reset();
   nccl.reset();
-  for (std::unique_ptr<NcclComm> &comm : halfComms)
+  for (std::unique_ptr<DeviceComm> &comm : halfComms)
     comm.reset();
   for (void *staging : sendStaging)
     if (staging)
@@ -920,7 +932,7 @@ void CudaExecutor::enqueueHalf(const Instruction &instruction,
   int bucket = instruction.bucket;
   int direction = instruction.sourceStage < instruction.targetStage ? 0 : 1;
   cudaStream_t stream = halfStreams[direction];
-  NcclComm &comm = *halfComms[direction];
+  DeviceComm &comm = *halfComms[direction];
   CommGroup &group = *halfGroups[direction];
   if (myStage == instruction.sourceStage) {
     // The copy is all the send half's wait waits for: the operand's bytes
@@ -966,7 +978,7 @@ void CudaExecutor::drainHalves() {
 
 CommStats CudaExecutor::ncclStats() const {
   CommStats total = nccl->stats();
-  for (const std::unique_ptr<NcclComm> &comm : halfComms)
+  for (const std::unique_ptr<DeviceComm> &comm : halfComms)
     if (comm)
       addStats(total, comm->stats());
   return total;
@@ -974,7 +986,7 @@ CommStats CudaExecutor::ncclStats() const {
 
 void CudaExecutor::checkNcclErrors() {
   nccl->checkAsyncErrors();
-  for (const std::unique_ptr<NcclComm> &comm : halfComms)
+  for (const std::unique_ptr<DeviceComm> &comm : halfComms)
     if (comm)
       comm->checkAsyncErrors();
 }
@@ -1143,6 +1155,9 @@ std::string CudaExecutor::graphObstacle() const {
   if (lossCheck)
     return "steps whose loss is not finite are skipped: the host reads the "
            "loss before the updates";
+  if (sharesDevice && hasCollectives && nccl->worldSize() > 1)
+    return "the ranks share one GPU, and each collective meets its peers on "
+           "the host";
   if (hasCollectives && nccl->worldSize() > 1 &&
       options.cudaGraph == CudaGraphMode::Auto)
     return std::to_string(nccl->worldSize()) +
@@ -1523,7 +1538,9 @@ void CudaExecutor::collectTimes() {
 
 } // namespace
 
-int cudaDeviceForRank(int rank, int worldSize) {
+namespace {
+/// The GPUs this process sees; throws when there is none.
+int visibleDevices() {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
@@ -1532,14 +1549,30 @@ int cudaDeviceForRank(int rank, int worldSize) {
         std::string("no CUDA device: ") +
         (status != cudaSuccess ? cudaGetErrorString(status) : "none found"));
   }
+  return count;
+}
+
+/// Whether the ranks run as threads of this process (not under mpirun).
+bool inProcessRanks() { return envInt("OMPI_COMM_WORLD_LOCAL_SIZE", -1) < 0; }
+} // namespace
+
+bool ranksShareDevice(int worldSize) {
+  return worldSize > 1 && inProcessRanks() && worldSize > visibleDevices();
+}
+
+int cudaDeviceForRank(int rank, int worldSize) {
+  int count = visibleDevices();
+  if (ranksShareDevice(worldSize))
+    return 0;
   int localRank = envInt("OMPI_COMM_WORLD_LOCAL_RANK", rank);
   int localRanks = envInt("OMPI_COMM_WORLD_LOCAL_SIZE", worldSize);
   if (localRanks > count)
     throw RuntimeError(std::to_string(localRanks) +
                        " ranks on this machine need as many GPUs, but " +
                        std::to_string(count) + (count == 1 ? " is" : " are") +
-                       " visible (one GPU per rank: NCCL cannot run two "
-                       "ranks on one device)");
+                       " visible (one GPU per MPI rank: NCCL cannot run two "
+                       "ranks on one device; in-process ranks, without "
+                       "mpirun, share it)");
   return localRank % count;
 }
 

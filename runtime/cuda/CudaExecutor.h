@@ -44,10 +44,16 @@
 
 namespace zerosbp::runtime {
 
-/// The GPU rank `rank` of `worldSize` uses: its local rank (mpirun's
-/// OMPI_COMM_WORLD_LOCAL_RANK, else `rank`) modulo the devices it sees.
-/// Throws RuntimeError when there is no usable device ("no CUDA device:
-/// ...") or fewer devices than the ranks sharing this machine.
+/// Whether `worldSize` ranks share GPU 0 through SharedDeviceComm: they are
+/// threads of this process (not under mpirun) and outnumber the GPUs it
+/// sees. Throws RuntimeError when there is no usable device.
+bool ranksShareDevice(int worldSize);
+
+/// The GPU rank `rank` of `worldSize` uses: 0 when the ranks share it, else
+/// its local rank (mpirun's OMPI_COMM_WORLD_LOCAL_RANK, else `rank`) modulo
+/// the devices it sees. Throws RuntimeError when there is no usable device
+/// ("no CUDA device: ...") or fewer devices than the MPI ranks on this
+/// machine.
 int cudaDeviceForRank(int rank, int worldSize);
 
 /// Rank `rank`'s executor on its GPU; `hostComm` bootstraps NCCL.

@@ -22,7 +22,7 @@
 #ifndef ZEROSBP_RUNTIME_CUDA_NCCLCOMM_H
 #define ZEROSBP_RUNTIME_CUDA_NCCLCOMM_H
 
-#include "runtime/comm/Communicator.h"
+#include "runtime/cuda/DeviceComm.h"
 
 #include <cuda_runtime_api.h>
 
@@ -34,7 +34,7 @@ namespace zerosbp::runtime {
 
 class NcclGroup;
 
-class NcclComm : public Communicator {
+class NcclComm : public DeviceComm {
 public:
   /// This rank's side of `host`'s world, on the current CUDA device, with
   /// collectives enqueued on `stream`.
@@ -72,13 +72,14 @@ public:
   /// Aborts every NCCL communicator of this rank (their pending work ends)
   /// and tells the host world.
   void abort(const std::string &reason) override;
+  const char *backendName() const override { return "nccl"; }
   /// Aborts this rank's NCCL communicators without telling the host world
   /// (another communicator's abort() does).
-  void abortGroups();
+  void abortGroups() override;
 
   /// Throws RuntimeError when NCCL has reported an asynchronous error (a
   /// peer that failed, a broken connection) on any of this rank's groups.
-  void checkAsyncErrors();
+  void checkAsyncErrors() override;
 
 private:
   Communicator &host;

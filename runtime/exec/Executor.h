@@ -172,6 +172,9 @@ public:
   }
 
   /// What the steps so far merged into multi-tensor launches.
+  /// The communicator between device ranks ("nccl", "shared_device"); empty
+  /// where the host communicator runs the collectives (cpu).
+  virtual std::string deviceComm() const { return ""; }
   virtual MultiTensorStatus multiTensorStatus() const {
     MultiTensorStatus status;
     status.reason = std::string("the ") + device() +

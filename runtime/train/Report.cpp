@@ -127,6 +127,8 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   Json runs = Json::array();
   for (const auto &[op, instructions] : multi.runs)
     runs.push_back({{"op", op}, {"instructions", instructions}});
+  report["device_comm"] =
+      result.deviceComm.empty() ? Json(nullptr) : Json(result.deviceComm);
   report["multi_tensor"] = {
       {"mode", options.deviceOptions.multiTensor ? "on" : "off"},
       {"applies", multi.applies},

@@ -281,6 +281,7 @@ void evaluateBatches(TrainingSession &session, const TrainOptions &options,
     result.ranks = session.records();
     result.cudaGraph = session.cudaGraphStatus();
     result.multiTensor = session.multiTensorStatus();
+    result.deviceComm = session.deviceComm();
     if (options.outputsDir)
       for (size_t k = 0; k < values.size(); ++k)
         for (double value : values[k]) {
@@ -400,6 +401,7 @@ TrainResult runSteps(TrainingSession &session, const TrainOptions &options,
     }
     result.cudaGraph = session.cudaGraphStatus();
     result.multiTensor = session.multiTensorStatus();
+    result.deviceComm = session.deviceComm();
     bool last = step + 1 == options.steps;
     // The last step saves even when skipped: the state is the last
     // checkpoint's, but the data position (rows read) has moved on.

@@ -94,6 +94,8 @@ struct TrainResult {
   CudaGraphStatus cudaGraph;
   /// What rank 0 merged into multi-tensor launches.
   MultiTensorStatus multiTensor;
+  /// Rank 0's device communicator ("nccl", "shared_device"); empty on cpu.
+  std::string deviceComm;
 };
 
 /// One thread per rank in this process, over the in-process communicator.

@@ -426,6 +426,10 @@ MultiTensorStatus TrainingSession::multiTensorStatus() const {
   return executors[0]->multiTensorStatus();
 }
 
+std::string TrainingSession::deviceComm() const {
+  return executors[0]->deviceComm();
+}
+
 std::vector<std::pair<int, StepTrace>> TrainingSession::lastStepTraces() const {
   std::vector<std::pair<int, StepTrace>> traces;
   for (const auto &executor : executors)

@@ -153,6 +153,8 @@ public:
   CudaGraphStatus cudaGraphStatus() const;
   /// What this process's first rank merged into multi-tensor launches.
   MultiTensorStatus multiTensorStatus() const;
+  /// This process's first rank's device communicator (Executor.h).
+  std::string deviceComm() const;
   /// The last traced step's timeline of each rank this process runs.
   std::vector<std::pair<int, StepTrace>> lastStepTraces() const;
 

@@ -4,7 +4,10 @@ checks that the GPU run is the CPU run: the same losses within float32 noise
 (bf16 plans within bf16's), the same bytes sent per step and kind, the same
 planned memory peaks, and a measured device peak that holds the arena. It
 also checks the GPU run's timeline (--trace) and that bad devices are
-refused with one line.
+refused with one line. Plans of 2 and 4 ranks run as threads of one
+process; on one GPU they share it (SharedDeviceComm, whose reductions are
+the CPU's), and their f32 losses must equal the CPU's bit for bit
+(tolerance 0).
 
 Without a usable GPU, `--device cuda` must fail with exactly one line
 `zero-run: rank 0: no CUDA device: <reason>` and a non-zero exit; the check
@@ -15,7 +18,7 @@ Usage:
                            [--steps N] [--out FILE]
     cuda_training_check.py --zero-run BIN --zero-compile BIN [--steps N]
         (compiles its own plans: the tiny GPT-2 at world 1, stages 0-3 in
-        f32 and stage 2 in bf16)
+        f32 and stage 2 in bf16; at worlds 2 and 4, stages 1-3 in f32)
 """
 
 import argparse
@@ -70,13 +73,28 @@ def compile_plans(zero_compile, workdir):
         if result.returncode != 0:
             sys.exit("zero-compile failed: " + result.stderr.strip())
         plans.append((path, rtol))
+    # Several ranks, as threads of one process: on one GPU they share it.
+    for world, stage in [(2, 1), (2, 2), (2, 3), (4, 3)]:
+        name = f"tiny_f32_stage{stage}_n{world}"
+        path = os.path.join(workdir, name + ".zplan")
+        result = run([zero_compile, "--preset=tiny", f"--world={world}",
+                      f"--stage={stage}", "-o", path, "--report=none"])
+        if result.returncode != 0:
+            sys.exit("zero-compile failed: " + result.stderr.strip())
+        plans.append((path, 0.0))
     return plans
+
+
+def plan_world(plan):
+    with open(plan) as file:
+        return json.load(file)["world"]
 
 
 def train(zero_run, plan, device, steps, workdir, trace=False):
     report = os.path.join(workdir, f"{os.path.basename(plan)}.{device}.json")
     command = [zero_run, plan, "--device", device, "--steps", str(steps),
-               "--seed", "3", "--report-file", report, "--quiet"]
+               "--ranks", str(plan_world(plan)), "--seed", "3",
+               "--report-file", report, "--quiet"]
     if trace:
         command += ["--trace", report + ".trace"]
     result = run(command)
@@ -105,6 +123,9 @@ def compare(name, cpu, cuda, rtol):
           f"{name}: device memory held {held} covers the arena {arena}")
     check(cuda["device"] == "cuda" and cpu["device"] == "cpu",
           f"{name}: reports name their device")
+    check(cuda.get("device_comm") in ("nccl", "shared_device"),
+          f"{name}: the GPU run names its communicator "
+          f"({cuda.get('device_comm')})")
 
 
 def check_trace(name, path):

@@ -6,6 +6,7 @@ next to them by bench/gpu/bundle.sh."""
 
 import filecmp
 import os
+import re
 import subprocess
 
 failures = []
@@ -25,10 +26,11 @@ def run(command, timeout=300):
 def no_device(result):
     """The reason when `result` is zero-run's clean no-GPU failure."""
     lines = result.stderr.strip().splitlines()
-    prefix = "zero-run: rank 0: no CUDA device: "
-    if result.returncode == 1 and len(lines) == 1 and \
-            lines[0].startswith(prefix):
-        return lines[0][len(prefix):]
+    # With several ranks, whichever fails first says it.
+    match = re.match(r"zero-run: rank \d+: no CUDA device: (.*)",
+                     lines[0]) if len(lines) == 1 else None
+    if result.returncode == 1 and match:
+        return match.group(1)
     return None
 
 
