@@ -10,7 +10,7 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
   python3-dev pybind11-dev python3-numpy python3-pytest
-  nlohmann-json3-dev libopenblas-dev libtbb-dev
+  nlohmann-json3-dev libopenblas-dev libtbb-dev liburing-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libncurses-dev
 )
 
