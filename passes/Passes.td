@@ -243,6 +243,13 @@ def ZeroOffload : Pass<"zero-offload", "::mlir::func::FuncOp"> {
     assignment. Between NVMe and the device a copy passes through host
     memory. zero-partition makes each of these casts an asynchronous
     transfer (docs/design.md#offload).
+
+    With `delayed-update` (ZeRO-Offload's one-step delayed parameter
+    update) each offloaded update applies the gradient of the step before:
+    a variable `<parameter>.delayed_grad` (role grad, in the states'
+    memory, zeros before the first step) holds it, the update reads it, and
+    the step's own gradient is assigned to it. The update then depends on
+    nothing of the step, and zero-schedule runs it from the step's start.
   }];
   let options = [
     Option<"device", "optimizer-device", "::zerosbp::OffloadDevice",
@@ -264,6 +271,8 @@ def ZeroOffload : Pass<"zero-offload", "::mlir::func::FuncOp"> {
                           "shards in host memory"),
                clEnumValN(::zerosbp::OffloadDevice::Nvme, "nvme",
                           "shards in NVMe files"))}]>,
+    Option<"delayedUpdate", "delayed-update", "bool", "false",
+           "each offloaded update applies the previous step's gradient">,
   ];
   let dependentDialects = ["::mlir::nn::NNDialect", "::mlir::sbp::SbpDialect"];
 }

@@ -258,6 +258,20 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
       check.fail(ConfigField::OffloadOptimizer,
                  "needs ZeRO stage 1, 2 or 3 (stage 0 keeps whole optimizer "
                  "states on every rank)");
+    // A delayed update divides one step's gradient by another step's loss
+    // scale, or scales it by another step's clipping factor.
+    if (option.field == ConfigField::OffloadOptimizerDelayedUpdate &&
+        config.zero.offloadOptimizerDelayedUpdate &&
+        config.zero.offloadOptimizer != OffloadDevice::None) {
+      if (config.precision.precision == Precision::FP16)
+        check.fail(ConfigField::OffloadOptimizerDelayedUpdate,
+                   "not with fp16: the loss scale that divides a gradient "
+                   "may change before its delayed update");
+      else if (config.gradientClipping > 0)
+        check.fail(ConfigField::OffloadOptimizerDelayedUpdate,
+                   "not with gradient_clipping: the clipping factor is the "
+                   "next step's, not the gradient's");
+    }
     if (option.field == ConfigField::OffloadParam &&
         config.zero.offloadParam != OffloadDevice::None && config.stage != 3)
       check.fail(ConfigField::OffloadParam,

@@ -50,10 +50,10 @@ namespace zerosbp {
 /// world / (modelParallelSize * pipelineParallelSize), as DeepSpeed's do).
 /// Errors are one line and name the key path and the bad value, e.g.
 /// `zero_optimization.stage: expected an integer in [0, 3], got 4`.
-llvm::Expected<ZeroConfig> parseDeepSpeedConfig(llvm::StringRef json,
-                                                int64_t world,
-                                                int64_t modelParallelSize = 1,
-                                                int64_t pipelineParallelSize = 1);
+llvm::Expected<ZeroConfig>
+parseDeepSpeedConfig(llvm::StringRef json, int64_t world,
+                     int64_t modelParallelSize = 1,
+                     int64_t pipelineParallelSize = 1);
 
 } // namespace zerosbp
 

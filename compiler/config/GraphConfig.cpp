@@ -133,6 +133,7 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
     config.zero.offloadOptimizer = *device;
     config.zero.offloadOptimizerNvmePath = spec.offloadNvmePath;
     config.zero.offloadOptimizerPinMemory = spec.offloadPinMemory;
+    config.zero.offloadOptimizerDelayedUpdate = spec.offloadDelayedUpdate;
     if (spec.offloadBufferCount > 0)
       config.zero.offloadOptimizerBufferCount = spec.offloadBufferCount;
   }

@@ -59,6 +59,8 @@ struct GraphConfigSpec {
   std::string offloadNvmePath;
   bool offloadPinMemory = false;
   int64_t offloadBufferCount = 0;
+  /// ZeRO-Offload's one-step delayed parameter update.
+  bool offloadDelayedUpdate = false;
   /// set_offload_param: "cpu" or "nvme"; empty when not called.
   std::string offloadParam;
   std::string offloadParamNvmePath;

@@ -167,8 +167,10 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
   // the passes that act where the updates read their gradients.
   if (config.zero.offloadOptimizer != OffloadDevice::None ||
       config.zero.offloadParam != OffloadDevice::None)
-    pm.addPass(createZeroOffload({/*device=*/config.zero.offloadOptimizer,
-                                  /*paramDevice=*/config.zero.offloadParam}));
+    pm.addPass(createZeroOffload(
+        {/*device=*/config.zero.offloadOptimizer,
+         /*paramDevice=*/config.zero.offloadParam,
+         /*delayedUpdate=*/config.zero.offloadOptimizerDelayedUpdate}));
   addPipelineStages(pm, config);
   return llvm::Error::success();
 }

@@ -50,9 +50,9 @@ MemoryKind memoryOf(Type type) {
 class Offloader {
 public:
   Offloader(func::FuncOp func, zerosbp::OffloadDevice states,
-            zerosbp::OffloadDevice params)
+            zerosbp::OffloadDevice params, bool delayed)
       : func(func), builder(func.getContext()), stateDevice(states),
-        paramDevice(params) {}
+        paramDevice(params), delayedUpdate(delayed) {}
 
   LogicalResult run() {
     func.walk([&](nn::OptimizerUpdateOpInterface update) {
@@ -61,6 +61,10 @@ public:
     if (stateDevice != zerosbp::OffloadDevice::None) {
       if (failed(moveStates()))
         return failure();
+      if (delayedUpdate)
+        for (nn::OptimizerUpdateOpInterface update : updates)
+          if (failed(delayGradient(update)))
+            return failure();
     }
     if (paramDevice != zerosbp::OffloadDevice::None)
       moveParameters();
@@ -100,6 +104,62 @@ private:
       variable.getResult().setType(type);
       variableMemory[variable.getName()] = memory;
     }
+    return success();
+  }
+
+  /// ZeRO-Offload's one-step delayed parameter update: `update` applies the
+  /// gradient of the step before, held in `<parameter>.delayed_grad` (role
+  /// grad, in the states' memory, zeros before the first step), and this
+  /// step's gradient is assigned to that variable. The update then reads
+  /// only variables and the step.
+  LogicalResult delayGradient(nn::OptimizerUpdateOpInterface update) {
+    // The variable the parameter operand comes from (a view, the rank's
+    // slice, a cast), which names the new one.
+    nn::VariableOp param;
+    for (Value value = update.getParameter(); value && !param;) {
+      Operation *def = value.getDefiningOp();
+      param = dyn_cast_or_null<nn::VariableOp>(def);
+      value = def && !param && def->getNumOperands() > 0 ? def->getOperand(0)
+                                                         : Value();
+    }
+    if (!param)
+      return update->emitOpError("zero-offload: delayed-update: the updated "
+                                 "parameter comes from no variable");
+    Value grad = update.getGradient();
+    auto type = cast<RankedTensorType>(grad.getType());
+    GlobalTensorAttr encoding = getGlobalEncoding(type);
+    if (!encoding)
+      return update->emitOpError("zero-offload: delayed-update: the gradient "
+                                 "has no #sbp.global encoding");
+    MemoryKind memory = memoryFor(stateDevice);
+    auto held = RankedTensorType::get(
+        type.getShape(), type.getElementType(),
+        GlobalTensorAttr::get(type.getContext(), encoding.getSbp(),
+                              encoding.getPlacement().withMemory(memory),
+                              Role::grad));
+    // A flattened, padded shard keeps the model shape its states keep.
+    DenseI64ArrayAttr logicalShape;
+    for (Value state : update.getStates())
+      if (auto variable = state.getDefiningOp<nn::VariableOp>())
+        if (!logicalShape)
+          logicalShape = variable.getLogicalShapeAttr();
+    if (!logicalShape &&
+        cast<RankedTensorType>(param.getResult().getType()).getShape() !=
+            type.getShape())
+      logicalShape = builder.getDenseI64ArrayAttr(
+          cast<RankedTensorType>(param.getResult().getType()).getShape());
+    std::string name = (param.getName() + ".delayed_grad").str();
+    builder.setInsertionPointAfter(param);
+    auto variable = nn::VariableOp::create(
+        builder, param.getLoc(), held, builder.getStringAttr(name),
+        RoleAttr::get(builder.getContext(), Role::grad),
+        nn::InitializerAttr::get(builder.getContext(), nn::Initializer::zeros),
+        builder.getF64FloatAttr(0.0), /*frozen=*/nullptr, logicalShape,
+        /*model_split=*/nullptr);
+    update.getGradientMutable().set(variable.getResult());
+    builder.setInsertionPoint(func.getBody().front().getTerminator());
+    nn::AssignOp::create(builder, update->getLoc(), name, grad);
+    variableMemory[name] = memory;
     return success();
   }
 
@@ -231,6 +291,7 @@ private:
   func::FuncOp func;
   OpBuilder builder;
   zerosbp::OffloadDevice stateDevice, paramDevice;
+  bool delayedUpdate;
   SmallVector<nn::OptimizerUpdateOpInterface> updates;
   llvm::StringMap<MemoryKind> variableMemory;
   /// The offloaded parameters' values.
@@ -249,7 +310,7 @@ struct ZeroOffloadPass
     if (func.isExternal() || (device == zerosbp::OffloadDevice::None &&
                               paramDevice == zerosbp::OffloadDevice::None))
       return;
-    if (failed(Offloader(func, device, paramDevice).run()))
+    if (failed(Offloader(func, device, paramDevice, delayedUpdate).run()))
       signalPassFailure();
   }
 };

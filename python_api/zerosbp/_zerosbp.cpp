@@ -420,6 +420,8 @@ python::ConfigSpec configSpec(const py::dict &dict) {
       spec.offloadPinMemory = value.cast<bool>();
     else if (key == "offload_buffer_count")
       spec.offloadBufferCount = value.cast<int64_t>();
+    else if (key == "offload_delayed_update")
+      spec.offloadDelayedUpdate = value.cast<bool>();
     else if (key == "offload_param")
       spec.offloadParam = value.cast<std::string>();
     else if (key == "offload_param_nvme_path")

@@ -156,8 +156,8 @@ CheckpointTensor parseTensor(const Json &json, const FieldReader &top,
   in.path = "tensor '" + tensor.name + "': ";
   std::optional<Role> role = parseRole(in.string(json, "role"));
   if (!role || (*role != Role::Param && *role != Role::Master &&
-                *role != Role::OptState))
-    in.fail("role", "expected param, master or opt_state");
+                *role != Role::OptState && *role != Role::Grad))
+    in.fail("role", "expected param, master, opt_state or grad");
   tensor.role = *role;
   std::optional<DType> dtype = parseDType(in.string(json, "dtype"));
   if (!dtype)

@@ -754,8 +754,10 @@ private:
       readDistributed(item, variable);
       std::string role = item.at("role").string();
       std::optional<Role> parsed = parseRole(role);
+      // grad: a gradient kept from one step to the next (offload's
+      // delayed update).
       if (!parsed || (*parsed != Role::Param && *parsed != Role::Master &&
-                      *parsed != Role::OptState))
+                      *parsed != Role::OptState && *parsed != Role::Grad))
         item.at("role").fail("unknown variable role '" + role + "'");
       variable.role = *parsed;
       variable.init = item.at("init").string();

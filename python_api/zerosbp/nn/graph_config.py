@@ -170,13 +170,17 @@ class GraphConfig:
         self._set(overrides=str(options))
 
     def set_offload_optimizer(self, device, *, nvme_path=None,
-                              pin_memory=False, buffer_count=4):
+                              pin_memory=False, buffer_count=4,
+                              delayed_param_update=False):
         """ZeRO-Offload (``device="cpu"``: optimizer states and fp32 masters
         in host memory, the optimizer step on the host) or ZeRO-Infinity
         (``device="nvme"``: the states in a file under ``nvme_path``),
         DeepSpeed's ``offload_optimizer``; needs ZeRO stage 1-3
         (docs/design.md#offload). ``buffer_count`` NVMe reads run ahead of
-        the updates."""
+        the updates. ``delayed_param_update``: ZeRO-Offload's one-step
+        delayed update, each step applying the previous step's gradient
+        (zeros at the first), so that the host updates during the whole
+        step; it changes the numerics."""
         _check_offload("set_offload_optimizer", device, nvme_path)
         if isinstance(buffer_count, bool) or not isinstance(buffer_count,
                                                             int) or \
@@ -184,11 +188,16 @@ class GraphConfig:
             raise ValueError("set_offload_optimizer: buffer_count must be an "
                              f"int >= 1, got {buffer_count!r}")
         _check_int("set_offload_optimizer", "buffer_count", buffer_count)
+        if not isinstance(delayed_param_update, bool):
+            raise ValueError("set_offload_optimizer: delayed_param_update "
+                             "must be True or False, got "
+                             f"{delayed_param_update!r}")
         self._check_open("set_offload_optimizer")
         self._set(offload_optimizer=device,
                   offload_nvme_path=str(nvme_path or ""),
                   offload_pin_memory=bool(pin_memory),
-                  offload_buffer_count=buffer_count)
+                  offload_buffer_count=buffer_count,
+                  offload_delayed_update=delayed_param_update)
 
     def set_offload_param(self, device, *, nvme_path=None):
         """ZeRO-Infinity's parameter offload, DeepSpeed's ``offload_param``:

@@ -3,12 +3,18 @@
 // RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' -zero-partition | FileCheck %s --check-prefix=LOCAL
 // RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=nvme offload-optimizer-nvme-path=/nvme' -zero-partition | zero-opt -zero-bucketing -zero-schedule=nvme-depth=2 -zero-memory-plan -zero-verify-memory-plan | FileCheck %s --check-prefix=PLAN
 // RUN: zero-opt %s --zero-pipeline='stage=3 world=2 stage3-param-persistence-threshold=0 offload-param=nvme offload-param-nvme-path=/nvme' | FileCheck %s --check-prefix=PARAM
+// RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=cpu offload-optimizer-delayed-update=true' | FileCheck %s --check-prefix=DPU
+// RUN: zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer=cpu offload-optimizer-delayed-update=true' -zero-partition | zero-opt -zero-bucketing -zero-schedule=overlap-comm=true -zero-memory-plan -zero-verify-memory-plan | FileCheck %s --check-prefix=DPUPLAN
+// RUN: not zero-opt %s --zero-pipeline='stage=2 world=2 precision=fp16 offload-optimizer=cpu offload-optimizer-delayed-update=true' 2>&1 | FileCheck %s --check-prefix=DPUFP16
+// RUN: not zero-opt %s --zero-pipeline='stage=2 world=2 offload-optimizer-delayed-update=true' 2>&1 | FileCheck %s --check-prefix=DPUALONE
 // RUN: not zero-opt %s --zero-pipeline='stage=2 world=2 offload-param=cpu' 2>&1 | FileCheck %s --check-prefix=PARAM2
 // RUN: not zero-opt %s --zero-pipeline='stage=0 world=2 offload-optimizer=cpu' 2>&1 | FileCheck %s --check-prefix=STAGE0
 // RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer=nvme' 2>&1 | FileCheck %s --check-prefix=NOPATH
 // RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer=disk' 2>&1 | FileCheck %s --check-prefix=KIND
 // RUN: not zero-opt %s --zero-pipeline='stage=1 world=2 offload-optimizer-pin-memory=true' 2>&1 | FileCheck %s --check-prefix=UNUSED
 
+// DPUFP16: offload-optimizer-delayed-update: not with fp16: the loss scale that divides a gradient may change before its delayed update
+// DPUALONE: offload-optimizer-delayed-update: only used with offload-optimizer=cpu or nvme
 // PARAM2: offload-param: needs ZeRO stage 3 (below it every rank holds whole parameters)
 // STAGE0: offload-optimizer: needs ZeRO stage 1, 2 or 3 (stage 0 keeps whole optimizer states on every rank)
 // NOPATH: offload-optimizer-nvme-path: expected the directory for the NVMe files, got none
@@ -93,3 +99,19 @@ func.func @linear() -> tensor<f32> {
 // PARAM-NEXT: %[[B1:.*]] = sbp.cast %[[NP]] : {{.*}}#cpus2, param>> to {{.*}}#cpus2_host, param>>
 // PARAM-NEXT: %[[B2:.*]] = sbp.cast %[[B1]] : {{.*}}#cpus2_host, param>> to {{.*}}#cpus2_nvme, param>>
 // PARAM-NEXT: nn.assign "w", %[[B2]]
+
+// The delayed update (ZeRO-Offload's DPU): the update reads the gradient
+// kept from the step before, in host memory with the states, and this
+// step's gradient shard is assigned to it.
+// DPU:      %[[KEPT:.*]] = nn.variable "w.delayed_grad" grad {logical_shape = array<i64: 16, 8>} : tensor<128xf32, #sbp.global<[S(0)], #cpus2_host, grad>>
+// DPU:      %[[FRESH:.*]] = sbp.cast %{{.*}} : tensor<128xf32, #sbp.global<[P(sum)], #cpus2, grad>> to tensor<128xf32, #sbp.global<[S(0)], #cpus2, grad>>
+// DPU:      nn.adam %{{.*}}, %[[KEPT]], %{{.*}}, %{{.*}}, %{{.*}} {lr = 1.000000e-03 : f64}
+// DPU:      %[[HOST:.*]] = sbp.cast %[[FRESH]] : tensor<128xf32, #sbp.global<[S(0)], #cpus2, grad>> to tensor<128xf32, #sbp.global<[S(0)], #cpus2_host, grad>>
+// DPU-NEXT: nn.assign "w.delayed_grad", %[[HOST]]
+
+// With overlap_comm the delayed update runs before the forward: it reads
+// only variables, the parameter shard and the step.
+// DPUPLAN:     nn.adam {{.*}}zero.memory_kind = #sbp<memory host>
+// DPUPLAN:     nn.matmul
+// DPUPLAN-NOT: nn.adam
+// DPUPLAN:     nn.assign "w.delayed_grad"

@@ -408,10 +408,12 @@ TEST(ManifestParser, NamesTheBadTensorField) {
             "m.json: tensors[2].name: missing");
   EXPECT_EQ(errorAfter([](Json &j) { j["tensors"][0] = 1; }),
             "m.json: tensors[0].name: missing");
-  EXPECT_EQ(errorAfter([](Json &j) { tensorNamed(j, "w")["role"] = "grad"; }),
-            "m.json: tensor 'w': role: expected param, master or opt_state");
-  EXPECT_EQ(errorAfter([](Json &j) { tensorNamed(j, "w")["role"] = "x"; }),
-            "m.json: tensor 'w': role: expected param, master or opt_state");
+  EXPECT_EQ(
+      errorAfter([](Json &j) { tensorNamed(j, "w")["role"] = "activation"; }),
+      "m.json: tensor 'w': role: expected param, master, opt_state or grad");
+  EXPECT_EQ(
+      errorAfter([](Json &j) { tensorNamed(j, "w")["role"] = "x"; }),
+      "m.json: tensor 'w': role: expected param, master, opt_state or grad");
   EXPECT_EQ(errorAfter([](Json &j) { tensorNamed(j, "b")["dtype"] = "BF16"; }),
             "m.json: tensor 'b': dtype: unknown dtype");
   EXPECT_EQ(errorAfter([](Json &j) { tensorNamed(j, "e").erase("dtype"); }),
