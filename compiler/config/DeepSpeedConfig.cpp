@@ -128,6 +128,8 @@ const MemberSpec kOffloadOptimizerMembers[] = {
     {"super_offload", MemberKind::Bool},
     {"convert_grad_on_cpu", MemberKind::Bool},
     {"cpuadam_cores_perc", MemberKind::Number},
+    // Not DeepSpeed's: ZeRO-Offload's one-step delayed update (DPU).
+    {"delayed_param_update", MemberKind::Bool},
 };
 
 /// DeepSpeedZeroOffloadParamConfig (offload_config.py), less `device`.
@@ -282,6 +284,10 @@ void DeepSpeedParser::readOffload(JsonObjectReader &zero, llvm::StringRef key,
     offload.readInteger("buffer_count", buffers);
     if (buffers)
       knobs.offloadOptimizerBufferCount = *buffers;
+    std::optional<bool> delayed;
+    offload.readBool("delayed_param_update", delayed);
+    if (delayed)
+      knobs.offloadOptimizerDelayedUpdate = *delayed;
     // A part of the states on the device (ratio < 1) and SuperOffload's
     // GPU-side Adam are not implemented; the other members only tune
     // DeepSpeed's swapper, whose work the schedule does here.

@@ -32,8 +32,8 @@ KernelFn findCpuKernel(std::string_view op);
 std::vector<std::string_view> cpuKernelNames();
 
 /// Sets how many threads the CPU kernels use: the matrix products'
-/// (OpenBLAS's pool) and the large elementwise updates' (optimizers, casts,
-/// scaling, same-shape arithmetic: runtime/kernels/cpu/HostThreads.h); the
+/// (OpenBLAS's pool) and the large optimizer updates' and casts'
+/// (runtime/kernels/cpu/HostThreads.h); the
 /// cores shared among the ranks on the machine. Other kernels run on the
 /// calling thread.
 void setCpuKernelThreads(int threads);

@@ -50,7 +50,7 @@ void runBinary(std::string_view op, const TensorRef &lhs, const TensorRef &rhs,
     return;
 
   if (lhs.shape == rhs.shape) {
-    forEachChunkInParallel<2, 1>(
+    forEachChunk<2, 1>(
         numel, {&lhs, &rhs}, {&result},
         [](const float *const *in, float *const *out, int64_t count) {
           applyRow<Op, 1, 1>(in[0], in[1], out[0], count);
@@ -127,7 +127,7 @@ void scaleKernel(const AttrMap &attrs, const Tensors &operands,
   checks::checkUnaryFloat("nn.scale", operands, results);
   const TensorRef &input = operands[0], &result = results[0];
   auto factor = static_cast<float>(attrs.getFloat("factor"));
-  forEachChunkInParallel<1, 1>(
+  forEachChunk<1, 1>(
       input.numel(), {&input}, {&result},
       [factor](const float *const *in, float *const *out, int64_t count) {
         for (int64_t i = 0; i < count; ++i)

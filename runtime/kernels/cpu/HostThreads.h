@@ -1,8 +1,9 @@
 //===- HostThreads.h - the CPU kernels' thread pool -------------*- C++ -*-===//
 //
-// Elementwise kernels whose chunks are independent (the optimizers' updates,
-// casts, scaling and same-shape arithmetic) split large tensors over a pool
-// of host threads, oneTBB's. A rank sets how many threads it uses with
+// The optimizers' updates and casts, the elementwise kernels an offloaded
+// step runs on the host, split large tensors over a pool of host threads,
+// oneTBB's. (The forward's and backward's elementwise kernels stay on the
+// calling thread: there the matmuls' OpenBLAS threads hold the cores.) A rank sets how many threads it uses with
 // setCpuKernelThreads (runtime/kernels/Kernel.h): the machine's cores shared
 // among the ranks on it, so ranks that run as threads of one process do not
 // oversubscribe the cores. Every element is computed by the same code
