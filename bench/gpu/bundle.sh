@@ -204,6 +204,21 @@ done
 compile tiny_bf16_stage3_nvme_offload --preset=tiny --world=1 \
   --pipeline="stage=3 precision=bf16 offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
 CHECK_PLANS+=("tiny_bf16_stage3_nvme_offload 2e-2")
+# bench/gpu/offload_gpu.py: GPT-2 small, bf16, batch 8, the optimizer states
+# on the device, in host memory (overlapped, and with the delayed update),
+# on NVMe, and at stage 3 with the parameter shards in host memory too.
+SMALL=(--num-layers=12 --hidden-size=768 --num-attention-heads=12
+       --seq-length=1024 --vocab-size=50257 --batch-size=8 --world=1)
+OFFLOAD_BASE="stage=2 precision=bf16 optimizer=adam lr=$LR overlap-comm=true"
+compile offload_none "${SMALL[@]}" --pipeline="$OFFLOAD_BASE"
+compile offload_cpu "${SMALL[@]}" \
+  --pipeline="$OFFLOAD_BASE offload-optimizer=cpu"
+compile offload_cpu_dpu "${SMALL[@]}" \
+  --pipeline="$OFFLOAD_BASE offload-optimizer=cpu offload-optimizer-delayed-update=true"
+compile offload_nvme "${SMALL[@]}" \
+  --pipeline="$OFFLOAD_BASE offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
+compile offload_param_cpu "${SMALL[@]}" \
+  --pipeline="stage=3 precision=bf16 optimizer=adam lr=$LR offload-optimizer=cpu offload-param=cpu"
 # tests/gpu/cuda_multi_tensor_check.py reads tiny_f32_stage0, tiny_f32_stage2
 # and tiny_bf16_stage2 above, and these: bf16 at stage 0, AdamW, SGD, fp16.
 echo '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 0}}' \
@@ -237,7 +252,8 @@ else
 fi
 
 # --- scripts ----------------------------------------------------------------
-cp bench/gpu/gpu_bench.py bench/gpu/on_gpu.sh bench/pytorch/torch_gpt2.py \
+cp bench/gpu/gpu_bench.py bench/gpu/offload_gpu.py bench/gpu/on_gpu.sh \
+  bench/pytorch/torch_gpt2.py \
   bench/pytorch/char_case.py "$OUT/scripts/"
 for check in gpu_checks.py cuda_training_check.py cuda_graph_check.py \
     cuda_multi_tensor_check.py; do

@@ -9,7 +9,7 @@
 #
 # Usage: on_gpu.sh BUNDLE_DIR OUT_DIR [gpu_bench.py options]
 #
-# OUT_DIR receives fifteen files: on_gpu.txt (everything printed, with
+# OUT_DIR receives seventeen files: on_gpu.txt (everything printed, with
 # nvidia-smi and the summary), kernels.txt (cuda_kernels_test, then
 # cuda_attention_test, cuda_matmul_epilogue_test, nccl_comm_test, then
 # shared_device_comm_test), training_check.txt and .json,
@@ -17,7 +17,8 @@
 # .json (cuda_multi_tensor_test, then the multi-tensor launches' training
 # check), sanitizer.txt (zero-run
 # under memcheck, then cuda_attention_test's small shapes under memcheck
-# and racecheck), gpu_bench.txt and .json, and the benchmark's op breakdown
+# and racecheck), offload.txt and .json (offload_gpu.py), gpu_bench.txt and
+# .json, and the benchmark's op breakdown
 # of the bf16 batch-8 step, fused and unfused: gpu_ops.csv and the two
 # zero-run traces gpu_trace_bf16_b8_{fused,unfused}.json. The scripts run
 # are the bundle's copies.
@@ -36,12 +37,14 @@ T_ATTENTION=${T_ATTENTION:-20}
 T_EPILOGUE=${T_EPILOGUE:-25}
 T_NCCL=${T_NCCL:-30}
 T_SHARED=${T_SHARED:-15}
-T_CHECK=${T_CHECK:-90}
+T_CHECK=${T_CHECK:-60}
 T_GRAPH=${T_GRAPH:-45}
 T_MULTI_TENSOR=${T_MULTI_TENSOR:-30}
 # zero-run under memcheck took 1 s of its 75 on an H200: 30 went to
 # T_MULTI_TENSOR.
-T_SANITIZER=${T_SANITIZER:-45}
+T_SANITIZER=${T_SANITIZER:-30}
+# GPT-2 small with its optimizer offloaded (offload_gpu.py): five plans.
+T_OFFLOAD=${T_OFFLOAD:-45}
 T_SANITIZER_ATTENTION=${T_SANITIZER_ATTENTION:-45}
 T_BENCH=${T_BENCH:-215}
 export PYTHONUNBUFFERED=1
@@ -183,6 +186,18 @@ if [ -n "$SANITIZER" ]; then
     --gtest_filter=CudaAttention.EveryKernelOnSmallShapes
 else
   SUMMARY+=("sanitizer: compute-sanitizer not found")
+fi
+
+# ZeRO-Offload on GPT-2 small: step time against no offload, the host
+# update's GB/s, the same losses.
+OFFLOAD=$BUNDLE/scripts/offload_gpu.py
+if [ -f "$OFFLOAD" ] && [ -f "$BUNDLE/plans/offload_cpu.zplan" ]; then
+  : > "$OUT/offload.txt"
+  step offload "$T_OFFLOAD" "$OUT/offload.txt" \
+    python3 "$OFFLOAD" --zero-run "$BUNDLE/bin/zero-run" \
+    --plans "$BUNDLE/plans" --steps 6 --out "$OUT/offload.json"
+else
+  SUMMARY+=("offload not bundled")
 fi
 
 # Batches 8 and 16, those the bundle has plans for (bundle.sh --batch 8,16);
