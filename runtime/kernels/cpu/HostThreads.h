@@ -3,8 +3,9 @@
 // The optimizers' updates and casts, the elementwise kernels an offloaded
 // step runs on the host, split large tensors over a pool of host threads,
 // oneTBB's. (The forward's and backward's elementwise kernels stay on the
-// calling thread: there the matmuls' OpenBLAS threads hold the cores.) A rank sets how many threads it uses with
-// setCpuKernelThreads (runtime/kernels/Kernel.h): the machine's cores shared
+// calling thread: there the matmuls' OpenBLAS threads hold the cores.) A
+// rank sets how many threads it uses with setCpuKernelThreads
+// (runtime/kernels/Kernel.h): the machine's cores shared
 // among the ranks on it, so ranks that run as threads of one process do not
 // oversubscribe the cores. Every element is computed by the same code
 // whichever thread runs it, so results do not depend on the thread count.
