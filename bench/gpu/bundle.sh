@@ -195,12 +195,16 @@ compile tiny_f32_stage2_cpu_offload_overlap --preset=tiny --world=1 \
 CHECK_PLANS+=("tiny_f32_stage2_cpu_offload_overlap 1e-4")
 # Several in-process ranks: on one GPU they share it (SharedDeviceComm), and
 # their f32 losses equal the CPU's bit for bit.
-for world_stage in "2 1" "2 2" "2 3" "4 3"; do
-  read -r world stage <<< "$world_stage"
-  compile tiny_f32_stage${stage}_n$world --preset=tiny --world=$world \
-    --stage=$stage
-  CHECK_PLANS+=("tiny_f32_stage${stage}_n$world 0")
-done
+# The list is tests/gpu/cuda_training_check.py's MULTI_RANK_PLANS.
+while IFS='|' read -r name world pipeline rtol; do
+  compile "$name" --preset=tiny --world="$world" --pipeline="$pipeline"
+  CHECK_PLANS+=("$name $rtol")
+done < <(python3 -c '
+import sys
+sys.path.insert(0, "tests/gpu")
+from cuda_training_check import MULTI_RANK_PLANS
+for name, world, pipeline, rtol in MULTI_RANK_PLANS:
+    print("%s|%d|%s|%g" % (name, world, pipeline, rtol))')
 compile tiny_bf16_stage3_nvme_offload --preset=tiny --world=1 \
   --pipeline="stage=3 precision=bf16 offload-optimizer=nvme offload-optimizer-nvme-path=/tmp"
 CHECK_PLANS+=("tiny_bf16_stage3_nvme_offload 2e-2")

@@ -7,7 +7,8 @@ also checks the GPU run's timeline (--trace) and that bad devices are
 refused with one line. Plans of 2 and 4 ranks run as threads of one
 process; on one GPU they share it (SharedDeviceComm, whose reductions are
 the CPU's), and their f32 losses must equal the CPU's bit for bit
-(tolerance 0).
+(tolerance 0). The 2-rank stage-2 plan also crosses devices through a
+checkpoint: saved on the GPU and resumed on the CPU, and back.
 
 Without a usable GPU, `--device cuda` must fail with exactly one line
 `zero-run: rank 0: no CUDA device: <reason>` and a non-zero exit; the check
@@ -18,12 +19,14 @@ Usage:
                            [--steps N] [--out FILE]
     cuda_training_check.py --zero-run BIN --zero-compile BIN [--steps N]
         (compiles its own plans: the tiny GPT-2 at world 1, stages 0-3 in
-        f32 and stage 2 in bf16; at worlds 2 and 4, stages 1-3 in f32)
+        f32 and stage 2 in bf16; at worlds 2 and 4 MULTI_RANK_PLANS: stages
+        0-3, MiCS, hpZ, optimizer and parameter offload, bf16)
 """
 
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -74,15 +77,60 @@ def compile_plans(zero_compile, workdir):
             sys.exit("zero-compile failed: " + result.stderr.strip())
         plans.append((path, rtol))
     # Several ranks, as threads of one process: on one GPU they share it.
-    for world, stage in [(2, 1), (2, 2), (2, 3), (4, 3)]:
-        name = f"tiny_f32_stage{stage}_n{world}"
+    for name, world, pipeline, rtol in MULTI_RANK_PLANS:
         path = os.path.join(workdir, name + ".zplan")
         result = run([zero_compile, "--preset=tiny", f"--world={world}",
-                      f"--stage={stage}", "-o", path, "--report=none"])
+                      "--pipeline=" + pipeline, "-o", path, "--report=none"])
         if result.returncode != 0:
             sys.exit("zero-compile failed: " + result.stderr.strip())
-        plans.append((path, 0.0))
+        plans.append((path, rtol))
     return plans
+
+
+# The tiny GPT-2 on 2 and 4 ranks (bench/gpu/bundle.sh compiles the same):
+# name, world, pipeline, loss tolerance (0: bit for bit).
+MULTI_RANK_PLANS = [
+    ("tiny_f32_stage0_n2", 2, "stage=0", 0.0),
+    ("tiny_f32_stage1_n2", 2, "stage=1", 0.0),
+    ("tiny_f32_stage2_n2", 2, "stage=2", 0.0),
+    ("tiny_f32_stage3_n2", 2, "stage=3", 0.0),
+    ("tiny_f32_stage3_n4", 4, "stage=3", 0.0),
+    ("tiny_f32_mics2_n4", 4, "stage=3 mics-shard-size=2", 0.0),
+    ("tiny_f32_hpz2_n4", 4, "stage=3 hpz-partition-size=2", 0.0),
+    ("tiny_f32_stage2_cpu_offload_n2", 2,
+     "stage=2 offload-optimizer=cpu overlap-comm=true", 0.0),
+    ("tiny_f32_stage3_param_offload_n2", 2,
+     "stage=3 offload-optimizer=cpu offload-param=cpu", 0.0),
+    ("tiny_bf16_stage2_n2", 2, "stage=2 precision=bf16", 2e-2),
+]
+
+
+def check_checkpoint_crossing(zero_run, plan, workdir):
+    """Two steps on the GPU saved, two more resumed on the CPU, and the
+    other way round: both equal four steps on the CPU (rtol 0 for f32)."""
+    name = os.path.basename(plan)
+    whole, result = train(zero_run, plan, "cpu", 4, workdir)
+    if whole is None:
+        check(False, f"{name}: 4 steps on the CPU: {result.stderr.strip()}")
+        return
+    for first, second in [("cuda", "cpu"), ("cpu", "cuda")]:
+        directory = os.path.join(workdir, f"ck_{first}_{second}")
+        shutil.rmtree(directory, ignore_errors=True)
+        saved, result = train(zero_run, plan, first, 2, workdir,
+                              extra=["--checkpoint-dir", directory])
+        if saved is None:
+            check(False, f"{name}: 2 steps on {first} saved: "
+                  f"{result.stderr.strip()}")
+            continue
+        resumed, result = train(zero_run, plan, second, 2, workdir,
+                                extra=["--resume", directory])
+        if resumed is None:
+            check(False, f"{name}: resumed on {second}: "
+                  f"{result.stderr.strip()}")
+            continue
+        check(saved["losses"] + resumed["losses"] == whole["losses"],
+              f"{name}: saved on {first}, resumed on {second}: the losses "
+              f"of 4 steps on the CPU, bit for bit")
 
 
 def plan_world(plan):
@@ -90,11 +138,11 @@ def plan_world(plan):
         return json.load(file)["world"]
 
 
-def train(zero_run, plan, device, steps, workdir, trace=False):
+def train(zero_run, plan, device, steps, workdir, trace=False, extra=()):
     report = os.path.join(workdir, f"{os.path.basename(plan)}.{device}.json")
     command = [zero_run, plan, "--device", device, "--steps", str(steps),
                "--ranks", str(plan_world(plan)), "--seed", "3",
-               "--report-file", report, "--quiet"]
+               "--report-file", report, "--quiet", *extra]
     if trace:
         command += ["--trace", report + ".trace"]
     result = run(command)
@@ -191,6 +239,8 @@ def main():
         if index == len(plans) - 1:
             check_trace(name, os.path.join(
                 workdir, f"{name}.cuda.json.trace"))
+        if name == "tiny_f32_stage2_n2.zplan":
+            check_checkpoint_crossing(args.zero_run, plan, workdir)
 
     if args.out:
         with open(args.out, "w") as file:
