@@ -4,8 +4,8 @@
 memory (updates on the host stream during the backward), in host memory
 with the one-step delayed update, on NVMe, and at stage 3 with the
 parameter shards in host memory too. Per plan: the step time against no
-offload, the host update's GB/s and parameters per second (zero-run's
-`host_update`), the bytes moved per step, and whether the losses equal the
+offload, the host update's GB/s and parameters per second and the share
+of it the step did not wait for (zero-run's `host_update`), the bytes moved per step, and whether the losses equal the
 no-offload run's (the delayed update's differ by design).
 
 The goal (issue: fast offload): `offload_optimizer: cpu` at most 1.3x the
@@ -79,6 +79,7 @@ def main():
                "losses": report["losses"],
                "host_update_ms": round(update.get("ms", 0), 2),
                "host_gb_per_s": round(update.get("gb_per_s", 0), 2),
+               "host_overlap": round(update.get("overlap", 0), 3),
                "host_gparams_per_s":
                    round(update.get("params_per_s", 0) / 1e9, 3),
                "moved_bytes": report.get("transfer_bytes_per_step", {}),
@@ -92,9 +93,11 @@ def main():
                 failures.append("%s: losses %s differ from no offload's %s"
                                 % (name, row["losses"], base["losses"]))
         rows.append(row)
-        print("%-18s %8.2f ms  x%-5s host %7.2f ms %6.2f GB/s  losses %s"
+        print("%-18s %8.2f ms  x%-5s host %7.2f ms %6.2f GB/s %3.0f%% hidden"
+              "  losses %s"
               % (name, row["step_ms"], row.get("vs_none", "-"),
                  row["host_update_ms"], row["host_gb_per_s"],
+                 100 * row["host_overlap"],
                  "equal" if row.get("losses_equal") else "differ"),
               flush=True)
     cpu = next((r for r in rows if r["plan"] == "offload_cpu"), None)

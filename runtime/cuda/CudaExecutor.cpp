@@ -238,6 +238,11 @@ private:
   Event hostDrained;
   /// Whether this step has enqueued work on the host stream.
   bool hostWorkEnqueued = false;
+  /// By transfer: its copy waits for an offloaded update.
+  std::vector<char> transferAfterHost;
+  /// Where the compute stream first waits for the host's work this step.
+  Event hostWaitBegin;
+  bool hostWaitMarked = false;
   /// The host stream's time in offloaded updates this step.
   std::atomic<int64_t> hostUpdateNanos{0};
   std::vector<Event> transferReady, transferDone;
@@ -687,6 +692,11 @@ void CudaExecutor::orderHostWork() {
       }
     (update ? updates : transfers).push_back(i);
   }
+  transferAfterHost.assign(thePlan.numTransfers, 0);
+  for (size_t i = 0; i < count; ++i)
+    if (hostWaits[i] >= 0 &&
+        thePlan.instructions[i].kind == InstructionKind::TransferStart)
+      transferAfterHost[thePlan.instructions[i].transfer] = 1;
 }
 
 void CudaExecutor::enqueueHostKernel(size_t index) {
@@ -874,6 +884,12 @@ void CudaExecutor::enqueue(size_t index) {
     break;
   }
   case InstructionKind::TransferWait:
+    if (hostWorkEnqueued && !hostWaitMarked &&
+        transferAfterHost[instruction.transfer]) {
+      checkCuda("transfer_wait",
+                cudaEventRecord(hostWaitBegin.get(), computeStream));
+      hostWaitMarked = true;
+    }
     checkCuda("transfer_wait",
               cudaStreamWaitEvent(computeStream,
                                   transferDone[instruction.transfer].get(false),
@@ -1363,6 +1379,10 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
   // Updates whose results no transfer reads (states updated in place in
   // host memory) end before the step does.
   if (hostWorkEnqueued) {
+    if (!hostWaitMarked) {
+      checkCuda("step", cudaEventRecord(hostWaitBegin.get(), computeStream));
+      hostWaitMarked = true;
+    }
     checkCuda("step", cudaEventRecord(hostDrained.get(false), hostStream));
     checkCuda("step",
               cudaStreamWaitEvent(computeStream, hostDrained.get(false), 0));
@@ -1492,6 +1512,10 @@ void CudaExecutor::collectTimes() {
   times.backward -= waitIn[1];
   times.optimizer -= waitIn[2];
   times.hostUpdate = hostUpdateNanos.exchange(0) / 1e6;
+  if (hostWaitMarked)
+    times.hostExposed = std::min<double>(
+        times.hostUpdate, elapsedMs(hostWaitBegin.get(), stepEnd.get()));
+  hostWaitMarked = false;
   if (!tracedThisStep)
     return;
   trace.clear();

@@ -39,8 +39,11 @@ struct StepTimes {
   /// busy time.
   double transferWait = 0, transferBusy = 0;
   /// The offloaded updates' kernels in host memory (part of `optimizer` on
-  /// the CPU; on a GPU the host stream's busy time).
-  double hostUpdate = 0;
+  /// the CPU; on a GPU the host stream's busy time), and the part of the
+  /// step that waited for them: all of it on the CPU; on a GPU, from the
+  /// compute stream's first wait for a copy of an update's result (or the
+  /// step's end) to the step's end.
+  double hostUpdate = 0, hostExposed = 0;
 };
 
 /// How the CUDA executor launches a step (zero-run --cuda-graph): op by op,

@@ -341,9 +341,12 @@ double RankExecutor::runStep(int64_t stepNumber) {
     } else {
       times.optimizer += elapsed;
     }
+    // The calling thread runs them: nothing hides them.
     if (instruction.kind == InstructionKind::Kernel &&
-        instruction.memory == MemoryKind::Host)
+        instruction.memory == MemoryKind::Host) {
       times.hostUpdate += elapsed;
+      times.hostExposed += elapsed;
+    }
     // Starts take no compute time; their collective shows on the comm stream.
     if (tracing && instruction.kind != InstructionKind::CollectiveStart &&
         instruction.kind != InstructionKind::TransferStart)

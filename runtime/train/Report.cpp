@@ -182,6 +182,7 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
       sum.transferWait += t.transferWait;
       sum.transferBusy += t.transferBusy;
       sum.hostUpdate += t.hostUpdate;
+      sum.hostExposed += t.hostExposed;
     }
   double scale = samples ? 1.0 / samples : 0;
   report["phase_ms"] = {{"forward", sum.forward * scale},
@@ -191,23 +192,30 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                         {"comm_busy", sum.commBusy * scale},
                         {"transfer_wait", sum.transferWait * scale},
                         {"transfer_busy", sum.transferBusy * scale},
-                        {"host_update", sum.hostUpdate * scale}};
+                        {"host_update", sum.hostUpdate * scale},
+                        {"host_exposed", sum.hostExposed * scale}};
   if (HostUpdateWork work = hostUpdateWork(plan, 0); work.kernels > 0) {
     // Rank 0's offloaded updates: bytes they read and write, parameters
     // they update, against the time they took.
-    double ms = 0;
+    double ms = 0, exposed = 0;
     int64_t counted = 0;
     if (!result.ranks.empty())
       for (int64_t s = first; s < (int64_t)result.ranks[0].times.size();
-           ++s, ++counted)
+           ++s, ++counted) {
         ms += result.ranks[0].times[s].hostUpdate;
+        exposed += result.ranks[0].times[s].hostExposed;
+      }
     ms = counted ? ms / counted : 0;
+    exposed = counted ? exposed / counted : 0;
     report["host_update"] = {
         {"kernels", work.kernels},
         {"bytes", work.bytes},
         {"params", work.params},
         {"ms", ms},
         {"gb_per_s", ms > 0 ? work.bytes / (ms * 1e6) : 0.0},
+        {"exposed_ms", exposed},
+        // The share of the updates' time the step did not wait for.
+        {"overlap", ms > 0 ? std::clamp(1.0 - exposed / ms, 0.0, 1.0) : 0.0},
         {"params_per_s", ms > 0 ? work.params / (ms / 1000) : 0.0}};
   }
 

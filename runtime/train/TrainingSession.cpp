@@ -52,6 +52,7 @@ std::vector<double> flatten(const StepTimes &times, const KindBytes &sent,
   flat.push_back(times.transferWait);
   flat.push_back(times.transferBusy);
   flat.push_back(times.hostUpdate);
+  flat.push_back(times.hostExposed);
   for (const ArenaPeaks *arena : {&peaks.host, &peaks.nvme}) {
     flat.push_back(static_cast<double>(arena->total));
     for (int64_t bytes : arena->byRole)
@@ -80,7 +81,8 @@ void unflatten(const double *at, RankRecord &record) {
   record.times.back().transferWait = rest[0];
   record.times.back().transferBusy = rest[1];
   record.times.back().hostUpdate = rest[2];
-  rest += 3;
+  record.times.back().hostExposed = rest[3];
+  rest += 4;
   for (ArenaPeaks *arena : {&record.peaks.host, &record.peaks.nvme}) {
     arena->total = static_cast<int64_t>(*rest++);
     for (int role = 0; role < kNumRoles; ++role)

@@ -147,6 +147,12 @@ def equivalence(zero_compile, zero_run, work, nvme):
                               28 * shard + 8 * update.get("kernels", 0),
                               "%s: host_update %s, shard %d" % (
                                   tag, update, shard))
+                        # On the CPU the rank's thread runs the updates:
+                        # the step waits for all of them.
+                        check(update.get("overlap") == 0 and
+                              update.get("exposed_ms") == update.get("ms"),
+                              "%s: host_update overlap %s on the CPU" % (
+                                  tag, update.get("overlap")))
                     if mode == "cpu overlapped" and world == 1:
                         ops = [(i.get("op"), i.get("memory"))
                                for i in plan["instructions"]]
