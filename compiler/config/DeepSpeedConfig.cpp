@@ -218,8 +218,8 @@ void DeepSpeedParser::readZeroOptimization(JsonObjectReader &root) {
                   zero.readBool(key, overlapComm);
                   return true;
                 });
-  // DeepSpeedZeroConfig.overlap_comm_valid.
-  config.zero.overlapComm = overlapComm.value_or(config.stage == 3);
+  config.zero.overlapComm =
+      overlapComm.value_or(defaultOverlapComm(config.stage));
 
   readOffload(zero, "offload_optimizer", kOffloadOptimizerMembers);
   readOffload(zero, "offload_param", kOffloadParamMembers);

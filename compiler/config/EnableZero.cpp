@@ -46,7 +46,7 @@ zerosbp::enableZero(int64_t world, bool mode, int64_t stage,
     config.zero.micsShardSize = micsShardSize;
     config.zero.hpzPartitionSize = hpzPartitionSize;
   }
-  config.zero.overlapComm = config.stage == 3;
+  config.zero.overlapComm = defaultOverlapComm(config.stage);
   // OneFlow has no persistence threshold: shard_min_size alone keeps small
   // tensors whole, parameters at stage 3 included.
   config.zero.stage3ParamPersistenceThreshold = 0;

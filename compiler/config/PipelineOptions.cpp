@@ -83,7 +83,8 @@ llvm::Expected<ZeroConfig> OptionsParser::parse(llvm::StringRef options) {
   for (llvm::StringRef pair : pairs)
     if (llvm::Error error = parsePair(pair))
       return std::move(error);
-  config.zero.overlapComm = overlapComm.value_or(config.stage == 3);
+  config.zero.overlapComm =
+      overlapComm.value_or(defaultOverlapComm(config.stage));
   if (llvm::Error error = checkContext())
     return std::move(error);
   if (config.world < 1)

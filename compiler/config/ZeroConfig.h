@@ -68,6 +68,10 @@ struct ZeroKnobs {
   bool operator!=(const ZeroKnobs &other) const { return !(*this == other); }
 };
 
+/// overlap_comm where a config does not say: on at stage 3 only
+/// (DeepSpeedZeroConfig.overlap_comm_valid), for every front end.
+inline bool defaultOverlapComm(int64_t stage) { return stage == 3; }
+
 struct ZeroConfig {
 #define ZERO_CONFIG_OPTION(Field, Type, Member, Default, ...)                  \
   Type Member = Default;

@@ -34,11 +34,6 @@ namespace {
 
 constexpr int kPlanVersion = 2;
 
-/// The most bytes an arena, and so any buffer or offset in it, may have:
-/// JSON integers are exact in every reader only up to 2^53
-/// (docs/plan-format.md#conventions).
-constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
-
 /// More micro-batches than this is a corrupted count, not a schedule.
 constexpr int64_t kMaxMicroBatches = int64_t(1) << 20;
 

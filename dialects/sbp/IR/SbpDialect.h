@@ -7,13 +7,12 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/TensorEncoding.h"
+#include "runtime/core/Limits.h"
 
 namespace mlir::sbp {
 
-/// The most bytes a memory plan addresses: one rank's arena, and so every
-/// buffer and tensor in it. Plan files are JSON, whose integers are exact in
-/// every reader only up to 2^53 (docs/plan-format.md).
-inline constexpr int64_t kMaxPlanBytes = int64_t(1) << 53;
+/// The most bytes a memory plan addresses (runtime/core/Limits.h).
+using ::zerosbp::runtime::kMaxPlanBytes;
 
 } // namespace mlir::sbp
 
