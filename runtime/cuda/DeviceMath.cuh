@@ -2,7 +2,7 @@
 //
 // Loads and stores of every float storage type through f32, with the CPU's
 // f16/bf16 rounding bit for bit (runtime/core/DType.{h,cpp}); the CPU
-// kernels' exp and tanh (runtime/kernels/cpu/FastMath.h), so that with FMA
+// kernels' exp and tanh (runtime/kernels/FastExp.h), so that with FMA
 // contraction off (BUILD.bazel) activations and softmax give the CPU's bits;
 // and block reductions that every thread of the block receives, summed in a
 // fixed order so results do not vary from run to run.
@@ -14,6 +14,7 @@
 
 #include "runtime/core/DType.h"
 #include "runtime/core/Tensor.h"
+#include "runtime/kernels/FastExp.h"
 
 #include <cstdint>
 
@@ -197,45 +198,9 @@ __device__ __forceinline__ void copyElement(void *dst, int64_t to,
   }
 }
 
-//===----------------------------------------------------------------------===//
-// exp and tanh: runtime/kernels/cpu/FastMath.h, operation for operation
-//===----------------------------------------------------------------------===//
-
-__device__ __forceinline__ float fastExp(float x) {
-  float clamped = x < -104.0f ? -104.0f : x;
-  clamped = clamped > 89.0f ? 89.0f : clamped;
-  constexpr float kRound = 12582912.0f;
-  float n = (clamped * 1.44269504088896341f + kRound) - kRound;
-  float r = clamped - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float y = p * (r * r) + r + 1.0f;
-  auto exponent = static_cast<int32_t>(n == n ? n : 0.0f);
-  int32_t half = exponent >> 1;
-  y = y * __uint_as_float(static_cast<uint32_t>(half + 127) << 23);
-  y = y * __uint_as_float(static_cast<uint32_t>(exponent - half + 127) << 23);
-  return x < -104.0f ? 0.0f : y;
-}
-
-__device__ __forceinline__ float fastTanh(float x) {
-  float z = x < 0.0f ? -x : x;
-  float z2 = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * z2 + 2.06390887954e-2f;
-  p = p * z2 - 5.37397155531e-2f;
-  p = p * z2 + 1.33314422036e-1f;
-  p = p * z2 - 3.33332819422e-1f;
-  float small = p * z2 * x + x;
-  float e = fastExp(-2.0f * z);
-  float large = (1.0f - e) / (1.0f + e);
-  large = x < 0.0f ? -large : large;
-  return z < 0.625f ? small : large;
-}
+// exp and tanh: the CPU kernels' (runtime/kernels/FastExp.h).
+using math::fastExp;
+using math::fastTanh;
 
 //===----------------------------------------------------------------------===//
 // Reductions (blockDim.x a multiple of 32, at most 1024)
