@@ -197,7 +197,10 @@ CHECK_PLANS+=("tiny_f32_stage2_cpu_offload_overlap 1e-4")
 # their f32 losses equal the CPU's bit for bit.
 # The list is tests/gpu/cuda_training_check.py's MULTI_RANK_PLANS.
 while IFS='|' read -r name world pipeline rtol; do
-  compile "$name" --preset=tiny --world="$world" --pipeline="$pipeline"
+  eval_flag=()
+  [[ $name == *_eval ]] && eval_flag=(--eval)
+  compile "$name" --preset=tiny --world="$world" --pipeline="$pipeline" \
+    ${eval_flag[@]+"${eval_flag[@]}"}
   CHECK_PLANS+=("$name $rtol")
 done < <(python3 -c '
 import sys

@@ -7,7 +7,8 @@ also checks the GPU run's timeline (--trace) and that bad devices are
 refused with one line. Plans of 2 and 4 ranks run as threads of one
 process; on one GPU they share it (SharedDeviceComm, whose reductions are
 the CPU's), and their f32 losses must equal the CPU's bit for bit
-(tolerance 0). The 2-rank stage-2 plan also crosses devices through a
+(tolerance 0), an inference plan among them. The 2-rank stage-2 plan
+also crosses devices through a
 checkpoint: saved on the GPU and resumed on the CPU, and back.
 
 Without a usable GPU, `--device cuda` must fail with exactly one line
@@ -79,8 +80,10 @@ def compile_plans(zero_compile, workdir):
     # Several ranks, as threads of one process: on one GPU they share it.
     for name, world, pipeline, rtol in MULTI_RANK_PLANS:
         path = os.path.join(workdir, name + ".zplan")
+        eval_flag = ["--eval"] if name.endswith("_eval") else []
         result = run([zero_compile, "--preset=tiny", f"--world={world}",
-                      "--pipeline=" + pipeline, "-o", path, "--report=none"])
+                      "--pipeline=" + pipeline, *eval_flag, "-o", path,
+                      "--report=none"])
         if result.returncode != 0:
             sys.exit("zero-compile failed: " + result.stderr.strip())
         plans.append((path, rtol))
@@ -102,6 +105,8 @@ MULTI_RANK_PLANS = [
     ("tiny_f32_stage3_param_offload_n2", 2,
      "stage=3 offload-optimizer=cpu offload-param=cpu", 0.0),
     ("tiny_bf16_stage2_n2", 2, "stage=2 precision=bf16", 2e-2),
+    # An inference plan (zero-run --eval): the gathers alone.
+    ("tiny_f32_stage3_n2_eval", 2, "stage=3", 0.0),
 ]
 
 
@@ -133,16 +138,21 @@ def check_checkpoint_crossing(zero_run, plan, workdir):
               f"of 4 steps on the CPU, bit for bit")
 
 
-def plan_world(plan):
+def plan_header(plan):
+    """The plan's world and whether it is an inference plan."""
     with open(plan) as file:
-        return json.load(file)["world"]
+        header = json.load(file)
+    return header["world"], header.get("mode") == "eval"
 
 
 def train(zero_run, plan, device, steps, workdir, trace=False, extra=()):
     report = os.path.join(workdir, f"{os.path.basename(plan)}.{device}.json")
+    world, inference = plan_header(plan)
     command = [zero_run, plan, "--device", device, "--steps", str(steps),
-               "--ranks", str(plan_world(plan)), "--seed", "3",
+               "--ranks", str(world), "--seed", "3",
                "--report-file", report, "--quiet", *extra]
+    if inference:
+        command.append("--eval")
     if trace:
         command += ["--trace", report + ".trace"]
     result = run(command)
