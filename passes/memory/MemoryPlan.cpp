@@ -186,22 +186,15 @@ void Planner::moveBuffer(int64_t from, int64_t to, int64_t delta) {
   buffers[from].merged = true;
 }
 
-/// A slice that keeps every dim but the first whole is a contiguous piece
-/// of its input: a view at a byte offset.
-static std::optional<int64_t> viewOffset(nn::SliceOp slice) {
-  auto input = cast<RankedTensorType>(slice.getInput().getType());
-  if (slice.getStrides() &&
-      llvm::any_of(*slice.getStrides(), [](int64_t s) { return s != 1; }))
+/// Where a view's result starts in its operand's bytes; none where the op
+/// is no view here (ViewOpInterface).
+static std::optional<int64_t> viewOffset(nn::ViewOpInterface view) {
+  std::optional<int64_t> elements = view.getViewElementOffset();
+  if (!elements)
     return std::nullopt;
-  ArrayRef<int64_t> offsets = slice.getOffsets();
-  ArrayRef<int64_t> sizes = slice.getSizes();
-  for (int64_t dim = 1; dim < input.getRank(); ++dim)
-    if (offsets[dim] != 0 || sizes[dim] != input.getDimSize(dim))
-      return std::nullopt;
-  if (input.getRank() == 0)
-    return 0;
-  int64_t row = tensorBytes(input) / std::max<int64_t>(input.getDimSize(0), 1);
-  return offsets[0] * row;
+  auto input = cast<RankedTensorType>(view->getOperand(0).getType());
+  int64_t count = input.getNumElements();
+  return count == 0 ? 0 : *elements * (tensorBytes(input) / count);
 }
 
 bool Planner::placeOverTotal(Value total, ValueRange others, Value result,
@@ -236,14 +229,10 @@ void Planner::assignSlots() {
       buffers[slots[op.getResult(0)].buffer].mergeable = false;
       continue;
     }
-    if (auto reshape = dyn_cast<nn::ReshapeOp>(op)) {
-      place(reshape.getResult(), slots.lookup(reshape.getInput()));
-      continue;
-    }
-    if (auto slice = dyn_cast<nn::SliceOp>(op)) {
-      if (std::optional<int64_t> offset = viewOffset(slice)) {
-        Slot input = slots.lookup(slice.getInput());
-        place(slice.getResult(), {input.buffer, input.offset + *offset});
+    if (auto view = dyn_cast<nn::ViewOpInterface>(op)) {
+      if (std::optional<int64_t> offset = viewOffset(view)) {
+        Slot input = slots.lookup(op.getOperand(0));
+        place(op.getResult(0), {input.buffer, input.offset + *offset});
         continue;
       }
     }

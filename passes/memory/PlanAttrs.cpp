@@ -42,7 +42,7 @@ std::optional<zerosbp::Slot> zerosbp::readSlot(Value value) {
 bool zerosbp::hasInstruction(Operation &op) {
   if (isa<nn::VariableOp, nn::InputOp, nn::StepOp, func::ReturnOp>(op))
     return false;
-  if (isa<nn::ReshapeOp, nn::SliceOp>(op)) {
+  if (isa<nn::ViewOpInterface>(op)) {
     std::optional<Slot> result = readSlot(op.getResult(0));
     std::optional<Slot> input = readSlot(op.getOperand(0));
     return !(result && input && result->buffer == input->buffer);

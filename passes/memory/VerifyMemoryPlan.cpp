@@ -52,7 +52,7 @@ private:
   /// A value that only names bytes of its operand: it writes nothing.
   static bool isView(Value value) {
     Operation *def = value.getDefiningOp();
-    if (!isa<nn::ReshapeOp, nn::SliceOp>(def))
+    if (!isa_and_nonnull<nn::ViewOpInterface>(def))
       return false;
     std::optional<Slot> self = readSlot(value);
     std::optional<Slot> input = readSlot(def->getOperand(0));

@@ -55,6 +55,23 @@ def NN_RecomputableOpInterface : OpInterface<"RecomputableOpInterface"> {
   ];
 }
 
+def NN_ViewOpInterface : OpInterface<"ViewOpInterface"> {
+  let cppNamespace = "::mlir::nn";
+  let description = [{
+    An op whose result may be a contiguous piece of its first operand, in
+    the same bytes: `zero-memory-plan` places such a result inside its
+    operand's slot instead of giving it bytes of its own, and the exported
+    plan has no instruction for it (docs/plan-format.md).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Where the result starts in operand 0, in elements, when it is a
+        contiguous piece of it; none when it is not (a strided slice).
+      }],
+      "::std::optional<int64_t>", "getViewElementOffset">,
+  ];
+}
+
 def NN_OptimizerUpdateOpInterface : OpInterface<"OptimizerUpdateOpInterface"> {
   let cppNamespace = "::mlir::nn";
   let description = [{

@@ -58,6 +58,9 @@ defvar NN_OptimizerUpdate =
 // local view (NNLocalView.cpp, docs/ir.md#the-local-view).
 defvar NN_LocalView = ["localizeAttrs"];
 
+// An op whose result may be its operand's bytes (NNViews.cpp).
+defvar NN_View = DeclareOpInterfaceMethods<NN_ViewOpInterface>;
+
 // An op with results cheap to recompute in the backward (NNRecompute.cpp).
 defvar NN_Recomputable =
     DeclareOpInterfaceMethods<NN_RecomputableOpInterface>;
@@ -425,7 +428,7 @@ def NN_CrossEntropyOp : NN_InferredOp<"cross_entropy", [NN_Differentiable],
 //===----------------------------------------------------------------------===//
 
 def NN_ReshapeOp : NN_Op<"reshape",
-                         [Pure, NN_Differentiable, NN_Recomputable]> {
+                         [Pure, NN_Differentiable, NN_Recomputable, NN_View]> {
   let summary = "same elements in row-major order, another shape";
   let arguments = (ins AnyStaticShapeTensor:$input);
   let results = (outs AnyStaticShapeTensor:$result);
@@ -448,7 +451,8 @@ def NN_TransposeOp : NN_InferredOp<"transpose",
   let results = (outs AnyStaticShapeTensor:$result);
 }
 
-def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable], NN_LocalView> {
+def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable, NN_View],
+                               NN_LocalView> {
   let summary = "a static strided window: result dim i has sizes[i] elements";
   let arguments = (ins AnyStaticShapeTensor:$input,
                        DenseI64ArrayAttr:$offsets,
