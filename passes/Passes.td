@@ -612,8 +612,9 @@ def ZeroMemoryPlan : Pass<"zero-memory-plan", "::mlir::func::FuncOp"> {
     Runs on the final schedule. Every tensor value gets a slot, a buffer
     and a byte offset in it, written as `zero.slots` on its op (buffer,
     offset pairs, one per result; -1 for non-tensors). Values share a
-    buffer where no copy is needed: reshapes and leading-dim slices are
-    views; an optimizer update writes its parameter and states in place; an
+    buffer where no copy is needed: an op of `nn.ViewOpInterface` (a
+    reshape, a leading-dim slice) is a view into its operand; an optimizer
+    update writes its parameter and states in place; an
     all-reduce works in place; a value assigned to a variable is computed
     straight into the variable when the old value is no longer read by
     then; with `contiguous-gradients` the inputs of a reduction bucket are
