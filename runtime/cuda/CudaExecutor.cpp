@@ -652,10 +652,11 @@ void CudaExecutor::orderHostWork() {
   hostWaits.assign(count, -1);
   if (hostDone.size() != count)
     hostDone = std::vector<Event>(count);
+  using Ranges = std::vector<std::pair<const unsigned char *, size_t>>;
   // The host-memory bytes an instruction reads or writes.
   auto hostBytes = [&](size_t index) {
     const Instruction &instruction = thePlan.instructions[index];
-    std::vector<std::pair<const unsigned char *, size_t>> ranges;
+    Ranges ranges;
     auto add = [&](int id, const TensorRef &ref) {
       if (thePlan.memoryOf(thePlan.values[id].buffer) == MemoryKind::Host)
         ranges.push_back(
@@ -667,14 +668,16 @@ void CudaExecutor::orderHostWork() {
       add(instruction.results[k], prepared[index].results[k]);
     return ranges;
   };
-  auto overlap = [](const auto &a, const auto &b) {
+  auto overlap = [](const Ranges &a, const Ranges &b) {
     for (const auto &[aBegin, aBytes] : a)
       for (const auto &[bBegin, bBytes] : b)
         if (aBegin < bBegin + bBytes && bBegin < aBegin + aBytes)
           return true;
     return false;
   };
-  std::vector<size_t> updates, transfers; // Earlier ones, in plan order.
+  transferAfterHost.assign(thePlan.numTransfers, 0);
+  // Earlier ones, in plan order, with their host bytes (read once each).
+  std::vector<std::pair<size_t, Ranges>> updates, transfers;
   for (size_t i = 0; i < count; ++i) {
     if (!runs[i])
       continue;
@@ -683,20 +686,17 @@ void CudaExecutor::orderHostWork() {
     bool transfer = instruction.kind == InstructionKind::TransferStart;
     if (!update && !transfer)
       continue;
-    auto mine = hostBytes(i);
-    const std::vector<size_t> &others = update ? transfers : updates;
+    Ranges mine = hostBytes(i);
+    const auto &others = update ? transfers : updates;
     for (auto it = others.rbegin(); it != others.rend(); ++it)
-      if (overlap(mine, hostBytes(*it))) {
-        hostWaits[i] = static_cast<int>(*it);
+      if (overlap(mine, it->second)) {
+        hostWaits[i] = static_cast<int>(it->first);
         break;
       }
-    (update ? updates : transfers).push_back(i);
+    if (transfer && hostWaits[i] >= 0)
+      transferAfterHost[instruction.transfer] = 1;
+    (update ? updates : transfers).emplace_back(i, std::move(mine));
   }
-  transferAfterHost.assign(thePlan.numTransfers, 0);
-  for (size_t i = 0; i < count; ++i)
-    if (hostWaits[i] >= 0 &&
-        thePlan.instructions[i].kind == InstructionKind::TransferStart)
-      transferAfterHost[thePlan.instructions[i].transfer] = 1;
 }
 
 void CudaExecutor::enqueueHostKernel(size_t index) {
