@@ -7,6 +7,7 @@
 #include "runtime/cuda/Support.h"
 
 #include <string>
+#include <type_traits>
 
 namespace zerosbp::runtime::gpu {
 
@@ -38,38 +39,37 @@ __global__ void reduceFloats(RankPointers p, DType type, int64_t count,
   }
 }
 
-__global__ void reduceDoubles(RankPointers p, int64_t count, bool max) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < count; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    double acc = static_cast<const double *>(p.sources[0])[i];
-    for (int r = 1; r < p.numSources; ++r) {
-      double value = static_cast<const double *>(p.sources[r])[i];
-      if (!max)
-        acc += value;
-      else if (!(acc >= value) && !isnan(acc))
-        acc = value;
-    }
-    for (int k = 0; k < p.numOutputs; ++k)
-      static_cast<double *>(p.outputs[k])[i] = acc;
-  }
+/// f64 and the integers are reduced in their own type: a sum (two's
+/// complement wrap-around for integers) or a max (f64's keeps a NaN), as the
+/// CPU's.
+__device__ __forceinline__ double sumOf(double acc, double value) {
+  return acc + value;
+}
+__device__ __forceinline__ double maxOf(double acc, double value) {
+  return !(acc >= value) && !isnan(acc) ? value : acc;
+}
+template <typename Int>
+__device__ __forceinline__ Int sumOf(Int acc, Int value) {
+  using Unsigned = std::make_unsigned_t<Int>;
+  return static_cast<Int>(static_cast<Unsigned>(acc) +
+                          static_cast<Unsigned>(value));
+}
+template <typename Int>
+__device__ __forceinline__ Int maxOf(Int acc, Int value) {
+  return value > acc ? value : acc;
 }
 
-/// Two's complement wrap-around sums, as the CPU's.
-template <typename Int, typename Unsigned>
-__global__ void reduceInts(RankPointers p, int64_t count, bool max) {
+template <typename T>
+__global__ void reduceStored(RankPointers p, int64_t count, bool max) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < count; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    Int acc = static_cast<const Int *>(p.sources[0])[i];
+    T acc = static_cast<const T *>(p.sources[0])[i];
     for (int r = 1; r < p.numSources; ++r) {
-      Int value = static_cast<const Int *>(p.sources[r])[i];
-      if (!max)
-        acc = static_cast<Int>(static_cast<Unsigned>(acc) +
-                               static_cast<Unsigned>(value));
-      else if (value > acc)
-        acc = value;
+      T value = static_cast<const T *>(p.sources[r])[i];
+      acc = max ? maxOf(acc, value) : sumOf(acc, value);
     }
     for (int k = 0; k < p.numOutputs; ++k)
-      static_cast<Int *>(p.outputs[k])[i] = acc;
+      static_cast<T *>(p.outputs[k])[i] = acc;
   }
 }
 
@@ -117,15 +117,13 @@ void reduceInRankOrderOnDevice(DType type,
     reduceFloats<<<blocks, kThreads, 0, stream>>>(p, type, count, max);
     break;
   case DType::F64:
-    reduceDoubles<<<blocks, kThreads, 0, stream>>>(p, count, max);
+    reduceStored<double><<<blocks, kThreads, 0, stream>>>(p, count, max);
     break;
   case DType::I64:
-    reduceInts<int64_t, uint64_t>
-        <<<blocks, kThreads, 0, stream>>>(p, count, max);
+    reduceStored<int64_t><<<blocks, kThreads, 0, stream>>>(p, count, max);
     break;
   case DType::I32:
-    reduceInts<int32_t, uint32_t>
-        <<<blocks, kThreads, 0, stream>>>(p, count, max);
+    reduceStored<int32_t><<<blocks, kThreads, 0, stream>>>(p, count, max);
     break;
   case DType::I1:
     reduceBools<<<blocks, kThreads, 0, stream>>>(p, count);
