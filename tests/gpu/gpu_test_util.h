@@ -72,6 +72,17 @@ inline void checkCudaCall(cudaError_t status, const char *what) {
                              cudaGetErrorString(status));
 }
 
+/// A CUDA stream of the test's own, destroyed with it.
+class Stream {
+public:
+  Stream() { checkCudaCall(cudaStreamCreate(&stream), "cudaStreamCreate"); }
+  ~Stream() { (void)cudaStreamDestroy(stream); }
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  void sync() { checkCudaCall(cudaStreamSynchronize(stream), "sync"); }
+  cudaStream_t stream = nullptr;
+};
+
 /// A device copy of a host tensor; `ref.data` is device memory.
 class DeviceTensor {
 public:

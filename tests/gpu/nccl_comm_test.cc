@@ -20,14 +20,6 @@
 namespace zerosbp::runtime::gputest {
 namespace {
 
-class Stream {
-public:
-  Stream() { checkCudaCall(cudaStreamCreate(&stream), "cudaStreamCreate"); }
-  ~Stream() { (void)cudaStreamDestroy(stream); }
-  void sync() { checkCudaCall(cudaStreamSynchronize(stream), "sync"); }
-  cudaStream_t stream = nullptr;
-};
-
 std::vector<double> iota(int64_t count, double start) {
   std::vector<double> values(count);
   for (int64_t i = 0; i < count; ++i)

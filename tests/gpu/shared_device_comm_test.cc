@@ -23,14 +23,6 @@ namespace {
 
 constexpr int64_t kCount = 37; // Elements per part: not a multiple of 32.
 
-class Stream {
-public:
-  Stream() { checkCudaCall(cudaStreamCreate(&stream), "cudaStreamCreate"); }
-  ~Stream() { (void)cudaStreamDestroy(stream); }
-  void sync() { checkCudaCall(cudaStreamSynchronize(stream), "sync"); }
-  cudaStream_t stream = nullptr;
-};
-
 using Bytes = std::vector<unsigned char>;
 
 Bytes bytesOf(const HostTensor &tensor) {
