@@ -195,8 +195,9 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
   /// update runs as soon as its operands are in host memory, so that the
   /// host updates while the device still computes the backward, as
   /// ZeRO-Offload does. Hoisted, in order: each copy to the host (with the
-  /// pure ops that only feed it) and its wait, right after what it copies;
-  /// each update on the host right after its operands. The copies of the
+  /// pure ops that only feed it), right after what it copies, its wait
+  /// right before its first reader; each update on the host right after
+  /// its operands. The copies of the
   /// new values back to the device keep their place after the backward, so
   /// that a new parameter still lands in its own bytes once the backward
   /// has read the old one; their waits go after the last of them, with what
@@ -273,6 +274,23 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
       if (after->isBeforeInBlock(op) && after->getNextNode() != op)
         moveAfterInBlock(op, after);
       lastAfter[anchor] = op;
+    }
+    // Each copy to the host is waited for right before its first reader (an
+    // update on the host), so that the device computes while it runs: the
+    // parameters copied at the step's start arrive during the forward.
+    for (Operation *op : order) {
+      auto start = dyn_cast<TransferStartOp>(op);
+      if (!start || start.getTo() != MemoryKind::host)
+        continue;
+      Operation *wait = waitOfTransfer(start);
+      Operation *firstReader = nullptr;
+      for (Operation *user : wait->getUsers())
+        if (user->getBlock() == &block &&
+            (!firstReader || user->isBeforeInBlock(firstReader)))
+          firstReader = user;
+      if (firstReader && wait->isBeforeInBlock(firstReader) &&
+          wait->getNextNode() != firstReader)
+        wait->moveBefore(firstReader);
     }
     // The waits for the copies back, after the last of them.
     Operation *last = returns.front();

@@ -11,6 +11,7 @@
 #include "runtime/cuda/StreamMemory.h"
 #include "runtime/cuda/Support.h"
 #include "runtime/exec/Collectives.h"
+#include "runtime/exec/DeferredTransfers.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/exec/PreparedProgram.h"
 #include "runtime/exec/RankAttrs.h"
@@ -205,6 +206,12 @@ private:
   /// Enqueues offloaded update `index` on the host stream, after the
   /// transfer it depends on.
   void enqueueHostKernel(size_t index);
+  /// Makes the compute stream wait for the transfers an earlier step left
+  /// unwaited whose bytes instruction `index` is the first to touch.
+  void settleTransfersBefore(size_t index);
+  /// Waits, on the host, for the transfers an earlier step left unwaited
+  /// that touch the bytes of value `id`; of every value without one.
+  void settleTransfers(std::optional<int> id = std::nullopt) const;
 
   const Plan &thePlan;
   int myRank;
@@ -245,7 +252,15 @@ private:
   bool hostWaitMarked = false;
   /// The host stream's time in offloaded updates this step.
   std::atomic<int64_t> hostUpdateNanos{0};
-  std::vector<Event> transferReady, transferDone;
+  std::vector<Event> transferReady;
+  /// Mutable: a host read of a variable (const) waits for its transfer.
+  mutable std::vector<Event> transferDone;
+  /// The transfer waits a step leaves to the next (docs/runtime.md#deferred-
+  /// transfer-waits), and by transfer whether one is still unwaited. Not
+  /// while another executor shares the variables, which would not wait.
+  DeferredTransfers deferred;
+  bool variablesShared = false;
+  mutable std::vector<char> unsettled;
   std::vector<KernelFn> hostKernels; // By instruction; CPU kernels.
   std::vector<HostCall> hostCalls;   // By instruction.
   std::mutex hostErrorMutex;
@@ -645,6 +660,33 @@ void CudaExecutor::prepare() {
   waitBegin = std::vector<Event>(waits);
   waitEnd = std::vector<Event>(waits);
   orderHostWork();
+  deferred = planDeferredTransfers(thePlan, runs);
+  unsettled.assign(thePlan.numTransfers, 0);
+}
+
+void CudaExecutor::settleTransfersBefore(size_t index) {
+  for (int transfer : deferred.settleBefore[index])
+    if (unsettled[transfer]) {
+      checkCuda("transfer_wait",
+                cudaStreamWaitEvent(computeStream,
+                                    transferDone[transfer].get(false), 0));
+      unsettled[transfer] = 0;
+    }
+}
+
+void CudaExecutor::settleTransfers(std::optional<int> id) const {
+  bool waited = false;
+  for (int transfer = 0; transfer < thePlan.numTransfers; ++transfer)
+    if (unsettled[transfer] &&
+        (!id || deferred.touches(transfer, valueRange(thePlan, *id)))) {
+      checkCuda("transfer_wait",
+                cudaStreamWaitEvent(computeStream,
+                                    transferDone[transfer].get(false), 0));
+      unsettled[transfer] = 0;
+      waited = true;
+    }
+  if (waited)
+    checkCuda("transfer_wait", cudaStreamSynchronize(computeStream));
 }
 
 void CudaExecutor::orderHostWork() {
@@ -734,6 +776,7 @@ void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
   if (!thePlan.holds(thePlan.variables[index], myRank))
     return;
   int id = thePlan.variables[index].value;
+  settleTransfers(id);
   if (!thePlan.variableInNvme(index)) {
     storeValues(tensor(id), values);
     return;
@@ -747,8 +790,10 @@ void CudaExecutor::writeVariable(int index, const std::vector<double> &values) {
 }
 
 void CudaExecutor::writeInput(int index, const std::vector<double> &values) {
-  if (thePlan.holds(thePlan.inputs[index], myRank))
-    storeValues(tensor(thePlan.inputs[index].value), values);
+  if (!thePlan.holds(thePlan.inputs[index], myRank))
+    return;
+  settleTransfers(thePlan.inputs[index].value);
+  storeValues(tensor(thePlan.inputs[index].value), values);
 }
 
 std::vector<double> CudaExecutor::outputValue(int index) const {
@@ -757,11 +802,16 @@ std::vector<double> CudaExecutor::outputValue(int index) const {
   if (!thePlan.valueOnStage(id, myStage))
     return std::vector<double>(thePlan.values[id].numel(), 0.0);
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  settleTransfers(id);
   return loadValues(tensor(id));
 }
 
 void *CudaExecutor::variableStorage(int index) {
   checkHoldsVariable(thePlan, myRank, index);
+  // Another executor reads these bytes from now on, without waiting.
+  checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  settleTransfers();
+  variablesShared = true;
   if (thePlan.variableInNvme(index))
     throw RuntimeError("variable '" + thePlan.variables[index].name +
                        "' lives in the NVMe arena and has no memory to share");
@@ -770,6 +820,7 @@ void *CudaExecutor::variableStorage(int index) {
 
 void CudaExecutor::shareVariables(const std::vector<void *> &storage) {
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
+  settleTransfers();
   int64_t prefix = variablePrefixBytes(thePlan);
   size_t bytes =
       (static_cast<size_t>(thePlan.arenaBytes - prefix) + 255) / 256 * 256;
@@ -793,6 +844,7 @@ std::vector<double> CudaExecutor::variableShard(int index) const {
   checkHoldsVariable(thePlan, myRank, index);
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
+  settleTransfers(id);
   if (!thePlan.variableInNvme(index))
     return loadValues(tensor(id));
   TensorRef staged = tensor(id);
@@ -808,6 +860,7 @@ void CudaExecutor::readVariableBytes(int index, int64_t offset, void *out,
   checkHoldsVariable(thePlan, myRank, index);
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
+  settleTransfers(id);
   if (thePlan.variableInNvme(index)) {
     swap->read(thePlan.arenaOffset(id) + offset, out, bytes);
     return;
@@ -825,6 +878,7 @@ void CudaExecutor::writeVariableBytes(int index, int64_t offset,
     return;
   checkCuda("cudaSetDevice", cudaSetDevice(deviceIndex));
   int id = thePlan.variables[index].value;
+  settleTransfers(id);
   if (thePlan.variableInNvme(index)) {
     swap->write(thePlan.arenaOffset(id) + offset, data, bytes);
     return;
@@ -884,6 +938,12 @@ void CudaExecutor::enqueue(size_t index) {
     break;
   }
   case InstructionKind::TransferWait:
+    // Waited for at the next step's first reader of the transfer's bytes.
+    if (options.deferTransferWaits && !variablesShared && !capturing &&
+        deferred.deferred[index]) {
+      unsettled[instruction.transfer] = 1;
+      break;
+    }
     if (hostWorkEnqueued && !hostWaitMarked &&
         transferAfterHost[instruction.transfer]) {
       checkCuda("transfer_wait",
@@ -1328,6 +1388,12 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
   bool backwardMarked = false, optimizerMarked = false;
   bool lossChecked = false;
   tracker.beginStep();
+  // The host stream's updates may write what an earlier step's unwaited
+  // transfer reads; they come after the forward, by when it is done.
+  for (int transfer = 0; transfer < thePlan.numTransfers; ++transfer)
+    if (unsettled[transfer])
+      checkCuda("step", cudaStreamWaitEvent(
+                            hostStream, transferDone[transfer].get(false), 0));
   for (size_t i = 0; i < thePlan.instructions.size(); ++i) {
     // Another pipeline stage's: no kernel, collective, memory or trace.
     if (!runs[i])
@@ -1363,10 +1429,14 @@ void CudaExecutor::enqueueStep(int64_t stepNumber) {
     for (int buffer : entry.writtenBuffers)
       tracker.markLive(buffer);
     tracker.sample();
+    settleTransfersBefore(i);
     // A segment's instructions run as its launches, at its first; the
     // memory tracker still follows the plan's order.
-    for (size_t launch : launchesAt[i])
+    for (size_t launch : launchesAt[i]) {
+      for (size_t member : segmentLaunches[launch].members)
+        settleTransfersBefore(member);
       enqueueLaunch(segmentLaunches[launch]);
+    }
     if (!inSegment[i])
       enqueueTimed(i);
     for (int buffer : instruction.free)

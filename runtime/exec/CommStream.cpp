@@ -22,6 +22,7 @@ void CommStream::start(int bucket, std::function<void()> work,
                        std::string name) {
   {
     std::lock_guard<std::mutex> lock(mutex);
+    done[bucket] = 0;
     queue.push_back({bucket, std::move(work), std::move(name)});
   }
   changed.notify_all();

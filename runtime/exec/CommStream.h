@@ -29,9 +29,11 @@ public:
   explicit CommStream(int numBuckets);
   ~CommStream();
 
-  /// Queues `work` as bucket `bucket`; `name` labels it in a trace.
+  /// Queues `work` as bucket `bucket`; `name` labels it in a trace. The
+  /// bucket counts as not run until it has run again.
   void start(int bucket, std::function<void()> work, std::string name = "");
-  /// Blocks until bucket `bucket` has run; rethrows its failure.
+  /// Blocks until bucket `bucket` has run since it was last started;
+  /// rethrows its failure.
   void wait(int bucket);
   /// Forgets completed buckets: called between steps.
   void reset();

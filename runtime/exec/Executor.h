@@ -53,7 +53,8 @@ struct StepTimes {
 /// why, where a step cannot be captured (runtime/cuda/README.md).
 enum class CudaGraphMode { Off, On, Auto };
 
-/// Options that only a device executor reads; the CPU executor ignores them.
+/// How an executor launches its steps. The CPU executor reads only
+/// `deferTransferWaits`.
 struct DeviceOptions {
   CudaGraphMode cudaGraph = CudaGraphMode::Auto;
   /// f32 matrix products on TF32 tensor cores (zero-run --allow-tf32).
@@ -61,6 +62,10 @@ struct DeviceOptions {
   /// Consecutive optimizer updates (and casts) as one multi-tensor launch
   /// each (zero-run --multi-tensor, runtime/cuda/README.md).
   bool multiTensor = true;
+  /// Transfer waits with nothing after them in the step that touches their
+  /// bytes wait at the next step's first reader instead
+  /// (zero-run --defer-transfer-waits, runtime/exec/DeferredTransfers.h).
+  bool deferTransferWaits = true;
 };
 
 /// How many instructions the executor merged into multi-tensor launches.
@@ -165,9 +170,8 @@ public:
   /// Both streams' events of the last traced step, in start order per stream.
   virtual const StepTrace &lastStepTrace() const = 0;
 
-  /// Sets the device options before the first step. The CPU executor has
-  /// none.
-  virtual void setDeviceOptions(const DeviceOptions &options) { (void)options; }
+  /// Sets the launch options before the first step.
+  virtual void setDeviceOptions(const DeviceOptions &options) = 0;
   /// How the steps so far were launched.
   virtual CudaGraphStatus cudaGraphStatus() const {
     return {false, 0, 0,

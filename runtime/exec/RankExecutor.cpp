@@ -48,6 +48,17 @@ RankExecutor::RankExecutor(const Plan &plan, int rank, Communicator &comm)
   }
   stream = std::make_unique<CommStream>(plan.numBuckets);
   copyStream = std::make_unique<CommStream>(plan.numTransfers);
+  deferred = planDeferredTransfers(plan, runs);
+  unsettled.assign(plan.numTransfers, 0);
+}
+
+void RankExecutor::settleTransfers(std::optional<int> id) const {
+  for (int transfer = 0; transfer < thePlan.numTransfers; ++transfer)
+    if (unsettled[transfer] &&
+        (!id || deferred.touches(transfer, valueRange(thePlan, *id)))) {
+      copyStream->wait(transfer);
+      unsettled[transfer] = 0;
+    }
 }
 
 bool RankExecutor::setSkipNonfiniteSteps(bool on) {
@@ -123,6 +134,7 @@ void RankExecutor::allocateArena(int64_t arenaBytes) {
 }
 
 void RankExecutor::shareVariables(const std::vector<void *> &storage) {
+  settleTransfers();
   int64_t prefix = variablePrefixBytes(thePlan);
   allocateArena(thePlan.arenaBytes - prefix);
   bases[0] = arena;
@@ -133,6 +145,9 @@ void RankExecutor::shareVariables(const std::vector<void *> &storage) {
 
 void *RankExecutor::variableStorage(int index) {
   checkHoldsVariable(thePlan, myRank, index);
+  // Another executor reads these bytes from now on, without waiting.
+  settleTransfers();
+  variablesShared = true;
   if (thePlan.variableInNvme(index))
     throw RuntimeError("variable '" + thePlan.variables[index].name +
                        "' lives in the NVMe arena and has no memory to share");
@@ -144,6 +159,7 @@ std::vector<double> RankExecutor::outputValue(int index) const {
   // Another stage's output: its bytes here are this stage's buffers.
   if (!thePlan.valueOnStage(id, myStage))
     return std::vector<double>(thePlan.values[id].numel(), 0.0);
+  settleTransfers(id);
   return loadElements(tensor(id));
 }
 
@@ -161,6 +177,7 @@ TensorRef RankExecutor::tensor(int id) const {
 void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
   if (!thePlan.holds(thePlan.variables[index], myRank))
     return;
+  settleTransfers(thePlan.variables[index].value);
   TensorRef target = tensor(thePlan.variables[index].value);
   if (!thePlan.variableInNvme(index)) {
     storeElements(target, values);
@@ -175,12 +192,15 @@ void RankExecutor::writeVariable(int index, const std::vector<double> &values) {
 }
 
 void RankExecutor::writeInput(int index, const std::vector<double> &values) {
-  if (thePlan.holds(thePlan.inputs[index], myRank))
-    storeElements(tensor(thePlan.inputs[index].value), values);
+  if (!thePlan.holds(thePlan.inputs[index], myRank))
+    return;
+  settleTransfers(thePlan.inputs[index].value);
+  storeElements(tensor(thePlan.inputs[index].value), values);
 }
 
 std::vector<double> RankExecutor::variableShard(int index) const {
   checkHoldsVariable(thePlan, myRank, index);
+  settleTransfers(thePlan.variables[index].value);
   TensorRef source = tensor(thePlan.variables[index].value);
   if (!thePlan.variableInNvme(index))
     return loadElements(source);
@@ -195,6 +215,7 @@ void RankExecutor::readVariableBytes(int index, int64_t offset, void *out,
                                      int64_t bytes) const {
   checkHoldsVariable(thePlan, myRank, index);
   int id = thePlan.variables[index].value;
+  settleTransfers(id);
   if (thePlan.variableInNvme(index)) {
     swap->read(thePlan.arenaOffset(id) + offset, out, bytes);
     return;
@@ -208,6 +229,7 @@ void RankExecutor::writeVariableBytes(int index, int64_t offset,
   if (!thePlan.holds(thePlan.variables[index], myRank))
     return;
   int id = thePlan.variables[index].value;
+  settleTransfers(id);
   if (thePlan.variableInNvme(index)) {
     swap->write(thePlan.arenaOffset(id) + offset, data, bytes);
     return;
@@ -256,7 +278,10 @@ void RankExecutor::execute(size_t index) {
     break;
   }
   case InstructionKind::TransferWait:
-    copyStream->wait(instruction.transfer);
+    if (defersWait(index))
+      unsettled[instruction.transfer] = 1;
+    else
+      copyStream->wait(instruction.transfer);
     break;
   case InstructionKind::Copy: {
     TensorRef target =
@@ -272,8 +297,9 @@ double RankExecutor::runStep(int64_t stepNumber) {
     if (thePlan.valueOnStage(id, myStage))
       *tensor(id).as<int64_t>() = stepNumber;
   times = StepTimes();
+  // The copy stream keeps what it has done: an earlier step's deferred
+  // transfers are waited for by this one.
   stream->reset();
-  copyStream->reset();
   stream->takeBusyNanos();
   copyStream->takeBusyNanos();
   tracker.beginStep();
@@ -292,6 +318,21 @@ double RankExecutor::runStep(int64_t stepNumber) {
       continue;
     const Instruction &instruction = thePlan.instructions[i];
     PreparedInstruction &entry = prepared[i];
+    for (int transfer : deferred.settleBefore[i]) {
+      if (!unsettled[transfer])
+        continue;
+      // An earlier step's transfer whose bytes this instruction is the
+      // first to touch.
+      Clock::time_point begin = Clock::now();
+      copyStream->wait(transfer);
+      unsettled[transfer] = 0;
+      Clock::time_point end = Clock::now();
+      times.transferWait +=
+          std::chrono::duration<double, std::milli>(end - begin).count();
+      if (tracing)
+        trace.push_back({TraceStream::Compute, "transfer_wait", "wait", -1,
+                         micros(begin), micros(end)});
+    }
     if (skipNonfinite && i == lossCheck.firstUpdate && lossNotFinite()) {
       // Nothing in flight may write after the step; the peers started the
       // same collectives, and stop here too.
@@ -347,9 +388,10 @@ double RankExecutor::runStep(int64_t stepNumber) {
       times.hostUpdate += elapsed;
       times.hostExposed += elapsed;
     }
-    // Starts take no compute time; their collective shows on the comm stream.
+    // Starts take no compute time; their collective shows on the comm
+    // stream. A deferred wait shows where the next step waits.
     if (tracing && instruction.kind != InstructionKind::CollectiveStart &&
-        instruction.kind != InstructionKind::TransferStart)
+        instruction.kind != InstructionKind::TransferStart && !defersWait(i))
       trace.push_back({TraceStream::Compute, instruction.op, category,
                        instruction.kind == InstructionKind::CollectiveWait
                            ? instruction.bucket

@@ -20,6 +20,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/Tensor.h"
 #include "runtime/exec/CommStream.h"
+#include "runtime/exec/DeferredTransfers.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/exec/MemoryTracker.h"
 #include "runtime/exec/PreparedProgram.h"
@@ -30,6 +31,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace zerosbp::runtime {
@@ -65,6 +67,9 @@ public:
   void setGradientChecks(bool on) override { checkGradients = on; }
   bool setSkipNonfiniteSteps(bool on) override;
   void setTracing(bool on) override { tracing = on; }
+  void setDeviceOptions(const DeviceOptions &options) override {
+    deferWaits = options.deferTransferWaits;
+  }
   const StepTrace &lastStepTrace() const override { return trace; }
 
 protected:
@@ -82,6 +87,13 @@ private:
   /// Runs transfer instruction `index` (on the copy stream).
   void transfer(const Instruction &instruction,
                 const PreparedInstruction &entry);
+  /// Whether instruction `index` is a transfer_wait left to the next step.
+  bool defersWait(size_t index) const {
+    return deferWaits && !variablesShared && deferred.deferred[index];
+  }
+  /// Waits for the transfers an earlier step left unwaited that touch the
+  /// bytes of value `id`; of every value without one.
+  void settleTransfers(std::optional<int> id = std::nullopt) const;
 
   const Plan &thePlan;
   int myRank;
@@ -109,6 +121,13 @@ private:
   bool skipNonfinite = false;
   bool tracing = false;
   StepTrace trace;
+  /// The transfer waits a step leaves to the next (deferWaits), and by
+  /// transfer whether one is still unwaited. Not while another executor
+  /// shares the variables, which would not wait for them.
+  DeferredTransfers deferred;
+  bool deferWaits = true;
+  bool variablesShared = false;
+  mutable std::vector<char> unsettled;
 };
 
 } // namespace zerosbp::runtime

@@ -21,6 +21,9 @@ hidden 32) with Adam:
 * with overlap_comm the updates run on the host during the backward
   (at N = 1, where no reduction holds a gradient back, the first update
   comes before the last backward matmul), with the same losses;
+* the copies of the new parameters back to the device are waited for by
+  the next step's forward, with the same losses and saved parameters as a
+  run that waits for them within the step;
 * offload_param at stage 3 (host memory, NVMe, with the optimizer states on
   the same NVMe) keeps the losses and takes the parameter shards off the
   device arena.
@@ -183,6 +186,63 @@ def equivalence(zero_compile, zero_run, work, nvme):
                     precision, world, stage, losses["none"]), flush=True)
 
 
+def compute_ops(trace_path):
+    """The compute stream's events of rank 0's traced step, in order."""
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    compute = [e["tid"] for e in events if e.get("ph") == "M" and
+               e["name"] == "thread_name" and e["args"]["name"] == "compute"]
+    timed = [e for e in events if e.get("ph") == "X" and e.get("pid") == 0
+             and e.get("tid") in compute]
+    return [e["name"] for e in sorted(timed, key=lambda e: e["ts"])]
+
+
+def deferred_waits(zero_compile, zero_run, work):
+    """The copies of the new parameters back to the device are waited for
+    by the next step's forward (runtime.md#deferred-transfer-waits): the
+    losses and saved parameters equal those of a run that waits within the
+    step, and the traced step waits as often, but first at its start and
+    never at its end."""
+    for precision in ["fp32", "bf16"]:
+        tag = "%s deferred waits" % precision
+        path = os.path.join(work, "deferred.zplan")
+        compile_plan(zero_compile, path, GPT2, 1,
+                     "stage=2 precision=%s offload-optimizer=cpu "
+                     "overlap-comm=true" % precision)
+        losses, saved, ops = {}, {}, {}
+        for defer in ["on", "off"]:
+            out = os.path.join(work, "saved-" + defer)
+            shutil.rmtree(out, ignore_errors=True)
+            trace = os.path.join(work, "trace-%s.json" % defer)
+            report = run(zero_run, path, 1, 3, os.path.join(work, "r.json"),
+                         "--defer-transfer-waits", defer, "--trace", trace,
+                         "--save", out)
+            losses[defer] = report["losses"]
+            saved[defer] = {}
+            for name in sorted(os.listdir(out)):
+                with open(os.path.join(out, name), "rb") as f:
+                    saved[defer][name] = f.read()
+            ops[defer] = compute_ops(trace)
+        check(losses["on"] == losses["off"], "%s: losses %s != %s" % (
+            tag, losses["on"], losses["off"]))
+        check(saved["on"] == saved["off"] and saved["on"],
+              "%s: the saved parameters differ" % tag)
+        waits = {d: ops[d].count("transfer_wait") for d in ops}
+        check(waits["on"] == waits["off"] and waits["on"] > 0,
+              "%s: %s transfer waits deferred, %s not" % (
+                  tag, waits["on"], waits["off"]))
+        check(ops["on"][0] == "transfer_wait" and
+              ops["on"][-1] != "transfer_wait",
+              "%s: the step does not wait first thing: %s ... %s" % (
+                  tag, ops["on"][:3], ops["on"][-3:]))
+        check(ops["off"][0] != "transfer_wait" and
+              ops["off"][-1] == "transfer_wait",
+              "%s: without deferral %s ... %s" % (
+                  tag, ops["off"][:3], ops["off"][-3:]))
+        print("%s: %d waits, losses %s" % (tag, waits["on"], losses["on"]),
+              flush=True)
+
+
 def parameter_offload(zero_compile, zero_run, work, nvme):
     """offload_param at stage 3 (alone, and with offload_optimizer on the
     same NVMe directory): identical losses, the parameter shards off the
@@ -315,6 +375,7 @@ def main():
     nvme = os.path.join(work, "nvme")
     os.makedirs(nvme, exist_ok=True)
     equivalence(zero_compile, zero_run, work, nvme)
+    deferred_waits(zero_compile, zero_run, work)
     parameter_offload(zero_compile, zero_run, work, nvme)
     resident_memory(zero_compile, zero_run, work, nvme)
     killed_run_leaves_nothing(zero_compile, zero_run, work, nvme)

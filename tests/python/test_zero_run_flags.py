@@ -41,7 +41,7 @@ def test_help_lists_every_flag(option):
     assert usage[0].startswith("usage: zero-run model.zplan ")
     assert usage[1].startswith("       zero-run eval.zplan --eval ")
     named = set(re.findall(r"--[a-z][a-z0-9-]*", " ".join(usage)))
-    assert len(flags) == len(named) == 26
+    assert len(flags) == len(named) == 27
     assert set(flags) == named
     for name, text in flags.items():
         assert len(text) > 10, name
@@ -56,6 +56,8 @@ def test_help_lists_every_flag(option):
     assert flags["--allow-tf32"].endswith("(default: false)")
     assert flags["--multi-tensor"].startswith("on or off")
     assert flags["--multi-tensor"].endswith("(default: on)")
+    assert flags["--defer-transfer-waits"].startswith("on or off")
+    assert flags["--defer-transfer-waits"].endswith("(default: on)")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -86,6 +88,8 @@ def test_help_lists_every_flag(option):
      "--multi-tensor: expected on or off, got 'true'"),
     (["m.zplan", "--steps=1", "--multi-tensor"],
      "--multi-tensor needs a value"),
+    (["m.zplan", "--steps=1", "--defer-transfer-waits=no"],
+     "--defer-transfer-waits: expected on or off, got 'no'"),
     (["m.zplan", "--steps=1", "--x"], "unknown option '--x'"),
     (["m.zplan", "--steps=1", "--x=1"], "unknown option '--x'"),
     (["m.zplan", "--steps=1", "--checkpoint_dir=ck"],

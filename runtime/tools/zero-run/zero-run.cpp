@@ -9,6 +9,7 @@
 //            [--keep K]] [--check-gradients] [--skip-nonfinite-steps]
 //            [--cuda-graph on|off|auto]
 //            [--allow-tf32] [--multi-tensor on|off]
+//            [--defer-transfer-waits on|off]
 //   zero-run eval.zplan --eval --ranks N --steps K [--init DIR | --resume
 //            DIR] [--data DIR] [--outputs DIR]
 //
@@ -41,7 +42,9 @@
 // one captured CUDA graph per step from the second step on;
 // `--allow-tf32` runs f32 matrix products on TF32 tensor cores;
 // `--multi-tensor` (default on) launches the optimizer's updates and casts
-// as multi-tensor kernels.
+// as multi-tensor kernels. `--defer-transfer-waits` (default on) lets the
+// parameters an offloaded optimizer copies back arrive during the next
+// step's forward.
 //
 // `zero-run --help` lists every flag with its help and default.
 //
@@ -151,6 +154,11 @@ ABSL_FLAG(std::string, multi_tensor, "on",
           "on or off: on cuda, launches each run of optimizer updates (and "
           "of casts to the parameters' precision) as one multi-tensor kernel, "
           "bit for bit the per-instruction kernels' results");
+ABSL_FLAG(std::string, defer_transfer_waits, "on",
+          "on or off: a transfer whose bytes nothing later in the step "
+          "touches (an offloaded optimizer's parameters copied back) is "
+          "waited for by the next step's first reader, so that it overlaps "
+          "that step's forward");
 ABSL_FLAG(bool, eval, false,
           "runs an inference plan (zero-compile --eval) on --steps batches "
           "instead of training");
@@ -171,7 +179,8 @@ const char *const kUsage =
     "[--threads T] [--quiet] [--resume DIR] [--checkpoint-dir DIR] "
     "[--checkpoint-every K] [--keep K] [--check-gradients] "
     "[--skip-nonfinite-steps] "
-    "[--cuda-graph on|off|auto] [--allow-tf32] [--multi-tensor on|off]\n"
+    "[--cuda-graph on|off|auto] [--allow-tf32] [--multi-tensor on|off] "
+    "[--defer-transfer-waits on|off]\n"
     "       zero-run eval.zplan --eval --ranks N --steps K [--init DIR | "
     "--resume DIR] [--data DIR] [--outputs DIR] [--backend ...] "
     "[--report=json] [--report-file FILE]";
@@ -194,6 +203,7 @@ const tools::CommandLineSpec &commandLineSpec() {
        {"device", {"cpu", "cuda"}},
        {"cuda_graph", {"on", "off", "auto"}},
        {"multi_tensor", {"on", "off"}},
+       {"defer_transfer_waits", {"on", "off"}},
        {"report", {"json", "none"}}},
       {{"-n", "ranks"}}};
   return kSpec;
@@ -290,6 +300,8 @@ CommandLine parse(int argc, char **argv) {
                                                      : CudaGraphMode::Auto;
   options.deviceOptions.allowTf32 = absl::GetFlag(FLAGS_allow_tf32);
   options.deviceOptions.multiTensor = absl::GetFlag(FLAGS_multi_tensor) == "on";
+  options.deviceOptions.deferTransferWaits =
+      absl::GetFlag(FLAGS_defer_transfer_waits) == "on";
   checkPathsApart(line);
   return line;
 }
