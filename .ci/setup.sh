@@ -10,6 +10,7 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
   python3-dev pybind11-dev python3-numpy python3-pytest
+  python3-venv python3-pip python3-setuptools python3-wheel
   nlohmann-json3-dev libopenblas-dev libtbb-dev liburing-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libncurses-dev
 )

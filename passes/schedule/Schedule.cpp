@@ -196,9 +196,9 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
   /// host updates while the device still computes the backward, as
   /// ZeRO-Offload does. Hoisted, in order: each copy to the host (with the
   /// pure ops that only feed it), right after what it copies, its wait
-  /// right before its first reader; each update on the host right after
-  /// its operands. The copies of the
-  /// new values back to the device keep their place after the backward, so
+  /// right after it or, for a copy of a variable, right before its first
+  /// reader; each update on the host right after its operands. The copies of
+  /// the new values back to the device keep their place after the backward, so
   /// that a new parameter still lands in its own bytes once the backward
   /// has read the old one; their waits go after the last of them, with what
   /// reads their values, so that the copies run while the host finishes
@@ -275,12 +275,23 @@ struct ZeroSchedulePass : zerosbp::impl::ZeroScheduleBase<ZeroSchedulePass> {
         moveAfterInBlock(op, after);
       lastAfter[anchor] = op;
     }
-    // Each copy to the host is waited for right before its first reader (an
-    // update on the host), so that the device computes while it runs: the
-    // parameters copied at the step's start arrive during the forward.
+    // A copy of a variable's bytes to the host is waited for right before
+    // its first reader (an update on the host), so that the device computes
+    // while it runs: the parameters copied at the step's start arrive during
+    // the forward. A copy of a value of its own keeps its wait, which frees
+    // that value's bytes on the device.
+    auto copiesVariable = [](TransferStartOp start) {
+      Value source = start.getInput();
+      while (auto view = source.getDefiningOp<nn::ViewOpInterface>()) {
+        if (!view.getViewElementOffset())
+          return false;
+        source = view->getOperand(0);
+      }
+      return static_cast<bool>(source.getDefiningOp<nn::VariableOp>());
+    };
     for (Operation *op : order) {
       auto start = dyn_cast<TransferStartOp>(op);
-      if (!start || start.getTo() != MemoryKind::host)
+      if (!start || start.getTo() != MemoryKind::host || !copiesVariable(start))
         continue;
       Operation *wait = waitOfTransfer(start);
       Operation *firstReader = nullptr;

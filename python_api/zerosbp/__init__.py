@@ -23,6 +23,9 @@
 import os as _os
 import sys as _sys
 
+# The one place the version is written: the wheel's metadata reads it here.
+__version__ = "0.1.0"
+
 # OpenMPI loads its components as plugins that need libmpi's symbols, so the
 # extension (which links libmpi) is loaded with global symbols.
 _flags = _sys.getdlopenflags()
@@ -37,6 +40,19 @@ Error = _zerosbp.Error
 if _zerosbp.launched_by_mpirun():
     import atexit as _atexit
     _atexit.register(_zerosbp.mpi_finalize)
+
+    def _stop_the_job(kind, value, traceback, _report=_sys.excepthook):
+        """A rank that raises says why and exits without finalizing MPI, so
+        that mpirun stops every rank: finalized, it would leave its peers
+        waiting in their next collective until its timeout."""
+        _report(kind, value, traceback)
+        if issubclass(kind, KeyboardInterrupt):
+            return  # The launcher stops the job (docs/runtime.md#signals).
+        _sys.stdout.flush()
+        _sys.stderr.flush()
+        _os._exit(1)
+
+    _sys.excepthook = _stop_the_job
 
 from ._random import initial_seed, manual_seed  # noqa: E402
 from ._placement import placement  # noqa: E402

@@ -15,7 +15,7 @@ import tempfile
 
 import numpy as np
 
-from . import _zerosbp
+from . import _distributed, _zerosbp
 
 _SAFETENSORS_DTYPES = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
@@ -45,8 +45,13 @@ def _arrays(obj):
 def save(obj, path):
     """Saves a state dict (name -> array) or a module's state dict. A path
     ending in .safetensors writes one safetensors file; any other path is a
-    directory of <name>.npy files."""
+    directory of <name>.npy files. Under zerosbp.launch a module's state
+    dict is gathered by every rank (a collective) and written by rank 0; a
+    dict is written by each rank that saves it."""
+    from .nn.module import Module
     arrays = _arrays(obj)
+    if isinstance(obj, Module) and _distributed.rank() != 0:
+        return
     path = os.fspath(path)
     if path.endswith(".safetensors"):
         header, offset = {}, 0

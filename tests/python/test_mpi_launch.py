@@ -1,6 +1,7 @@
 """python3 -m zerosbp.launch -n 2: one process per rank over MPI gives the
-in-process result, and so does -n 4 on a [2, 2] placement with tensor
-parallelism and in two pipeline stages. Both launchers (zerosbp.launch and
+in-process result (zs.save of a module writes it once), and so does -n 4
+on a [2, 2] placement with tensor parallelism and in two pipeline stages.
+A rank that raises stops the job. Both launchers (zerosbp.launch and
 zero-run --backend mpi) refuse a hostfile they cannot use, and zero-run a
 --ranks its plan was not compiled for, in one line before mpirun starts.
 
@@ -41,6 +42,8 @@ SCRIPT = textwrap.dedent("""
         zs.save(state, {out!r} + "/params")
         json.dump({{"losses": losses, "world": zs.world_size()}},
                   open({out!r} + "/result.json", "w"))
+    # A module: every rank gathers, rank 0 writes.
+    zs.save(model, {out!r} + "/model.safetensors")
 """)
 
 
@@ -84,8 +87,36 @@ def test_launch_two_ranks_equals_in_process(tmp_path):
     losses = [float(graph(*b)) for b in models.mlp_batches(3, batch=8)]
     assert result["losses"] == losses  # Rank-order reductions: bit for bit.
     saved = zs.load(str(tmp_path / "params"))
+    whole = zs.load(str(tmp_path / "model.safetensors"))
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(saved[name], value, err_msg=name)
+        np.testing.assert_array_equal(whole[name], value, err_msg=name)
+
+
+RAISES = textwrap.dedent("""
+    import sys
+    import zerosbp as zs
+    sys.path.insert(0, {tests!r})
+    import models
+    if zs.rank() == 1:
+        raise RuntimeError("rank 1 gives up")
+    model = models.Mlp(hidden=32)
+    graph = models.train_graph(model, zs.optim.AdamW(model.parameters(),
+                               lr=0.01), stage=3, world=2)
+    for batch in models.mlp_batches(3, batch=8):
+        graph(*batch)  # Would wait for rank 1 in its collectives.
+""")
+
+
+def test_a_rank_that_raises_stops_the_job(tmp_path):
+    """Its traceback is printed and mpirun stops the other rank at once,
+    rather than leaving it in a collective until the timeout."""
+    script = tmp_path / "train.py"
+    script.write_text(RAISES.format(
+        tests=os.path.dirname(os.path.abspath(__file__))))
+    done = launch(tmp_path, "-n", "2", str(script), timeout=120)
+    assert done.returncode not in (0, None), done.stdout + done.stderr
+    assert "RuntimeError: rank 1 gives up" in done.stderr
 
 
 TENSOR_PARALLEL = textwrap.dedent("""

@@ -3,10 +3,11 @@
 
 // Two layers trained with Adam, their states in host memory. With
 // overlap_comm each update runs on the host as soon as its gradient shard
-// is there: the step and the parameter shards start for the host at the
-// start, each waited for right before the update that reads it, the second
-// layer's gradient right after the backward makes it, and its update before
-// the backward reaches the first layer. The new parameters come back after
+// is there: the step goes to the host at the start, and so do the
+// parameters, each waited for right before the update that reads it (a
+// variable's bytes need no freeing); the second layer's gradient right
+// after the backward makes it, and its update before the backward reaches
+// the first layer. The new parameters come back after
 // the backward (so that each lands in its own bytes), all started before any
 // is waited for.
 #p = #sbp.placement<cpu, [0]>
@@ -23,6 +24,7 @@ func.func @mlp() -> tensor<f32> {
 
 // CHECK:      %[[STEP:.*]] = nn.step
 // CHECK-NEXT: %[[F:.*]] = sbp.transfer_start %[[STEP]] from device to host
+// CHECK-NEXT: %[[STEPHOST:.*]] = sbp.transfer_wait %[[F]]
 // CHECK-NEXT: nn.variable "w1" param
 // CHECK-NEXT: nn.reshape
 // CHECK-NEXT: %[[FW1:.*]] = sbp.transfer_start {{.*}} from device to host : tensor<64xf32>
@@ -30,14 +32,13 @@ func.func @mlp() -> tensor<f32> {
 // CHECK-NEXT: %[[G2:.*]] = nn.matmul {{.*}}transpose_lhs{{.*}} -> tensor<16x8xf32>
 // CHECK-NEXT: %[[G2FLAT:.*]] = nn.reshape %[[G2]]
 // CHECK-NEXT: %[[F2:.*]] = sbp.transfer_start %[[G2FLAT]] from device to host
-// CHECK-NEXT: %[[STEPHOST:.*]] = sbp.transfer_wait %[[F]]
-// CHECK-NEXT: %[[W2HOST:.*]] = sbp.transfer_wait
 // CHECK-NEXT: %[[G2HOST:.*]] = sbp.transfer_wait %[[F2]]
+// CHECK-NEXT: %[[W2HOST:.*]] = sbp.transfer_wait
 // CHECK-NEXT: %[[NEW2:.*]], %{{.*}}, %{{.*}} = nn.adam %[[W2HOST]], %[[G2HOST]], {{.*}}, %[[STEPHOST]] {{.*}}zero.memory_kind = #sbp<memory host>
 // CHECK-NEXT: nn.matmul {{.*}} -> tensor<4x8xf32>
 // CHECK-NEXT: nn.matmul {{.*}}transpose_lhs{{.*}} -> tensor<8x8xf32>
-// CHECK:      %[[W1HOST:.*]] = sbp.transfer_wait %[[FW1]]
-// CHECK-NEXT: %[[G1HOST:.*]] = sbp.transfer_wait
+// CHECK:      %[[G1HOST:.*]] = sbp.transfer_wait
+// CHECK-NEXT: %[[W1HOST:.*]] = sbp.transfer_wait %[[FW1]]
 // CHECK-NEXT: %[[NEW1:.*]], %{{.*}}, %{{.*}} = nn.adam %[[W1HOST]], %[[G1HOST]], {{.*}}zero.memory_kind = #sbp<memory host>
 // CHECK-NEXT: sbp.transfer_start %[[NEW1]] from host to device
 // CHECK-NEXT: sbp.transfer_start %[[NEW2]] from host to device
