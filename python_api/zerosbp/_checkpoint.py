@@ -3,6 +3,7 @@ recomputed in the backward instead of kept (zero-remat,
 docs/design.md#activation-checkpointing)."""
 
 from . import _trace
+from .nn.module import Module
 
 
 def checkpoint(function, *args, **kwargs):
@@ -17,16 +18,10 @@ def checkpoint(function, *args, **kwargs):
     backward; the values in between are recomputed where the backward first
     needs them, with the same results bit for bit. An inference graph
     ignores it."""
-    from .nn.module import Module
     if isinstance(function, Module) and not args and not kwargs:
         object.__setattr__(function, "_checkpointed", True)
         return function
     if not callable(function):
         raise TypeError(f"checkpoint takes a module or a function, got "
                         f"{type(function).__name__}")
-    trace = _trace.current()
-    trace.capture.begin_checkpoint()
-    try:
-        return function(*args, **kwargs)
-    finally:
-        trace.capture.end_checkpoint()
+    return _trace.checkpointed(function, *args, **kwargs)

@@ -16,6 +16,8 @@ import tempfile
 import numpy as np
 
 from . import _distributed, _zerosbp
+from .nn.module import Module
+from .nn.parameter import Parameter
 
 _SAFETENSORS_DTYPES = {
     "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
@@ -26,8 +28,6 @@ _DTYPE_NAMES = {v: k for k, v in _SAFETENSORS_DTYPES.items()}
 
 
 def _arrays(obj):
-    from .nn.module import Module
-    from .nn.parameter import Parameter
     if isinstance(obj, Module):
         obj = obj.state_dict()
     if not isinstance(obj, dict):
@@ -48,7 +48,6 @@ def save(obj, path):
     directory of <name>.npy files. Under zerosbp.launch a module's state
     dict is gathered by every rank (a collective) and written by rank 0; a
     dict is written by each rank that saves it."""
-    from .nn.module import Module
     arrays = _arrays(obj)
     if isinstance(obj, Module) and _distributed.rank() != 0:
         return

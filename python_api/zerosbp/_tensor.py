@@ -208,11 +208,11 @@ class Tensor:
 
 
 def _handle(trace, value):
-    from .nn.parameter import Parameter
     if isinstance(value, Tensor):
         return value._handle
-    if isinstance(value, Parameter):
-        return trace.parameter(value)
+    # A parameter (nn.Parameter) stands for the graph tensor it reads.
+    if hasattr(value, "_graph_handle"):
+        return value._graph_handle(trace)
     raise TypeError(
         f"expected a graph tensor or parameter, got {type(value).__name__} "
         "(numpy arrays enter a graph only as arguments of build())")
@@ -248,5 +248,5 @@ def matmul(a, b):
 
 
 def _shape(x):
-    from .nn.parameter import Parameter
-    return tuple(x.shape) if isinstance(x, (Tensor, Parameter)) else ()
+    return tuple(x.shape) if isinstance(x, Tensor) or hasattr(
+        x, "_graph_handle") else ()

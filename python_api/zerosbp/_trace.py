@@ -79,3 +79,14 @@ def current():
 def set_current(trace):
     global _current
     _current = trace
+
+
+def checkpointed(function, *args, **kwargs):
+    """``function(*args, **kwargs)`` as one checkpointed segment of the
+    current trace (zs.checkpoint)."""
+    trace = current()
+    trace.capture.begin_checkpoint()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        trace.capture.end_checkpoint()

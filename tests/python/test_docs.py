@@ -5,6 +5,8 @@
   (pipeline parallelism, which refuses some of them, in a compile of its
   own), and exactly the rows marked "always" or "by default" with none.
   Every pass that passes/Passes.td declares is in a table.
+- docs/compiler.md's table of options is the one tests/python/
+  option_table.py makes from compiler/config/ConfigOptions.def.
 - Every relative link and #anchor in docs/*.md, README.md,
   python_api/README.md and passes/README.md resolves. Anchors are GitHub's:
   the heading in lower case, punctuation removed, spaces as '-', and -1,
@@ -16,6 +18,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -206,6 +209,20 @@ def links(path):
         line = re.sub(r"`[^`]*`", "", line)
         for match in re.finditer(r"!?\[[^\]]*\]\(([^)\s]+)\)", line):
             yield number, match.group(1)
+
+
+def test_option_table_is_the_def_file():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import option_table
+    with open(os.path.join(ROOT, "docs", "compiler.md")) as f:
+        text = f.read()
+    table = option_table.table()
+    assert len(option_table.rows()) > 40
+    documented = re.search(r"^\| key \|.*?\n(?!\|)", text, re.S | re.M)
+    assert documented, "docs/compiler.md has no option table"
+    assert documented.group(0) == table, (
+        "docs/compiler.md's option table differs from ConfigOptions.def; "
+        "replace it with the output of python3 tests/python/option_table.py")
 
 
 def test_link_checker_anchors():

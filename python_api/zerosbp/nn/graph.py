@@ -22,7 +22,7 @@ import tempfile
 
 import numpy as np
 
-from .. import _distributed, _pipeline, _trace, _zerosbp
+from .. import _distributed, _stages, _trace, _zerosbp
 from .._placement import placement as Placement
 from .._tensor import Tensor
 from .graph_config import GraphConfig, pipeline_stages_of
@@ -274,7 +274,7 @@ class Graph:
                 tensor._input_name = name  # For messages about it.
                 inputs.append(tensor)
             result = self.build(*inputs)
-            _pipeline.check_stages(trace)
+            _stages.check_stages(trace)
             inference = trace.loss is None
             self._workdir = self._workdir or tempfile.mkdtemp(
                 prefix="zerosbp-graph-")

@@ -4,6 +4,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import _stages, _trace
 from .parameter import Parameter, _describe
 
 
@@ -44,15 +45,13 @@ class Module:
     def __call__(self, *args, **kwargs):
         stage = self.__dict__.get("_pipeline_stage")
         if stage is not None:
-            from .._pipeline import on_stage
-            with on_stage(self, stage):
+            with _stages.on_stage(self, stage):
                 return self._forward_call(*args, **kwargs)
         return self._forward_call(*args, **kwargs)
 
     def _forward_call(self, *args, **kwargs):
         if getattr(self, "_checkpointed", False):
-            from .._checkpoint import checkpoint
-            return checkpoint(self.forward, *args, **kwargs)
+            return _trace.checkpointed(self.forward, *args, **kwargs)
         return self.forward(*args, **kwargs)
 
     def named_parameters(self, prefix="", remove_duplicate=True):

@@ -6,6 +6,7 @@ import numpy as np
 from .. import _trace
 from .. import sbp as _sbp
 from .._placement import placement as _Placement
+from .._tensor import Tensor
 
 
 def _sbp_text(sbp):
@@ -151,9 +152,11 @@ class Parameter:
         return sbp
 
     # Inside build(), a parameter acts as the graph tensor it stands for.
+    def _graph_handle(self, trace):
+        return trace.parameter(self)
+
     def _traced(self):
-        from .._tensor import Tensor
-        return Tensor(_trace.current().parameter(self))
+        return Tensor(self._graph_handle(_trace.current()))
 
     def __getattr__(self, name):
         if name.startswith("_"):
