@@ -506,7 +506,7 @@ def ZeroPartition : Pass<"zero-partition", "::mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def ZeroBucketing : Pass<"zero-bucketing", "::mlir::func::FuncOp"> {
-  let summary = "Fuses collectives into buckets, in the same order on every rank";
+  let summary = "Fuses collectives into same-order buckets; 2-D ones in two rounds";
   let description = [{
     Runs on the output of zero-partition. Variables move to the top of the
     function and assignments to its end (a variable's reads see the step's
