@@ -67,6 +67,8 @@ static std::string dtypeOf(Type type) {
     return "i32";
   if (type.isInteger(1))
     return "i1";
+  if (type.isInteger(8))
+    return "i8";
   std::string text;
   llvm::raw_string_ostream os(text);
   type.print(os);

@@ -217,6 +217,8 @@ void reduceInRankOrder(DType type, const std::vector<const void *> &sources,
     return reduceInt<int32_t>(sources, out, count, op);
   case DType::I1:
     return reduceBool(sources, out, count);
+  case DType::I8:
+    return reduceInt<int8_t>(sources, out, count, op);
   }
   throw RuntimeError("reduction of an unknown element type");
 }

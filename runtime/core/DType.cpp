@@ -21,6 +21,8 @@ std::optional<DType> parseDType(std::string_view name) {
     return DType::I32;
   if (name == "i1")
     return DType::I1;
+  if (name == "i8")
+    return DType::I8;
   return std::nullopt;
 }
 
@@ -40,6 +42,8 @@ const char *dtypeName(DType type) {
     return "i32";
   case DType::I1:
     return "i1";
+  case DType::I8:
+    return "i8";
   }
   return "?";
 }
@@ -56,6 +60,7 @@ size_t dtypeBytes(DType type) {
   case DType::I64:
     return 8;
   case DType::I1:
+  case DType::I8:
     return 1;
   }
   return 0;

@@ -16,9 +16,10 @@
 
 namespace zerosbp::runtime {
 
-enum class DType { F32, F16, BF16, F64, I64, I32, I1 };
+enum class DType { F32, F16, BF16, F64, I64, I32, I1, I8 };
 
-/// `f32`, `f16`, `bf16`, `f64`, `i64`, `i32`, `i1`; nullopt for other text.
+/// `f32`, `f16`, `bf16`, `f64`, `i64`, `i32`, `i1`, `i8`; nullopt for other
+/// text.
 std::optional<DType> parseDType(std::string_view name);
 const char *dtypeName(DType type);
 /// Bytes per element: ceil(bits / 8).

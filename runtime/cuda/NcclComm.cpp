@@ -51,6 +51,8 @@ ncclDataType_t ncclType(DType type) {
     return ncclInt32;
   case DType::I1:
     return ncclUint8;
+  case DType::I8:
+    return ncclInt8;
   }
   return ncclUint8;
 }

@@ -54,6 +54,8 @@ KernelSignature tanhGradKernel;
 
 // Dropout.cu
 KernelSignature dropoutKernel;
+KernelSignature quantizeKernel;
+KernelSignature dequantizeKernel;
 
 // Normalization.cu
 KernelSignature layerNormKernel;

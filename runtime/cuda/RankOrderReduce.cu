@@ -128,6 +128,9 @@ void reduceInRankOrderOnDevice(DType type,
   case DType::I1:
     reduceBools<<<blocks, kThreads, 0, stream>>>(p, count);
     break;
+  case DType::I8:
+    reduceStored<int8_t><<<blocks, kThreads, 0, stream>>>(p, count, max);
+    break;
   }
   checkLaunch("device reduction");
 }

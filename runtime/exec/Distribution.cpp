@@ -172,6 +172,9 @@ void storeElements(const TensorRef &tensor, const std::vector<double> &values) {
     case DType::I1:
       tensor.as<uint8_t>()[i] = value != 0;
       break;
+    case DType::I8:
+      tensor.as<int8_t>()[i] = static_cast<int8_t>(value);
+      break;
     }
   }
 }
@@ -201,6 +204,9 @@ std::vector<double> loadElements(const TensorRef &tensor) {
       break;
     case DType::I1:
       values[i] = tensor.as<uint8_t>()[i];
+      break;
+    case DType::I8:
+      values[i] = tensor.as<int8_t>()[i];
       break;
     }
   }

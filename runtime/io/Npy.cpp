@@ -69,8 +69,10 @@ DType parseDescr(std::string descr, const std::string &source) {
     return DType::I32;
   if (descr == "|b1")
     return DType::I1;
+  if (descr == "|i1")
+    return DType::I8;
   throw RuntimeError(source + ": unsupported .npy dtype '" + descr + "'" +
-                     " (expected little-endian f4, f8, f2, i8, i4 or b1)");
+                     " (expected little-endian f4, f8, f2, i8, i4, i1 or b1)");
 }
 
 const char *descrOf(DType type) {
@@ -87,6 +89,8 @@ const char *descrOf(DType type) {
     return "<i4";
   case DType::I1:
     return "|b1";
+  case DType::I8:
+    return "|i1";
   case DType::BF16:
     break;
   }
@@ -276,6 +280,8 @@ double npyElement(const NpyArray &array, int64_t index) {
   }
   case DType::I1:
     return *at ? 1 : 0;
+  case DType::I8:
+    return static_cast<int8_t>(*at);
   }
   return 0;
 }

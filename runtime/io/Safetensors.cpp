@@ -32,7 +32,7 @@ struct DTypeName {
 constexpr DTypeName kDTypeNames[] = {{DType::F32, "F32"},   {DType::F16, "F16"},
                                      {DType::BF16, "BF16"}, {DType::F64, "F64"},
                                      {DType::I64, "I64"},   {DType::I32, "I32"},
-                                     {DType::I1, "BOOL"}};
+                                     {DType::I1, "BOOL"},   {DType::I8, "I8"}};
 
 /// Elements times element size, or -1 past kMaxTensorBytes.
 int64_t checkedBytes(const std::vector<int64_t> &shape, DType type) {

@@ -49,6 +49,9 @@ uint64_t fillBits(double value, DType type) {
   case DType::I1:
     bits = value != 0.0 ? 1 : 0;
     break;
+  case DType::I8:
+    bits = static_cast<uint8_t>(static_cast<int8_t>(value));
+    break;
   }
   return bits;
 }

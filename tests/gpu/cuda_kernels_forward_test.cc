@@ -107,6 +107,37 @@ TEST_F(CudaKernelsForward, DropoutMasksLikeTheCpuBitForBit) {
                    {{DType::F32, {2, 37, 129}}}, exactBits(), "shard");
 }
 
+TEST_F(CudaKernelsForward, BlockQuantizationLikeTheCpuBitForBit) {
+  // Blocks of several sizes with a short last one, a zero block and a NaN
+  // block; codes, scales and dequantized values (NaN as 0x7fc00000 on
+  // both) equal the CPU's bits.
+  std::vector<double> values(4099);
+  HostTensor random = randomTensor(DType::F32, {4099}, 11, -3.0, 2.0);
+  for (int64_t i = 0; i < 4099; ++i)
+    values[i] = i < 64 ? 0.0 : (i == 200 ? NAN : random.get(i));
+  for (DType type : {DType::F32, DType::BF16}) {
+    HostTensor x = makeTensor(type, {4099}, values);
+    for (int64_t bits : {8, 4})
+      for (int64_t block : {2, 64, 100, 2048}) {
+        AttrMap attrs = makeAttrs({{"block_size", block}, {"bits", bits}});
+        int64_t blocks = (4099 + block - 1) / block;
+        int64_t bytes = (4099 * bits + 7) / 8;
+        std::string what = std::string(dtypeName(type)) + ", " +
+                           std::to_string(bits) + " bits, block " +
+                           std::to_string(block);
+        expectMatchesCpu("nn.quantize", attrs, {&x},
+                         {{DType::I8, {bytes}}, {DType::F32, {blocks}}},
+                         exactBits(), what);
+        HostTensor codes = randomTensor(DType::I8, {bytes}, 12, -128.0, 128.0);
+        HostTensor scales = randomTensor(DType::F32, {blocks}, 13, 0.0, 0.1);
+        scales.set(1, NAN);
+        scales.set(blocks - 1, INFINITY); // Codes 0 there give NaN too.
+        expectMatchesCpu("nn.dequantize", attrs, {&codes, &scales},
+                         {{type, {4099}}}, exactBits(), what);
+      }
+  }
+}
+
 TEST_F(CudaKernelsForward, CastRoundsLikeTheCpuBitForBit) {
   // Values that exercise every branch of the f16 and bf16 rounding: ties,
   // subnormals, overflow to infinity, NaN, signed zeros.

@@ -29,6 +29,11 @@ static int64_t sampleCount(ArrayRef<int64_t> logits) {
   return product;
 }
 
+void DequantizeOp::localizeAttrs(function_ref<RankedTensorType(Value)>,
+                                 Builder &builder) {
+  setShapeAttr(builder.getDenseI64ArrayAttr(getResult().getType().getShape()));
+}
+
 void SliceOp::localizeAttrs(function_ref<RankedTensorType(Value)> globalTypeOf,
                             Builder &builder) {
   // Only whole dims may be split: they keep the whole local dim.

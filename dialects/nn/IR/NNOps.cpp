@@ -680,6 +680,70 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+/// The block size and bit width of nn.quantize / nn.dequantize, checked;
+/// the element count's codes (bytes) and blocks.
+static FailureOr<std::pair<int64_t, int64_t>>
+quantizedSizes(const Inference &infer, int64_t blockSize, int64_t bits,
+               int64_t count) {
+  if (blockSize < 1)
+    return infer.error("block_size must be at least 1, got " +
+                       Twine(blockSize));
+  if (bits != 8 && bits != 4)
+    return infer.error("bits must be 8 or 4, got " + Twine(bits));
+  if (bits == 4 && blockSize % 2)
+    return infer.error("4-bit codes need an even block_size, got " +
+                       Twine(blockSize));
+  return std::make_pair((count * bits + 7) / 8,
+                        (count + blockSize - 1) / blockSize);
+}
+
+LogicalResult QuantizeOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "quantize");
+  RankedTensorType x = tensorOf(adaptor.getInput());
+  FailureOr<std::pair<int64_t, int64_t>> sizes = quantizedSizes(
+      infer, static_cast<int64_t>(adaptor.getBlockSize()),
+      static_cast<int64_t>(adaptor.getBits()), x.getNumElements());
+  if (failed(sizes))
+    return failure();
+  types.push_back(plain({sizes->first}, IntegerType::get(ctx, 8)));
+  types.push_back(plain({sizes->second}, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult DequantizeOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  Inference infer(loc, "dequantize");
+  Type dtype = adaptor.getDtype();
+  if (!dtype.isF32() && !dtype.isF16() && !dtype.isBF16())
+    return infer.error("dtype must be f32, f16 or bf16");
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0)
+      return infer.error("shape has a negative dim");
+    count *= dim;
+  }
+  FailureOr<std::pair<int64_t, int64_t>> sizes =
+      quantizedSizes(infer, static_cast<int64_t>(adaptor.getBlockSize()),
+                     static_cast<int64_t>(adaptor.getBits()), count);
+  if (failed(sizes))
+    return failure();
+  int64_t codes = tensorOf(adaptor.getCodes()).getNumElements();
+  int64_t scales = tensorOf(adaptor.getScales()).getNumElements();
+  if (codes != sizes->first || scales != sizes->second)
+    return infer.error("codes and scales of " + Twine(codes) + " and " +
+                       Twine(scales) + " elements are not those of " +
+                       Twine(count) + " elements (" + Twine(sizes->first) +
+                       " and " + Twine(sizes->second) + ")");
+  types.push_back(plain(shape, dtype));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization, softmax, embedding, loss
 //===----------------------------------------------------------------------===//

@@ -21,6 +21,7 @@ def NN_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 def NN_F32Tensor : StaticShapeTensorOf<[F32]>;
 def NN_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def NN_StepTensor : 0DTensorOf<[I64]>;
+def NN_CodeTensor : StaticShapeTensorOf<[I8]>;
 
 // `sbpMethods` names the SbpOpInterface methods with a default that the op
 // overrides, as NN_LocalView.
@@ -356,6 +357,46 @@ def NN_CastOp : NN_Op<"cast", [Pure, NN_Differentiable]> {
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
+}
+
+def NN_QuantizeOp : NN_InferredOp<"quantize"> {
+  let summary = "block-wise symmetric quantization to 8- or 4-bit codes";
+  let description = [{
+    ZeRO++'s block quantization (runtime/kernels/BlockQuantize.h): the
+    input's elements, row-major, are cut into blocks of `block_size`, the
+    last one possibly shorter. Block b keeps one f32 scale amax_b / L, with
+    amax_b its largest magnitude and L = 2^(bits-1) - 1, and each element
+    becomes the code rint(x * L / amax_b) in [-L, L] (round half to even).
+    `codes` is 1-D i8: one code per byte at 8 bits, two at 4 (element 2k in
+    the low nibble of byte k; `block_size` must then be even, so that no
+    byte holds two blocks). `scales` is 1-D f32, one per block. Precision is
+    lost here, and only here: `nn.dequantize` gives every element back
+    within scale_b / 2.
+
+    A 1-D input split `S(0)` gives codes and scales split `S(0)`: each rank
+    quantizes its own part, which are the global op's blocks when every
+    part is a whole number of blocks (the pass that inserts the op pads the
+    parts so).
+  }];
+  let arguments = (ins NN_FloatTensor:$input, I64Attr:$block_size,
+                       DefaultValuedAttr<I64Attr, "8">:$bits);
+  let results = (outs NN_CodeTensor:$codes, NN_F32Tensor:$scales);
+}
+
+def NN_DequantizeOp : NN_InferredOp<"dequantize", [], NN_LocalView> {
+  let summary = "the float values of nn.quantize's codes and scales";
+  let description = [{
+    Element i is code_i * scale_b, b = i / `block_size`, computed in f32
+    and rounded once to `dtype`; `shape` is the result's shape, whose
+    element count the codes and scales must be made for. A block whose
+    scale is not finite gives NaN. In the local view `shape` is the
+    rank's part.
+  }];
+  let arguments = (ins NN_CodeTensor:$codes, NN_F32Tensor:$scales,
+                       I64Attr:$block_size,
+                       DefaultValuedAttr<I64Attr, "8">:$bits,
+                       DenseI64ArrayAttr:$shape, TypeAttr:$dtype);
+  let results = (outs NN_FloatTensor:$result);
 }
 
 //===----------------------------------------------------------------------===//

@@ -302,6 +302,23 @@ void CastOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
   sig.passThrough(1, 1);
 }
 
+/// Every rank quantizes its own part of a 1-D split: the global op's blocks
+/// when the parts are whole blocks, which the inserting pass arranges.
+void QuantizeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  sig.add({sig.b()}, {sig.b(), sig.b()});
+  if (rankOf(getInput()) == 1)
+    sig.add({sig.s(0)}, {sig.s(0), sig.s(0)});
+}
+
+/// A 1-D result from split codes and scales, as nn.quantize made them.
+void DequantizeOp::getSbpSignatures(SmallVectorImpl<SbpSignature> &out) {
+  Signatures sig(*this, out);
+  sig.add({sig.b(), sig.b()}, {sig.b()});
+  if (getShape().size() == 1)
+    sig.add({sig.s(0), sig.s(0)}, {sig.s(0)});
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization, softmax, embedding, loss
 //===----------------------------------------------------------------------===//

@@ -42,6 +42,10 @@ KernelSignature castKernel;
 // Dropout.cpp
 KernelSignature dropoutKernel;
 
+// Quantize.cpp
+KernelSignature quantizeKernel;
+KernelSignature dequantizeKernel;
+
 // Activations.cpp
 KernelSignature reluKernel;
 KernelSignature geluKernel;

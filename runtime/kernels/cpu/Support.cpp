@@ -83,6 +83,8 @@ int64_t readInteger(const TensorRef &tensor) {
     return *tensor.as<const int64_t>();
   case DType::I32:
     return *tensor.as<const int32_t>();
+  case DType::I8:
+    return *tensor.as<const int8_t>();
   default:
     return static_cast<int64_t>(readScalar(tensor));
   }

@@ -50,6 +50,8 @@ const char *const kPlanOps[] = {
     "nn.scale",
     "nn.cast",
     "nn.dropout",
+    "nn.quantize",
+    "nn.dequantize",
     "nn.layer_norm",
     "nn.softmax",
     "nn.embedding",

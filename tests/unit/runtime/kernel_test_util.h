@@ -68,6 +68,8 @@ public:
       return ref.as<int32_t>()[i];
     case DType::I1:
       return ref.as<uint8_t>()[i];
+    case DType::I8:
+      return ref.as<int8_t>()[i];
     }
     return 0;
   }
@@ -95,6 +97,9 @@ public:
       return;
     case DType::I1:
       ref.as<uint8_t>()[i] = value != 0;
+      return;
+    case DType::I8:
+      ref.as<int8_t>()[i] = static_cast<int8_t>(value);
       return;
     }
   }
