@@ -11,12 +11,12 @@
 #include "runtime/cuda/StreamMemory.h"
 #include "runtime/cuda/Support.h"
 #include "runtime/exec/Collectives.h"
-#include "runtime/exec/DeferredTransfers.h"
 #include "runtime/exec/Distribution.h"
 #include "runtime/exec/PreparedProgram.h"
 #include "runtime/exec/RankAttrs.h"
 #include "runtime/io/SwapFile.h"
 #include "runtime/kernels/Kernel.h"
+#include "runtime/plan/DeferredTransfers.h"
 
 #include <cuda_runtime_api.h>
 

@@ -64,7 +64,7 @@ struct DeviceOptions {
   bool multiTensor = true;
   /// Transfer waits with nothing after them in the step that touches their
   /// bytes wait at the next step's first reader instead
-  /// (zero-run --defer-transfer-waits, runtime/exec/DeferredTransfers.h).
+  /// (zero-run --defer-transfer-waits, runtime/plan/DeferredTransfers.h).
   bool deferTransferWaits = true;
 };
 

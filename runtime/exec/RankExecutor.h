@@ -20,13 +20,13 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/Tensor.h"
 #include "runtime/exec/CommStream.h"
-#include "runtime/exec/DeferredTransfers.h"
 #include "runtime/exec/Executor.h"
 #include "runtime/exec/MemoryTracker.h"
 #include "runtime/exec/PreparedProgram.h"
 #include "runtime/exec/StepTrace.h"
 #include "runtime/io/SwapFile.h"
 #include "runtime/kernels/Kernel.h"
+#include "runtime/plan/DeferredTransfers.h"
 #include "runtime/plan/Plan.h"
 
 #include <functional>

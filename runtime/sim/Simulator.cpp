@@ -3,6 +3,7 @@
 #include "runtime/sim/Simulator.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/plan/DeferredTransfers.h"
 
 #include <algorithm>
 #include <deque>
@@ -59,6 +60,17 @@ struct StreamClocks {
   double now = 0, commFree = 0, copyFree = 0, hostFree = 0;
   std::map<int, double> collectiveDone, transferDone;
   double end() const { return std::max({now, commFree, copyFree, hostFree}); }
+  /// Where the host sees the step end when transfers are left unwaited:
+  /// every stream but the copy stream is done.
+  double hostEnd() const { return std::max({now, commFree, hostFree}); }
+  /// The same clocks with `origin` as time 0.
+  void rebase(double origin) {
+    for (double *clock : {&now, &commFree, &copyFree, &hostFree})
+      *clock -= origin;
+    for (auto *done : {&collectiveDone, &transferDone})
+      for (auto &[id, at] : *done)
+        at -= origin;
+  }
 };
 
 /// The step, instruction by instruction, on one rank of every pipeline
@@ -76,7 +88,8 @@ public:
             device.collectivesUseCores &&
             static_cast<double>(options.threads * topology.ranksPerNode) >=
                 static_cast<double>(device.cores)),
-        stages(plan.pipeline ? plan.pipeline->stages : 1), clocks(stages) {
+        stages(plan.pipeline ? plan.pipeline->stages : 1), clocks(stages),
+        deferred(stages), unsettled(stages) {
     sim.share = shares.matmul;
     sim.bytesSentByAxis.assign(std::max<size_t>(plan.hierarchy.size(), 1), 0);
     sim.secondsByAxis.assign(sim.bytesSentByAxis.size(), 0);
@@ -85,22 +98,71 @@ public:
           groupLayout(plan, static_cast<int>(axis), topology));
     if (plan.hierarchy.empty())
       sim.axisGroups.emplace_back();
+    bool defers = false;
+    for (int stage = 0; stage < stages && options.deferTransferWaits; ++stage) {
+      std::vector<char> runs(plan.instructions.size());
+      for (size_t i = 0; i < runs.size(); ++i)
+        runs[i] = plan.runsOn(plan.instructions[i], stage);
+      deferred[stage] = planDeferredTransfers(plan, runs);
+      unsettled[stage].assign(deferred[stage].source.size(), 0);
+      defers = defers || deferred[stage].any();
+    }
+    if (!defers)
+      deferred.clear();
   }
 
   Simulation run() {
-    for (const Instruction &instruction : plan.instructions) {
+    if (deferred.empty()) {
+      replayStep();
+      // Work still in flight at the end of the program ends the step too.
+      for (const StreamClocks &rank : clocks)
+        sim.stageSeconds.push_back(rank.end());
+      return finish();
+    }
+    // The first step leaves its last copies in flight; the second starts
+    // where the host saw the first end and waits for them.
+    Simulation fresh = sim;
+    replayStep();
+    for (StreamClocks &rank : clocks)
+      rank.rebase(rank.hostEnd());
+    sim = std::move(fresh);
+    replayStep();
+    for (const StreamClocks &rank : clocks)
+      sim.stageSeconds.push_back(rank.hostEnd());
+    return finish();
+  }
+
+private:
+  void replayStep() {
+    for (size_t i = 0; i < plan.instructions.size(); ++i) {
+      const Instruction &instruction = plan.instructions[i];
       if (instruction.kind == InstructionKind::CollectiveStart &&
           instruction.collective == CollectiveKind::SendRecv) {
         sendRecv(instruction);
         continue;
       }
       for (int stage = 0; stage < stages; ++stage)
-        if (plan.runsOn(instruction, stage))
-          replay(instruction, stage);
+        if (plan.runsOn(instruction, stage)) {
+          settleBefore(i, stage);
+          replay(instruction, i, stage);
+        }
     }
-    // Work still in flight at the end of the program ends the step too.
-    for (const StreamClocks &rank : clocks)
-      sim.stageSeconds.push_back(rank.end());
+  }
+
+  /// The compute stream of `stage` waits for an earlier step's transfers
+  /// whose bytes instruction `index` is the first to touch.
+  void settleBefore(size_t index, int stage) {
+    if (deferred.empty())
+      return;
+    for (int transfer : deferred[stage].settleBefore[index])
+      if (unsettled[stage][transfer]) {
+        waitFor(clocks[stage], clocks[stage].transferDone, transfer,
+                stage == 0 ? &sim.transferExposedSeconds : nullptr);
+        unsettled[stage][transfer] = 0;
+      }
+  }
+
+  Simulation finish() {
     sim.stepSeconds =
         *std::max_element(sim.stageSeconds.begin(), sim.stageSeconds.end());
     for (const PlanArena &arena : plan.arenas) {
@@ -115,10 +177,9 @@ public:
     return sim;
   }
 
-private:
-  /// Instruction `instruction` on the rank of `stage`; only stage 0's
-  /// counts in the report.
-  void replay(const Instruction &instruction, int stage) {
+  /// Instruction `instruction` (number `index`) on the rank of `stage`;
+  /// only stage 0's counts in the report.
+  void replay(const Instruction &instruction, size_t index, int stage) {
     StreamClocks &rank = clocks[stage];
     bool counted = stage == 0;
     switch (instruction.kind) {
@@ -139,6 +200,10 @@ private:
       startTransfer(instruction, rank, counted);
       break;
     case InstructionKind::TransferWait:
+      if (!deferred.empty() && deferred[stage].deferred[index]) {
+        unsettled[stage][instruction.transfer] = 1;
+        break;
+      }
       waitFor(rank, rank.transferDone, instruction.transfer,
               counted ? &sim.transferExposedSeconds : nullptr);
       break;
@@ -340,6 +405,10 @@ private:
   bool coresFull;
   int stages;
   std::vector<StreamClocks> clocks; // By stage.
+  /// By stage: the transfer waits left to the next step, and by transfer
+  /// whether one is unwaited; empty when none are (or not asked for).
+  std::vector<DeferredTransfers> deferred;
+  std::vector<std::vector<char>> unsettled;
   /// Per (source, target) stage: when each message sent by a send half and
   /// not yet received arrives, oldest first.
   std::map<std::pair<int, int>, std::deque<double>> inFlight;

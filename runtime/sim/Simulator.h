@@ -19,6 +19,12 @@
 // are free. The step ends when the last stage does; the rest of the report
 // is rank 0's, as the runtime's report is.
 //
+// Where the runtime leaves transfer waits to the next step
+// (runtime/plan/DeferredTransfers.h), a step ends without them and the next
+// one waits for those copies where it first touches their bytes: the
+// replay runs two steps, the second starting where the first returned to
+// the host, and reports the second.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ZEROSBP_RUNTIME_SIM_SIMULATOR_H
@@ -40,6 +46,10 @@ namespace zerosbp::runtime::sim {
 struct SimOptions {
   /// CPU devices: the threads each rank computes with (zero-run --threads).
   int threads = 1;
+  /// Transfer waits left to the next step, as the runtime leaves them
+  /// (zero-run --defer-transfer-waits): then two steps are replayed and
+  /// the second, which waits for the first's copies, is reported.
+  bool deferTransferWaits = true;
 };
 
 struct OpSummary {

@@ -40,6 +40,9 @@ ABSL_FLAG(std::optional<std::string>, device_file, std::nullopt,
           "a device as JSON (measured rates; bench/sim writes this machine's)");
 ABSL_FLAG(int, threads, 1,
           "CPU devices: threads each rank computes with (zero-run --threads)");
+ABSL_FLAG(std::string, defer_transfer_waits, "on",
+          "on or off, as zero-run's: transfers nothing later in the step "
+          "touches are waited for by the next step (two steps are replayed)");
 ABSL_FLAG(std::string, algorithm, "",
           "collective algorithm: auto, ring, tree or direct (default: the "
           "device's)");
@@ -64,11 +67,13 @@ const tools::CommandLineSpec &commandLineSpec() {
       "intra=BW,inter=BW,latency=T (--device NAME | --device-file FILE) "
       "[--threads T] [--algorithm auto|ring|tree|direct] "
       "[--matmul-efficiency F] [--memory-efficiency F] "
+      "[--defer-transfer-waits on|off] "
       "[--report text|json] [--report-file FILE]",
       __FILE__,
       {{"threads", 1, 256}},
       {{"report", {"text", "json"}},
-       {"algorithm", {"auto", "ring", "tree", "direct"}}},
+       {"algorithm", {"auto", "ring", "tree", "direct"}},
+       {"defer_transfer_waits", {"on", "off"}}},
       {}};
   return kSpec;
 }
@@ -301,6 +306,8 @@ int main(int argc, char **argv) {
     }
     SimOptions options;
     options.threads = absl::GetFlag(FLAGS_threads);
+    options.deferTransferWaits =
+        absl::GetFlag(FLAGS_defer_transfer_waits) == "on";
     if (options.threads != 1 && device.cores == 0)
       usageError("--threads applies to CPU devices (a device file with "
                  "\"cores\")");

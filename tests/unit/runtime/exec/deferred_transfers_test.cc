@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/InProcessComm.h"
-#include "runtime/exec/DeferredTransfers.h"
+#include "runtime/plan/DeferredTransfers.h"
 #include "runtime/exec/RankExecutor.h"
 #include "runtime/plan/Plan.h"
 

@@ -630,4 +630,61 @@ TEST(Simulator, GpuRunsOffloadedUpdatesOnTheHostStream) {
   EXPECT_NEAR(sim.stepSeconds, 1.2e-3 + 65.536e-6, 1e-12);
 }
 
+TEST(Simulator, CopiesBackOverlapTheNextForward) {
+  // Two matmuls (65.536 us each at 1 GFLOP/s); the second reads w, which
+  // the host updates (512 FLOPs at 100 MFLOP/s: 5.12 us) and copies back
+  // (2,048 bytes at 20 MB/s: 102.4 us) after them.
+  Plan plan;
+  plan.world = 2;
+  plan.hierarchy = {2};
+  plan.arenas = {PlanArena{MemoryKind::Device, 16384},
+                 PlanArena{MemoryKind::Host, 2048}};
+  auto buffer = [](int arena, int64_t offset, int64_t bytes) {
+    PlanBuffer b;
+    b.arena = arena;
+    b.offset = offset;
+    b.bytes = bytes;
+    return b;
+  };
+  plan.buffers = {buffer(0, 0, 8192), buffer(0, 8192, 2048),
+                  buffer(0, 10240, 4096), buffer(1, 0, 2048),
+                  buffer(0, 14336, 2048)};
+  // x, w, y, w in host memory, v.
+  plan.values = {value({64, 32}), value({32, 16}), value({64, 16}),
+                 value({32, 16}), value({32, 16})};
+  for (int id = 0; id < 5; ++id)
+    plan.values[id].buffer = id;
+  plan.numTransfers = 1;
+  Instruction first = matmul();
+  first.operands = {0, 4};
+  Instruction update;
+  update.op = "nn.add";
+  update.memory = MemoryKind::Host;
+  update.operands = {3, 3};
+  update.results = {3};
+  Instruction back = transferOf(0, MemoryKind::Host, MemoryKind::Device);
+  back.operands = {3};
+  back.results = {1};
+  plan.instructions = {first, matmul(), update, back, transferWait(0)};
+  Topology topology = parseTopology(
+      "nodes=1,ranks_per_node=2,intra=1GB/s,latency=0,pcie=20MB/s");
+  DeviceModel gpu = slowDevice();
+  gpu.hostVectorFlops = 1e8;
+  gpu.hostMemoryBandwidth = 1e15;
+  // Waited in the step: both matmuls, then the copy back.
+  SimOptions inStep;
+  inStep.deferTransferWaits = false;
+  Simulation sim = simulate(plan, topology, gpu, inStep);
+  EXPECT_NEAR(sim.stepSeconds, 2 * 65.536e-6 + 102.4e-6, 1e-12);
+  EXPECT_NEAR(sim.transferExposedSeconds, 102.4e-6, 1e-12);
+  // Deferred: the next step's first matmul runs while the copy finishes,
+  // and its second waits 102.4 - 65.536 us for it.
+  sim = simulate(plan, topology, gpu);
+  EXPECT_NEAR(sim.stepSeconds, 102.4e-6 + 65.536e-6, 1e-12);
+  EXPECT_NEAR(sim.transferExposedSeconds, 102.4e-6 - 65.536e-6, 1e-12);
+  // The second step's counts are one step's.
+  EXPECT_NEAR(sim.computeSeconds, 2 * 65.536e-6, 1e-12);
+  EXPECT_NEAR(sim.hostBusySeconds, 5.12e-6, 1e-12);
+}
+
 } // namespace

@@ -49,8 +49,9 @@ struct DeferredTransfers {
 /// The waits of `plan`'s transfers that the instructions `runs` marks (a
 /// rank's) can leave to the next step: a transfer_wait after which no
 /// instruction of the step reads or writes the bytes its transfer reads or
-/// writes. Transfers do not count: they run in start order on the copy
-/// stream, after every earlier one.
+/// writes, and that an instruction of the next step does. Transfers do not
+/// count: they run in start order on the copy stream, after every earlier
+/// one.
 DeferredTransfers planDeferredTransfers(const Plan &plan,
                                         const std::vector<char> &runs);
 

@@ -1,13 +1,17 @@
 //===- DeferredTransfers.cpp - transfer waits left to the next step -------===//
 
-#include "runtime/exec/DeferredTransfers.h"
+#include "runtime/plan/DeferredTransfers.h"
 
 #include <algorithm>
 
 namespace zerosbp::runtime {
 
 ArenaRange valueRange(const Plan &plan, int id) {
-  const PlanBuffer &buffer = plan.buffers[plan.values[id].buffer];
+  int index = plan.values[id].buffer;
+  // A plan built by hand without buffers (a cost model's test): no bytes.
+  if (index < 0 || index >= static_cast<int>(plan.buffers.size()))
+    return {-1, 0, 0};
+  const PlanBuffer &buffer = plan.buffers[index];
   int64_t begin = plan.arenaOffset(id);
   return {buffer.arena, begin, begin + plan.values[id].bytes()};
 }
@@ -46,8 +50,14 @@ DeferredTransfers planDeferredTransfers(const Plan &plan,
                                         const std::vector<char> &runs) {
   size_t count = plan.instructions.size();
   DeferredTransfers result;
-  result.source.resize(plan.numTransfers);
-  result.target.resize(plan.numTransfers);
+  // numTransfers, but for a plan built by hand that leaves it 0.
+  int transfers = plan.numTransfers;
+  for (const Instruction &instruction : plan.instructions)
+    if (instruction.kind == InstructionKind::TransferStart ||
+        instruction.kind == InstructionKind::TransferWait)
+      transfers = std::max(transfers, instruction.transfer + 1);
+  result.source.resize(transfers);
+  result.target.resize(transfers);
   std::vector<std::vector<ArenaRange>> touched(count);
   for (size_t i = 0; i < count; ++i) {
     const Instruction &instruction = plan.instructions[i];
@@ -82,12 +92,12 @@ DeferredTransfers planDeferredTransfers(const Plan &plan,
       touchedLater = runs[k] && touches(k, transfer);
     if (touchedLater)
       continue;
-    result.deferred[i] = 1;
-    // The next step's first to touch its bytes waits; with none, the
-    // host's reads and writes between steps do.
+    // The next step's first instruction to touch its bytes waits for it;
+    // with none, nothing would, and copies could pile up: it stays.
     for (size_t k = 0; k < count; ++k)
       if (runs[k] && touches(k, transfer)) {
         result.settleBefore[k].push_back(transfer);
+        result.deferred[i] = 1;
         break;
       }
   }
