@@ -30,6 +30,8 @@ double sampleValue(DType type, uint64_t seed, int index, int64_t i) {
   }
   if (type == DType::I1)
     return static_cast<double>(bits & 1);
+  if (type == DType::I8)
+    return static_cast<double>(static_cast<int64_t>(bits % 255) - 127);
   return static_cast<double>(static_cast<int64_t>(bits % 2001) - 1000);
 }
 
@@ -66,6 +68,11 @@ void storeElement(DType type, double value, uint8_t *out) {
   case DType::I1:
     *out = value != 0;
     return;
+  case DType::I8: {
+    auto v = static_cast<int8_t>(value);
+    std::memcpy(out, &v, 1);
+    return;
+  }
   }
 }
 
@@ -129,6 +136,8 @@ void reduceElement(DType type, ReduceOp op,
     int64_t v;
     if (type == DType::I64) {
       std::memcpy(&v, at(r), 8);
+    } else if (type == DType::I8) {
+      v = static_cast<int8_t>(*at(r));
     } else {
       int32_t narrow;
       std::memcpy(&narrow, at(r), 4);
@@ -143,6 +152,9 @@ void reduceElement(DType type, ReduceOp op,
   }
   if (type == DType::I64) {
     std::memcpy(out, &acc, 8);
+  } else if (type == DType::I8) {
+    // Sums wrap modulo 256, as NCCL's int8 sums do.
+    *out = static_cast<uint8_t>(static_cast<uint64_t>(acc));
   } else {
     int32_t narrow = static_cast<int32_t>(acc);
     std::memcpy(out, &narrow, 4);
@@ -186,6 +198,9 @@ std::string formatElement(DType type, const uint8_t *p) {
   }
   case DType::I1:
     out << int(*p);
+    break;
+  case DType::I8:
+    out << int(static_cast<int8_t>(*p));
     break;
   }
   return out.str();

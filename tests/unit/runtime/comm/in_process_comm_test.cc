@@ -86,7 +86,7 @@ std::vector<Params> allParams() {
   std::vector<Params> params;
   for (int size : {1, 2, 3, 4})
     for (DType type : {DType::F32, DType::BF16, DType::F64, DType::F16,
-                       DType::I64, DType::I32})
+                       DType::I64, DType::I32, DType::I8})
       params.push_back({size, type});
   return params;
 }
