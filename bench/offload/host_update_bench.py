@@ -4,6 +4,8 @@ this machine's memory bandwidth, on one thread and on every core (the CPU
 kernels' host threads). Bytes are counted as STREAM counts them: each
 element read or written once (Adam: 28 bytes per parameter). The goal is
 Adam at 80% or more of the best probe's bandwidth on every core.
+A second table gives ZeRO++'s block quantization (nn.quantize and
+nn.dequantize, 8 and 4 bits) against the same probes.
 
 Other work on the machine slows a probe as much as Adam; the load average
 at the start is in the footnote, and the fastest of --repeats passes counts.
@@ -29,6 +31,16 @@ COLUMNS = [
     ("adam_gb_s", "Adam GB/s"),
     ("adam_gparams_s", "Adam Gparams/s"),
     ("adam_vs_probe", "Adam / best probe"),
+]
+
+# ZeRO++'s block quantization (blocks of 2048), the same probes' bandwidth.
+QUANT_COLUMNS = [
+    ("threads", "threads"),
+    ("kernel", "kernel"),
+    ("bits", "bits"),
+    ("gb_s", "GB/s"),
+    ("gelements_s", "G elements/s"),
+    ("vs_probe", "/ best probe"),
 ]
 
 
@@ -65,12 +77,27 @@ def main():
             "adam_vs_probe": round(adam["gb_s"] / best_probe, 3),
             "records": records,
         })
+    quant_rows = []
+    for threads, records in sorted(by_threads.items()):
+        best_probe = max(records[name]["gb_s"] for name in PROBES)
+        for kernel in ("quantize", "dequantize"):
+            for bits in (8, 4):
+                record = records["%s_%d" % (kernel, bits)]
+                quant_rows.append({
+                    "threads": threads, "kernel": kernel, "bits": bits,
+                    "gb_s": round(record["gb_s"], 2),
+                    "gelements_s": round(record["elements_per_s"] / 1e9, 3),
+                    "vs_probe": round(record["gb_s"] / best_probe, 3),
+                })
     bench_report.print_table(COLUMNS, rows)
+    print()
+    bench_report.print_table(QUANT_COLUMNS, quant_rows)
     widest = rows[-1]
     met = widest["adam_vs_probe"] >= GOAL
     print("\n%d elements per array (%.0f MiB), fastest of %d passes; bytes "
           "as STREAM counts them (copy 8, triad and in-place update 12, Adam "
-          "28 per element). Goal: Adam at %d%% of the best probe on %d "
+          "28 per element; quantization the f32 elements, the codes and "
+          "the scales, once each). Goal: Adam at %d%% of the best probe on %d "
           "threads: %s (%.0f%%). %s; %s." % (
               args.elements, args.elements * 4 / 1048576.0, args.repeats,
               GOAL * 100, widest["threads"], "met" if met else "NOT met",
@@ -80,7 +107,8 @@ def main():
         bench_report.write_csv(args.csv, COLUMNS, rows)
     if args.json:
         bench_report.write_json(args.json, "host_update", {
-            "elements": args.elements, "repeats": args.repeats, "goal": GOAL},
+            "elements": args.elements, "repeats": args.repeats, "goal": GOAL,
+            "quantization": quant_rows},
             info, date, rows)
 
 

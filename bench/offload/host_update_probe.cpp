@@ -5,8 +5,10 @@
 // STREAM-like probes of this machine's memory bandwidth (copy, triad, and an
 // in-place update that, like Adam, writes the lines it reads), each on one
 // thread and on the kernels' host threads (runtime/kernels/cpu/HostThreads.h).
-// Prints one JSON object per line; bench/offload/host_update_bench.py makes
-// the table.
+// Also ZeRO++'s block quantization (nn.quantize and nn.dequantize, 8 and 4
+// bits, blocks of 2048), which a quantized gradient's reduction runs on the
+// host. Prints one JSON object per line; bench/offload/host_update_bench.py
+// makes the tables.
 //
 // host_update_probe [--elements N] [--repeats R] [--threads T]
 //
@@ -106,12 +108,65 @@ void report(const char *kernel, int threads, int64_t elements,
   std::fflush(stdout);
 }
 
+/// As report, for a fractional byte count per element.
+void reportBytes(const char *kernel, int threads, int64_t elements,
+                 double bytesPerElement, double seconds) {
+  std::printf("{\"kernel\": \"%s\", \"threads\": %d, \"elements\": %lld, "
+              "\"bytes_per_element\": %.6g, \"seconds\": %.9g, "
+              "\"gb_s\": %.6g, \"elements_per_s\": %.6g}\n",
+              kernel, threads, static_cast<long long>(elements),
+              bytesPerElement, seconds,
+              bytesPerElement * elements / seconds / 1e9, elements / seconds);
+  std::fflush(stdout);
+}
+
 TensorRef vector(float *data, int64_t elements) {
   TensorRef ref;
   ref.data = data;
   ref.dtype = DType::F32;
   ref.shape = {elements};
   return ref;
+}
+
+/// nn.quantize of `n` f32 values at `values` into codes and scales, and
+/// nn.dequantize back into `out`, at 8 and 4 bits: bytes as STREAM counts
+/// them (the f32 elements, the codes and the scales, once each).
+void quantization(const Options &options, int threads, float *values,
+                  float *out) {
+  constexpr int64_t kBlock = 2048;
+  int64_t n = options.elements;
+  KernelFn quantize = findCpuKernel("nn.quantize");
+  KernelFn dequantize = findCpuKernel("nn.dequantize");
+  if (!quantize || !dequantize) {
+    std::fprintf(stderr, "host_update_probe: no CPU kernel nn.quantize\n");
+    std::exit(1);
+  }
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<int8_t> codes(static_cast<size_t>(n));
+  std::vector<float> scales(static_cast<size_t>(blocks));
+  for (int bits : {8, 4}) {
+    AttrMap attrs;
+    attrs.set("block_size", kBlock);
+    attrs.set("bits", int64_t{bits});
+    TensorRef codeRef;
+    codeRef.data = codes.data();
+    codeRef.dtype = DType::I8;
+    codeRef.shape = {(n * bits + 7) / 8};
+    TensorRef scaleRef = vector(scales.data(), blocks);
+    std::vector<TensorRef> floats = {vector(values, n)};
+    std::vector<TensorRef> quantized = {codeRef, scaleRef};
+    std::vector<TensorRef> back = {vector(out, n)};
+    double seconds =
+        fastest(options.repeats, [&] { quantize(attrs, floats, quantized); });
+    // Per element: 4 bytes in, bits / 8 out, and a block's scale.
+    double bytes = 4.0 + bits / 8.0 + 4.0 / kBlock;
+    std::string name = "quantize_" + std::to_string(bits);
+    reportBytes(name.c_str(), threads, n, bytes, seconds);
+    seconds =
+        fastest(options.repeats, [&] { dequantize(attrs, quantized, back); });
+    name = "dequantize_" + std::to_string(bits);
+    reportBytes(name.c_str(), threads, n, bytes, seconds);
+  }
 }
 
 } // namespace
@@ -183,6 +238,7 @@ int main(int argc, char **argv) {
     // Reads parameter, gradient and both moments; writes the parameter and
     // both moments in place.
     report("adam", threads, n, 28, adamSeconds);
+    quantization(options, threads, a, b);
   }
   return 0;
 }

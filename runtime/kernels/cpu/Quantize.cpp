@@ -26,16 +26,17 @@ int64_t grainOf(int64_t blockSize) {
   return std::max<int64_t>(1, kElementsPerTask / blockSize);
 }
 
-/// The largest magnitude of `values`; NaN if one is NaN.
+/// The largest magnitude of `values`; NaN if one is NaN. Branch-free, so
+/// that it vectorizes.
 float largestMagnitude(const float *values, int64_t count) {
   float amax = 0;
+  bool nan = false;
   for (int64_t i = 0; i < count; ++i) {
     float magnitude = std::fabs(values[i]);
-    if (magnitude != magnitude)
-      return magnitude;
-    amax = std::max(amax, magnitude);
+    nan |= magnitude != magnitude;
+    amax = magnitude > amax ? magnitude : amax;
   }
-  return amax;
+  return nan ? quant::quietNaN() : amax;
 }
 
 /// Quantizes block `b` of `layout` from its widened `values`.
@@ -47,18 +48,34 @@ void quantizeBlock(const checks::QuantizeLayout &layout, int64_t b,
   float amax = largestMagnitude(values.data(), count);
   scales[b] = quant::blockScale(amax, bits);
   float factor = quant::blockFactor(amax, bits);
-  int64_t begin = b * layout.blockSize;
+  // Codes may alias anything (int8_t): restrict lets the loops vectorize.
+  const float *__restrict in = values.data();
+  int8_t *__restrict out = codes + b * layout.blockSize * bits / 8;
   if (bits == 8) {
     for (int64_t i = 0; i < count; ++i)
-      codes[begin + i] =
-          static_cast<int8_t>(quant::quantizeValue(values[i], factor, 8));
+      out[i] = static_cast<int8_t>(quant::quantizeValue(in[i], factor, 8));
     return;
   }
-  for (int64_t i = 0; i < count; i += 2) {
-    int low = quant::quantizeValue(values[i], factor, 4);
-    int high =
-        i + 1 < count ? quant::quantizeValue(values[i + 1], factor, 4) : 0;
-    codes[(begin + i) / 2] = quant::packNibbles(low, high);
+  int64_t pairs = count / 2;
+  for (int64_t k = 0; k < pairs; ++k)
+    out[k] = quant::packNibbles(quant::quantizeValue(in[2 * k], factor, 4),
+                                quant::quantizeValue(in[2 * k + 1], factor, 4));
+  if (count % 2)
+    out[pairs] =
+        quant::packNibbles(quant::quantizeValue(in[count - 1], factor, 4), 0);
+}
+
+/// Block `b`'s values from its codes, at a constant bit width.
+template <int Bits>
+void dequantizeBlock(const int8_t *codes, float scale, int64_t begin,
+                     int64_t count, float *__restrict values) {
+  const int8_t *__restrict in = codes + begin * Bits / 8;
+  if constexpr (Bits == 8) {
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = quant::dequantizeValue(in[i], scale);
+  } else {
+    for (int64_t i = 0; i < count; ++i)
+      values[i] = quant::dequantizeValue(quant::unpackCode(in, i, 4), scale);
   }
 }
 } // namespace
@@ -100,9 +117,10 @@ void dequantizeKernel(const AttrMap &attrs, const Tensors &operands,
           int64_t begin = b * layout.blockSize;
           int64_t count = std::min(layout.blockSize, layout.count - begin);
           values.resize(static_cast<size_t>(count));
-          for (int64_t i = 0; i < count; ++i)
-            values[i] = quant::dequantizeValue(
-                quant::unpackCode(codes, begin + i, bits), scales[b]);
+          if (bits == 8)
+            dequantizeBlock<8>(codes, scales[b], begin, count, values.data());
+          else
+            dequantizeBlock<4>(codes, scales[b], begin, count, values.data());
           narrow(values.data(), count, result, begin);
         }
       });
