@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace zerosbp::runtime::cpu {
@@ -26,17 +27,20 @@ int64_t grainOf(int64_t blockSize) {
   return std::max<int64_t>(1, kElementsPerTask / blockSize);
 }
 
-/// The largest magnitude of `values`; NaN if one is NaN. Branch-free, so
-/// that it vectorizes.
+/// The largest magnitude of `values`; NaN if one is NaN. A magnitude's
+/// bits order as its value, and a NaN's above infinity's, so an integer
+/// maximum finds it: a reduction that vectorizes, where a float one with
+/// NaNs does not.
 float largestMagnitude(const float *values, int64_t count) {
-  float amax = 0;
-  bool nan = false;
+  int32_t most = 0;
   for (int64_t i = 0; i < count; ++i) {
-    float magnitude = std::fabs(values[i]);
-    nan |= magnitude != magnitude;
-    amax = magnitude > amax ? magnitude : amax;
+    int32_t bits;
+    std::memcpy(&bits, values + i, sizeof(bits));
+    most = std::max(most, bits & 0x7fffffff);
   }
-  return nan ? quant::quietNaN() : amax;
+  float amax;
+  std::memcpy(&amax, &most, sizeof(amax));
+  return amax != amax ? quant::quietNaN() : amax;
 }
 
 /// Quantizes block `b` of `layout` from its widened `values`.
