@@ -23,8 +23,34 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace zerosbp::runtime::quant {
+
+/// Why codes of `bits` in blocks of `blockSize` cannot be made (bits 8 or
+/// 4; 4-bit blocks even, so that no byte holds two blocks' codes); empty
+/// when they can. The kernels' checks and the ops' verifiers both ask.
+inline std::string layoutError(int64_t blockSize, int64_t bits) {
+  if (blockSize < 1)
+    return "block_size must be at least 1, got " + std::to_string(blockSize);
+  if (bits != 8 && bits != 4)
+    return "bits must be 8 or 4, got " + std::to_string(bits);
+  if (bits == 4 && blockSize % 2)
+    return "4-bit codes need an even block_size, got " +
+           std::to_string(blockSize);
+  return "";
+}
+
+/// Bytes of `count` codes of `bits`.
+ZEROSBP_HOST_DEVICE inline int64_t codeBytes(int64_t count, int64_t bits) {
+  return (count * bits + 7) / 8;
+}
+
+/// Blocks of `blockSize` that `count` elements fall in.
+ZEROSBP_HOST_DEVICE inline int64_t blockCount(int64_t count,
+                                              int64_t blockSize) {
+  return (count + blockSize - 1) / blockSize;
+}
 
 /// L: the largest magnitude of a `bits`-bit code (127 for 8, 7 for 4).
 ZEROSBP_HOST_DEVICE inline int levels(int bits) {

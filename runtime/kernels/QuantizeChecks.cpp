@@ -2,6 +2,8 @@
 
 #include "runtime/kernels/QuantizeChecks.h"
 
+#include "runtime/kernels/BlockQuantize.h"
+
 #include <string>
 
 namespace zerosbp::runtime::checks {
@@ -12,19 +14,13 @@ QuantizeLayout layoutFor(std::string_view op, const AttrMap &attrs,
   QuantizeLayout layout;
   layout.count = count;
   layout.blockSize = attrs.getInt("block_size");
-  if (layout.blockSize < 1)
-    fail(op, "block_size must be at least 1, got " +
-                 std::to_string(layout.blockSize));
   int64_t bits = attrs.getInt("bits", 8);
-  if (bits != 8 && bits != 4)
-    fail(op, "bits must be 8 or 4, got " + std::to_string(bits));
+  if (std::string error = quant::layoutError(layout.blockSize, bits);
+      !error.empty())
+    fail(op, error);
   layout.bits = static_cast<int>(bits);
-  // Whole bytes per block, so that blocks can be written apart.
-  if (bits == 4 && layout.blockSize % 2)
-    fail(op, "4-bit codes need an even block_size, got " +
-                 std::to_string(layout.blockSize));
-  layout.blocks = (count + layout.blockSize - 1) / layout.blockSize;
-  layout.codeBytes = (count * layout.bits + 7) / 8;
+  layout.blocks = quant::blockCount(count, layout.blockSize);
+  layout.codeBytes = quant::codeBytes(count, bits);
   return layout;
 }
 

@@ -2,6 +2,8 @@
 
 #include "dialects/nn/IR/NNOps.h"
 
+#include "runtime/kernels/BlockQuantize.h"
+
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -685,16 +687,11 @@ LogicalResult CastOp::verify() {
 static FailureOr<std::pair<int64_t, int64_t>>
 quantizedSizes(const Inference &infer, int64_t blockSize, int64_t bits,
                int64_t count) {
-  if (blockSize < 1)
-    return infer.error("block_size must be at least 1, got " +
-                       Twine(blockSize));
-  if (bits != 8 && bits != 4)
-    return infer.error("bits must be 8 or 4, got " + Twine(bits));
-  if (bits == 4 && blockSize % 2)
-    return infer.error("4-bit codes need an even block_size, got " +
-                       Twine(blockSize));
-  return std::make_pair((count * bits + 7) / 8,
-                        (count + blockSize - 1) / blockSize);
+  if (std::string error = zerosbp::runtime::quant::layoutError(blockSize, bits);
+      !error.empty())
+    return infer.error(error);
+  return std::make_pair(zerosbp::runtime::quant::codeBytes(count, bits),
+                        zerosbp::runtime::quant::blockCount(count, blockSize));
 }
 
 LogicalResult QuantizeOp::inferReturnTypes(MLIRContext *ctx,
