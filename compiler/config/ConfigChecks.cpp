@@ -14,10 +14,18 @@ using namespace zerosbp;
 
 namespace {
 
-/// Runs the checks in field order and keeps the first failure.
+/// Runs the checks in field order and keeps the first failure. A message
+/// is about one field, its subject, and names every field as the subject's
+/// layer does.
 class Checker {
 public:
-  explicit Checker(FieldNamer name) : name(name) {}
+  explicit Checker(const FieldNaming &naming) : naming(naming) {}
+
+  /// The field the next checks are about.
+  void about(ConfigField field) { subject = field; }
+  llvm::StringRef name(ConfigField field) const {
+    return naming.name(subject, field);
+  }
 
   void integerIn(ConfigField field, int64_t value, int64_t lo, int64_t hi) {
     if (value < lo || value > hi)
@@ -42,13 +50,16 @@ public:
       fail(field, "only true is supported, got false");
   }
   void fail(ConfigField field, const llvm::Twine &problem) {
-    sink.error(name(field) + ": " + problem);
+    std::string prefix = naming.source(field).str();
+    if (!prefix.empty())
+      prefix += ": ";
+    sink.error(prefix + name(field) + ": " + problem);
   }
   llvm::Error takeError() { return sink.takeError(); }
 
-  FieldNamer name;
-
 private:
+  const FieldNaming &naming;
+  ConfigField subject = ConfigField::World;
   DiagnosticSink sink;
 };
 
@@ -78,6 +89,11 @@ std::string dataParallelText(FieldNamer name, const ZeroConfig &config) {
   return text;
 }
 
+/// `check`'s names as a FieldNamer.
+auto nameOf(const Checker &check) {
+  return [&check](ConfigField field) { return check.name(field); };
+}
+
 void checkBatchRule(Checker &check, const ZeroConfig &config) {
   int64_t train = config.trainBatchSize;
   int64_t micro = config.trainMicroBatchSizePerGpu;
@@ -103,7 +119,7 @@ void checkBatchRule(Checker &check, const ZeroConfig &config) {
                            micro,
                            check.name(ConfigField::GradientAccumulationSteps),
                            config.gradientAccumulationSteps,
-                           dataParallelText(check.name, config),
+                           dataParallelText(nameOf(check), config),
                            expected ? " = " + std::to_string(*expected)
                                     : std::string(", which overflows")));
 }
@@ -196,8 +212,18 @@ static void checkGroupDivides(Checker &check, ConfigField field, int64_t size,
 }
 
 llvm::Error zerosbp::verifyConfig(const ZeroConfig &config, FieldNamer name) {
-  Checker check(name);
+  return verifyConfig(
+      config,
+      FieldNaming{[&](ConfigField, ConfigField field) { return name(field); },
+                  [](ConfigField) { return llvm::StringRef(); }});
+}
+
+llvm::Error zerosbp::verifyConfig(const ZeroConfig &config,
+                                  const FieldNaming &naming) {
+  Checker check(naming);
+  auto name = nameOf(check);
   for (const ConfigOption &option : configOptions()) {
+    check.about(option.field);
     if (optionApplies(option, config))
       checkRange(check, option, config);
     // The rules that tie two options, right after the second.

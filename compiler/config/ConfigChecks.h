@@ -23,8 +23,20 @@ namespace zerosbp {
 bool optionApplies(const ConfigOption &option, const ZeroConfig &config);
 std::string unusedReason(OptionWhen when);
 
+/// How the messages of a check name fields: `name(subject, field)` spells
+/// `field` in a message about `subject`, and `source(subject)` prefixes
+/// that message ("" for none). resolveConfig spells each message as the
+/// layer that gave its subject does.
+struct FieldNaming {
+  llvm::function_ref<llvm::StringRef(ConfigField subject, ConfigField field)>
+      name;
+  llvm::function_ref<llvm::StringRef(ConfigField subject)> source;
+};
+
 /// The first field of `config` that is out of range, or a batch-size
 /// mismatch.
+llvm::Error verifyConfig(const ZeroConfig &config, const FieldNaming &naming);
+/// The same with every field spelled by `name`, without a prefix.
 llvm::Error verifyConfig(const ZeroConfig &config, FieldNamer name);
 
 /// DeepSpeed's batch-size resolution (DeepSpeedConfig.

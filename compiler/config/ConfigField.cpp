@@ -10,13 +10,13 @@ namespace {
 
 const ConfigOption kOptions[] = {
 #define ZERO_OPTION(Group, Field, Type, Member, Default, Key, DeepSpeed,       \
-                    OneFlow, Check, Lo, Hi, When, Help)                        \
+                    Python, Check, Lo, Hi, When, Help)                         \
   {ConfigField::Field,                                                         \
    OptionGroup::Group,                                                         \
    detail::optionType<Type>(),                                                 \
    Key,                                                                        \
    DeepSpeed,                                                                  \
-   OneFlow,                                                                    \
+   Python,                                                                     \
    OptionCheck::Check,                                                         \
    Lo,                                                                         \
    Hi,                                                                         \
@@ -41,7 +41,7 @@ llvm::StringRef zerosbp::deepSpeedName(ConfigField field) {
   return configOption(field).deepSpeed;
 }
 
-llvm::StringRef zerosbp::oneFlowName(ConfigField field) {
+llvm::StringRef zerosbp::pythonName(ConfigField field) {
   const ConfigOption &option = configOption(field);
-  return option.oneFlow.empty() ? option.key : option.oneFlow;
+  return option.python.empty() ? option.key : option.python;
 }

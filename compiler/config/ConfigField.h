@@ -2,7 +2,7 @@
 //
 // One enumerator and one descriptor per row of ConfigOptions.def, so that
 // each front end handles every option from the same facts: its key, its
-// DeepSpeed path, its OneFlow name, its type, its range and when it applies.
+// DeepSpeed path, its Python name, its type, its range and when it applies.
 // The checks live in one place (ConfigChecks.h); each front end names a
 // field its own way (`zero_optimization.stage` in a DeepSpeed config,
 // `stage` in pipeline options).
@@ -66,7 +66,7 @@ struct ConfigOption {
   OptionType type;
   llvm::StringRef key;
   llvm::StringRef deepSpeed;
-  llvm::StringRef oneFlow;
+  llvm::StringRef python;
   OptionCheck check;
   int64_t lo, hi;
   OptionWhen when;
@@ -85,8 +85,9 @@ using FieldNamer = llvm::function_ref<llvm::StringRef(ConfigField)>;
 llvm::StringRef optionName(ConfigField field);
 /// The field's DeepSpeed config path (`zero_optimization.stage`, ...).
 llvm::StringRef deepSpeedName(ConfigField field);
-/// The field's `enable_zero` argument, else its pipeline key.
-llvm::StringRef oneFlowName(ConfigField field);
+/// The field's name in a Python graph's config (`enable_zero`'s argument,
+/// a config method's field), else its pipeline key.
+llvm::StringRef pythonName(ConfigField field);
 
 } // namespace zerosbp
 

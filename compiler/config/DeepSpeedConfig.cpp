@@ -7,6 +7,7 @@
 #include "compiler/config/Diagnostics.h"
 #include "compiler/config/JsonReader.h"
 #include "compiler/config/JsonText.h"
+#include "compiler/config/ResolveConfig.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -15,8 +16,6 @@
 using namespace zerosbp;
 
 namespace {
-
-llvm::StringRef deepSpeedKey(ConfigField field) { return deepSpeedName(field); }
 
 /// The options of ConfigOptions.def read as they are from `section`
 /// (`zero_optimization`, `fp16`): the key of each, in table order.
@@ -35,15 +34,15 @@ plainKeysOf(llvm::StringRef section) {
   return keys;
 }
 
-/// Reads the plain options of `section` into `config`, in table order;
-/// `special` reads those it returns true for.
-void readPlainKeys(
-    JsonObjectReader &reader, llvm::StringRef section, ZeroConfig &config,
-    llvm::function_ref<bool(ConfigField, llvm::StringRef)> special =
-        [](ConfigField, llvm::StringRef) { return false; }) {
+/// Reads the plain options of `section` that it states into `layer`, in
+/// table order.
+void readPlainKeys(JsonObjectReader &reader, llvm::StringRef section,
+                   ConfigLayer &layer) {
+  ZeroConfig &config = layer.mutableValues();
   for (auto [field, key] : plainKeysOf(section)) {
-    if (special(field, key))
+    if (!reader.get(key))
       continue;
+    layer.markGiven(field);
     if (int64_t *value = optionMember<int64_t>(config, field))
       reader.readInteger(key, *value);
     else if (double *value = optionMember<double>(config, field))
@@ -145,14 +144,11 @@ const char *const kOptimizerTypes = "\"Adam\", \"AdamW\" or \"SGD\"";
 
 class DeepSpeedParser {
 public:
-  DeepSpeedParser(int64_t world, int64_t modelParallelSize,
-                  int64_t pipelineParallelSize) {
-    config.world = world;
-    config.modelParallelSize = modelParallelSize;
-    config.pipelineParallelSize = pipelineParallelSize;
-  }
+  explicit DeepSpeedParser(llvm::StringRef source)
+      : layer(LayerKind::Config, source.str(), deepSpeedName),
+        config(layer.mutableValues()) {}
 
-  llvm::Expected<ZeroConfig> parse(const llvm::json::Object &root);
+  llvm::Expected<ConfigLayer> parse(const llvm::json::Object &root);
 
 private:
   void readZeroOptimization(JsonObjectReader &root);
@@ -165,12 +161,24 @@ private:
   void readBetas(JsonObjectReader &params);
   void readPrecision(JsonObjectReader &root);
   void readBatchSizes(JsonObjectReader &root);
+  /// Reads the number at `key` into `field` if `reader` states it.
+  void readGivenNumber(JsonObjectReader &reader, llvm::StringRef key,
+                       ConfigField field);
 
-  ZeroConfig config;
+  ConfigLayer layer;
+  ZeroConfig &config;
   DiagnosticSink sink;
 };
 
-llvm::Expected<ZeroConfig>
+void DeepSpeedParser::readGivenNumber(JsonObjectReader &reader,
+                                      llvm::StringRef key, ConfigField field) {
+  if (!reader.get(key))
+    return;
+  reader.readNumber(key, *optionMember<double>(config, field));
+  layer.markGiven(field);
+}
+
+llvm::Expected<ConfigLayer>
 DeepSpeedParser::parse(const llvm::json::Object &root) {
   JsonObjectReader top(root, "", sink);
   top.checkKeys(kTopLevelKeys);
@@ -188,7 +196,7 @@ DeepSpeedParser::parse(const llvm::json::Object &root) {
   readOptimizer(top);
   readPrecision(top);
   readBatchSizes(top);
-  top.readNumber("gradient_clipping", config.gradientClipping);
+  readGivenNumber(top, "gradient_clipping", ConfigField::GradientClipping);
 
   std::optional<int64_t> stepsPerPrint;
   std::optional<bool> flag;
@@ -198,9 +206,7 @@ DeepSpeedParser::parse(const llvm::json::Object &root) {
 
   if (sink.failed())
     return sink.takeError();
-  if (llvm::Error error = verifyConfig(config, deepSpeedKey))
-    return std::move(error);
-  return config;
+  return std::move(layer);
 }
 
 void DeepSpeedParser::readZeroOptimization(JsonObjectReader &root) {
@@ -210,16 +216,7 @@ void DeepSpeedParser::readZeroOptimization(JsonObjectReader &root) {
   JsonObjectReader zero(*object, "zero_optimization", sink);
   zero.checkKeys(knownKeys({}, "zero_optimization", kOtherZeroKeys));
 
-  std::optional<bool> overlapComm;
-  readPlainKeys(zero, "zero_optimization", config,
-                [&](ConfigField field, llvm::StringRef key) {
-                  if (field != ConfigField::OverlapComm)
-                    return false;
-                  zero.readBool(key, overlapComm);
-                  return true;
-                });
-  config.zero.overlapComm =
-      overlapComm.value_or(defaultOverlapComm(config.stage));
+  readPlainKeys(zero, "zero_optimization", layer);
 
   readOffload(zero, "offload_optimizer", kOffloadOptimizerMembers);
   readOffload(zero, "offload_param", kOffloadParamMembers);
@@ -259,35 +256,39 @@ void DeepSpeedParser::readOffload(JsonObjectReader &zero, llvm::StringRef key,
   if (device && (!kind || *device != stringifyOffloadDevice(*kind)))
     offload.typeError("device", "\"none\", \"cpu\" or \"nvme\"");
   bool optimizer = key == "offload_optimizer";
-  if (!optimizer && kind && !sink.failed()) {
-    ZeroKnobs &knobs = config.zero;
-    knobs.offloadParam = *kind;
+  // With device "none" the section gives nothing; the NVMe members only
+  // with "nvme".
+  bool offloaded = kind && *kind != OffloadDevice::None && !sink.failed();
+  bool nvme = offloaded && *kind == OffloadDevice::Nvme;
+  auto givePath = [&](ConfigField field) {
     if (const llvm::json::Value *path = offload.get("nvme_path"))
       if (std::optional<llvm::StringRef> text = path->getAsString())
-        knobs.offloadParamNvmePath = text->str();
-    std::optional<bool> pin;
-    offload.readBool("pin_memory", pin);
-    if (pin)
-      knobs.offloadParamPinMemory = *pin;
+        layer.give(field, text->str());
+  };
+  auto giveBool = [&](llvm::StringRef member, ConfigField field) {
+    std::optional<bool> value;
+    offload.readBool(member, value);
+    if (value)
+      layer.give(field, *value);
+  };
+  if (!optimizer && offloaded) {
+    layer.give(ConfigField::OffloadParam, *kind);
+    if (nvme)
+      givePath(ConfigField::OffloadParamNvmePath);
+    giveBool("pin_memory", ConfigField::OffloadParamPinMemory);
   }
-  if (optimizer && kind && !sink.failed()) {
-    ZeroKnobs &knobs = config.zero;
-    knobs.offloadOptimizer = *kind;
-    if (const llvm::json::Value *path = offload.get("nvme_path"))
-      if (std::optional<llvm::StringRef> text = path->getAsString())
-        knobs.offloadOptimizerNvmePath = text->str();
-    std::optional<bool> pin;
-    offload.readBool("pin_memory", pin);
-    if (pin)
-      knobs.offloadOptimizerPinMemory = *pin;
-    std::optional<int64_t> buffers;
-    offload.readInteger("buffer_count", buffers);
-    if (buffers)
-      knobs.offloadOptimizerBufferCount = *buffers;
-    std::optional<bool> delayed;
-    offload.readBool("delayed_param_update", delayed);
-    if (delayed)
-      knobs.offloadOptimizerDelayedUpdate = *delayed;
+  if (optimizer && offloaded) {
+    layer.give(ConfigField::OffloadOptimizer, *kind);
+    if (nvme) {
+      givePath(ConfigField::OffloadOptimizerNvmePath);
+      std::optional<int64_t> buffers;
+      offload.readInteger("buffer_count", buffers);
+      if (buffers)
+        layer.give(ConfigField::OffloadOptimizerBufferCount, *buffers);
+    }
+    giveBool("pin_memory", ConfigField::OffloadOptimizerPinMemory);
+    giveBool("delayed_param_update",
+             ConfigField::OffloadOptimizerDelayedUpdate);
     // A part of the states on the device (ratio < 1) and SuperOffload's
     // GPU-side Adam are not implemented; the other members only tune
     // DeepSpeed's swapper, whose work the schedule does here.
@@ -421,9 +422,9 @@ void DeepSpeedParser::readAdamParams(JsonObjectReader &params,
   params.requireDefault("amsgrad", false);
 
   OptimizerConfig &optimizer = config.optimizer;
-  params.readNumber("lr", optimizer.lr);
+  readGivenNumber(params, "lr", ConfigField::Lr);
   readBetas(params);
-  params.readNumber("eps", optimizer.eps);
+  readGivenNumber(params, "eps", ConfigField::Eps);
 
   std::optional<bool> adamWMode, torchAdam;
   params.readBool("adam_w_mode", adamWMode);
@@ -433,10 +434,12 @@ void DeepSpeedParser::readAdamParams(JsonObjectReader &params,
   // DeepSpeedEngine._configure_basic_optimizer: "Adam" is AdamW unless
   // adam_w_mode is false.
   bool decoupled = typeIsAdamW || adamWMode.value_or(true);
-  optimizer.kind = decoupled ? OptimizerKind::AdamW : OptimizerKind::Adam;
+  layer.give(ConfigField::Optimizer,
+             decoupled ? OptimizerKind::AdamW : OptimizerKind::Adam);
   // torch_adam builds torch.optim.AdamW, whose weight_decay defaults to
   // 0.01; FusedAdam's and torch.optim.Adam's default to 0.
-  optimizer.weightDecay = decoupled && torchAdam.value_or(false) ? 0.01 : 0.0;
+  layer.give(ConfigField::WeightDecay,
+             decoupled && torchAdam.value_or(false) ? 0.01 : 0.0);
   params.readNumber("weight_decay", optimizer.weightDecay);
 }
 
@@ -449,9 +452,9 @@ void DeepSpeedParser::readSgdParams(JsonObjectReader &params) {
   params.requireDefault("momentum", 0);
   params.requireDefault("dampening", 0);
   params.requireDefault("nesterov", false);
-  config.optimizer.kind = OptimizerKind::SGD;
-  params.readNumber("lr", config.optimizer.lr);
-  params.readNumber("weight_decay", config.optimizer.weightDecay);
+  layer.give(ConfigField::Optimizer, OptimizerKind::SGD);
+  readGivenNumber(params, "lr", ConfigField::Lr);
+  readGivenNumber(params, "weight_decay", ConfigField::WeightDecay);
 }
 
 void DeepSpeedParser::readBetas(JsonObjectReader &params) {
@@ -464,14 +467,14 @@ void DeepSpeedParser::readBetas(JsonObjectReader &params) {
     params.typeError("betas", "an array of two numbers");
     return;
   }
-  config.optimizer.beta1 = *(*betas)[0].getAsNumber();
-  config.optimizer.beta2 = *(*betas)[1].getAsNumber();
+  layer.give(ConfigField::Beta1, *(*betas)[0].getAsNumber());
+  layer.give(ConfigField::Beta2, *(*betas)[1].getAsNumber());
 }
 
 void DeepSpeedParser::readPrecision(JsonObjectReader &root) {
   bool fp16Enabled = false, bf16Enabled = false;
   // The fp16 keys apply only when it is enabled: read them aside.
-  ZeroConfig fp16;
+  ConfigLayer fp16(LayerKind::Config, "", deepSpeedName);
   if (const llvm::json::Object *object = root.readObject("fp16")) {
     JsonObjectReader reader(*object, "fp16", sink);
     reader.checkKeys(knownKeys({"enabled"}, "fp16",
@@ -504,24 +507,41 @@ void DeepSpeedParser::readPrecision(JsonObjectReader &root) {
     return;
   }
   if (fp16Enabled) {
-    fp16.precision.precision = Precision::FP16;
-    config.precision = fp16.precision;
+    layer.give(ConfigField::Precision, Precision::FP16);
+    for (const ConfigOption &option : configOptions())
+      if (option.group == OptionGroup::Precision && fp16.gives(option.field)) {
+        copyField(config, fp16.values(), option.field);
+        layer.markGiven(option.field);
+      }
   } else if (bf16Enabled) {
-    config.precision.precision = Precision::BF16;
+    layer.give(ConfigField::Precision, Precision::BF16);
   }
 }
 
 void DeepSpeedParser::readBatchSizes(JsonObjectReader &root) {
-  std::optional<int64_t> train, micro, steps;
-  root.readInteger("train_batch_size", train);
-  root.readInteger("train_micro_batch_size_per_gpu", micro);
-  root.readInteger("gradient_accumulation_steps", steps);
-  if (sink.failed())
-    return;
-  sink.take(resolveBatchSizes(config, train, micro, steps, deepSpeedKey));
+  for (ConfigField field :
+       {ConfigField::TrainBatchSize, ConfigField::TrainMicroBatchSizePerGpu,
+        ConfigField::GradientAccumulationSteps}) {
+    std::optional<int64_t> value;
+    root.readInteger(deepSpeedName(field), value);
+    if (value)
+      layer.give(field, *value);
+  }
 }
 
 } // namespace
+
+llvm::Expected<ConfigLayer>
+zerosbp::readDeepSpeedConfig(llvm::StringRef json, llvm::StringRef source) {
+  llvm::Expected<llvm::json::Value> root = parseJsonStrictly(json);
+  if (!root)
+    return root.takeError();
+  const llvm::json::Object *object = root->getAsObject();
+  if (!object)
+    return configError("expected a JSON object at the top level, got " +
+                       describeJson(*root));
+  return DeepSpeedParser(source).parse(*object);
+}
 
 llvm::Expected<ZeroConfig>
 zerosbp::parseDeepSpeedConfig(llvm::StringRef json, int64_t world,
@@ -540,13 +560,12 @@ zerosbp::parseDeepSpeedConfig(llvm::StringRef json, int64_t world,
         "pipeline_parallel_size: expected world ({0}) to divide by it times "
         "model_parallel_size ({1}), got {2}",
         world, modelParallelSize, pipelineParallelSize));
-  llvm::Expected<llvm::json::Value> root = parseJsonStrictly(json);
-  if (!root)
-    return root.takeError();
-  const llvm::json::Object *object = root->getAsObject();
-  if (!object)
-    return configError("expected a JSON object at the top level, got " +
-                       describeJson(*root));
-  return DeepSpeedParser(world, modelParallelSize, pipelineParallelSize)
-      .parse(*object);
+  llvm::Expected<ConfigLayer> config = readDeepSpeedConfig(json, "");
+  if (!config)
+    return config.takeError();
+  ConfigLayer ranks(LayerKind::Setting, "", deepSpeedName);
+  ranks.give(ConfigField::World, world);
+  ranks.give(ConfigField::ModelParallelSize, modelParallelSize);
+  ranks.give(ConfigField::PipelineParallelSize, pipelineParallelSize);
+  return resolveConfig({*config, ranks});
 }

@@ -40,11 +40,19 @@
 #ifndef ZEROSBP_COMPILER_CONFIG_DEEPSPEEDCONFIG_H
 #define ZEROSBP_COMPILER_CONFIG_DEEPSPEEDCONFIG_H
 
+#include "compiler/config/ConfigLayer.h"
 #include "compiler/config/ZeroConfig.h"
 
 namespace zerosbp {
 
-/// Parses the DeepSpeed JSON config `json` for `world` ranks, of which
+/// The fields the DeepSpeed JSON config `json` states, a Config layer whose
+/// messages `source` prefixes (the file, or "" for none). Its syntax, keys,
+/// types and refusals are checked here; its ranges and batch sizes by
+/// resolveConfig.
+llvm::Expected<ConfigLayer> readDeepSpeedConfig(llvm::StringRef json,
+                                                llvm::StringRef source);
+
+/// Resolves the DeepSpeed JSON config `json` alone for `world` ranks, of which
 /// `modelParallelSize` share each model part and `pipelineParallelSize`
 /// stages cut the layers (its batch sizes count the data-parallel ranks,
 /// world / (modelParallelSize * pipelineParallelSize), as DeepSpeed's do).

@@ -10,7 +10,8 @@
 //
 // OneFlow adds the optimizer to the graph separately, so the result carries
 // ZeroConfig's default optimizer (Adam) and fp32; callers overwrite them.
-// overlap_comm follows DeepSpeed's rule (on for stage 3 only).
+// overlap_comm follows DeepSpeed's rule (on for stage 3 only), which
+// resolveConfig applies.
 // stage3_param_persistence_threshold is 0: OneFlow has no such knob, and
 // shard_min_size alone decides which parameters stay whole.
 //
@@ -19,9 +20,19 @@
 #ifndef ZEROSBP_COMPILER_CONFIG_ENABLEZERO_H
 #define ZEROSBP_COMPILER_CONFIG_ENABLEZERO_H
 
+#include "compiler/config/ConfigLayer.h"
 #include "compiler/config/ZeroConfig.h"
 
 namespace zerosbp {
+
+/// The Config layer of `enable_zero(mode, stage=stage, ...)`, whose messages
+/// `source` prefixes; the arguments' own ranges (OneFlow's) are checked
+/// here, without the prefix.
+llvm::Expected<ConfigLayer> readEnableZero(llvm::StringRef source, bool mode,
+                                           int64_t stage, int64_t shardMinSize,
+                                           int64_t shardRestoreLevel,
+                                           int64_t micsShardSize,
+                                           int64_t hpzPartitionSize);
 
 /// The config for `enable_zero(mode, stage=stage, shard_min_size=
 /// shardMinSize, shard_restore_level=shardRestoreLevel, mics_shard_size=

@@ -2,172 +2,142 @@
 
 #include "compiler/config/GraphConfig.h"
 
-#include "compiler/config/ConfigField.h"
+#include "compiler/config/ConfigLayer.h"
 #include "compiler/config/DeepSpeedConfig.h"
 #include "compiler/config/Diagnostics.h"
 #include "compiler/config/EnableZero.h"
 #include "compiler/config/PipelineOptions.h"
+#include "compiler/config/ResolveConfig.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallVector.h"
 
-#include <algorithm>
-#include <utility>
+#include <optional>
 #include <vector>
 
 using namespace zerosbp;
 
-/// `base` (ZeroConfig::str() pairs) with `overrides` applied: a key given
-/// again replaces its value. Changing the optimizer drops the base's
-/// hyperparameters and leaving fp16 drops its loss-scaling keys, which would
-/// otherwise not apply.
-static std::string mergeOptions(llvm::StringRef base,
-                                llvm::StringRef overrides) {
-  using Pairs = std::vector<std::pair<std::string, std::string>>;
-  auto read = [](llvm::StringRef text) {
-    Pairs pairs;
-    llvm::SmallVector<llvm::StringRef> words;
-    text.split(words, ' ', -1, /*KeepEmpty=*/false);
-    for (llvm::StringRef word : words) {
-      auto [key, value] = word.split('=');
-      pairs.emplace_back(key.str(), value.str());
-    }
-    return pairs;
-  };
-  auto find = [](Pairs &pairs, llvm::StringRef key) {
-    return llvm::find_if(pairs,
-                         [&](auto &entry) { return entry.first == key; });
-  };
-  auto erase = [&](Pairs &pairs, llvm::StringRef key) {
-    auto it = find(pairs, key);
-    if (it != pairs.end())
-      pairs.erase(it);
-  };
-  Pairs pairs = read(base);
-  Pairs updates = read(overrides);
-  bool newOptimizer = find(updates, "optimizer") != updates.end();
-  auto precision = find(updates, "precision");
-  bool leavesFp16 = precision != updates.end() && precision->second != "fp16";
+namespace {
+
+/// enable_zero's arguments besides `mode`, by their Python names.
+constexpr ConfigField kEnableZeroFields[] = {
+    ConfigField::Stage, ConfigField::ShardMinSize,
+    ConfigField::ShardRestoreLevel, ConfigField::MicsShardSize,
+    ConfigField::HpzPartitionSize};
+
+std::optional<ConfigField> fieldOfPythonName(llvm::StringRef name) {
   for (const ConfigOption &option : configOptions())
-    if ((newOptimizer && option.group == OptionGroup::Optimizer &&
-         option.field != ConfigField::Optimizer) ||
-        (leavesFp16 && option.when == OptionWhen::Fp16))
-      erase(pairs, option.key);
-  for (auto &[key, value] : updates) {
-    auto it = find(pairs, key);
-    if (it != pairs.end())
-      it->second = value;
-    else
-      pairs.emplace_back(key, value);
-  }
-  std::string merged;
-  for (auto &[key, value] : pairs)
-    merged += (merged.empty() ? "" : " ") + key + "=" + value;
-  return merged;
+    if (!option.python.empty() && option.python == name)
+      return option.field;
+  return std::nullopt;
 }
+
+/// Gives `field` the Python value `value` in `layer`.
+llvm::Error giveSetting(ConfigLayer &layer, ConfigField field,
+                        const GraphConfigSpec::Value &value) {
+  auto wrongType = [&](llvm::StringRef expected) {
+    return configError(pythonName(field) + ": expected " + expected);
+  };
+  const int64_t *integer = std::get_if<int64_t>(&value);
+  const double *number = std::get_if<double>(&value);
+  const bool *flag = std::get_if<bool>(&value);
+  const std::string *text = std::get_if<std::string>(&value);
+  switch (configOption(field).type) {
+  case OptionType::Integer:
+    if (!integer)
+      return wrongType("an int");
+    layer.give(field, *integer);
+    return llvm::Error::success();
+  case OptionType::Number:
+    if (!integer && !number)
+      return wrongType("a number");
+    layer.give(field, number ? *number : static_cast<double>(*integer));
+    return llvm::Error::success();
+  case OptionType::Bool:
+    if (!flag)
+      return wrongType("True or False");
+    layer.give(field, *flag);
+    return llvm::Error::success();
+  case OptionType::Text:
+    if (!text)
+      return wrongType("a string");
+    layer.give(field, *text);
+    return llvm::Error::success();
+  case OptionType::Optimizer:
+    if (std::optional<OptimizerKind> kind =
+            text ? symbolizeOptimizerKind(*text) : std::nullopt) {
+      layer.give(field, *kind);
+      return llvm::Error::success();
+    }
+    return wrongType("sgd, adam or adamw");
+  case OptionType::Precision:
+    if (std::optional<Precision> precision =
+            text ? symbolizePrecision(*text) : std::nullopt) {
+      layer.give(field, *precision);
+      return llvm::Error::success();
+    }
+    return wrongType("fp32, fp16 or bf16");
+  case OptionType::Offload:
+    if (std::optional<OffloadDevice> device =
+            text ? symbolizeOffloadDevice(*text) : std::nullopt) {
+      layer.give(field, *device);
+      return llvm::Error::success();
+    }
+    return wrongType("\"cpu\" or \"nvme\"");
+  }
+  llvm_unreachable("unknown OptionType");
+}
+
+} // namespace
 
 llvm::Expected<ZeroConfig>
 zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
-  ZeroConfig config;
-  config.world = world;
+  std::vector<ConfigLayer> layers;
   if (!spec.deepspeedJson.empty()) {
     if (spec.zeroSet)
       return configError(
           "enable_zero and set_deepspeed_config exclude each other: the "
           "DeepSpeed config's zero_optimization section sets the stage");
-    // DeepSpeed's batch sizes count the data-parallel ranks of a stage.
-    auto parsed =
-        parseDeepSpeedConfig(spec.deepspeedJson, world, /*modelParallelSize=*/1,
-                             std::max<int64_t>(spec.pipelineParallelSize, 1));
-    if (!parsed)
+    auto config = readDeepSpeedConfig(spec.deepspeedJson, "DeepSpeed config");
+    if (!config)
       return configError("DeepSpeed config: " +
-                         llvm::toString(parsed.takeError()));
-    config = *parsed;
-  } else if (spec.zeroSet) {
-    auto parsed = enableZero(world, spec.zeroMode, spec.stage,
-                             spec.shardMinSize, spec.shardRestoreLevel,
-                             spec.micsShardSize, spec.hpzPartitionSize);
-    if (!parsed)
-      return configError("enable_zero: " + llvm::toString(parsed.takeError()));
-    config = *parsed;
+                         llvm::toString(config.takeError()));
+    layers.push_back(std::move(*config));
   }
 
-  std::string overrides;
-  auto set = [&](llvm::StringRef key, const llvm::Twine &value) {
-    overrides += (overrides.empty() ? "" : " ") + key.str() + "=" + value.str();
-  };
-  if (!spec.optimizer.empty()) {
-    set("optimizer", spec.optimizer);
-    set("lr", formatNumber(spec.lr));
-    if (spec.optimizer != "sgd") {
-      set("beta1", formatNumber(spec.beta1));
-      set("beta2", formatNumber(spec.beta2));
-      set("eps", formatNumber(spec.eps));
-      set("weight-decay", formatNumber(spec.weightDecay));
+  ConfigLayer settings(LayerKind::Setting, "", pythonName);
+  settings.give(ConfigField::World, world);
+  // enable_zero's arguments at OneFlow's defaults, unless given.
+  int64_t zeroArguments[] = {2, 1024, 1, 0, 0};
+  for (const auto &[name, value] : spec.settings) {
+    std::optional<ConfigField> field = fieldOfPythonName(name);
+    if (!field)
+      return configError("unknown config field '" + name + "'");
+    const ConfigField *argument = llvm::find(kEnableZeroFields, *field);
+    if (argument != std::end(kEnableZeroFields)) {
+      const int64_t *integer = std::get_if<int64_t>(&value);
+      if (!spec.zeroSet || !integer)
+        return configError("enable_zero: " + name + ": expected an int");
+      zeroArguments[argument - std::begin(kEnableZeroFields)] = *integer;
+      continue;
     }
-  }
-  if (!spec.precision.empty()) {
-    if (config.precision.precision != Precision::FP32 &&
-        stringifyPrecision(config.precision.precision) != spec.precision)
-      return configError("enable_amp(" + spec.precision +
-                         ") contradicts the DeepSpeed "
-                         "config's " +
-                         stringifyPrecision(config.precision.precision));
-    set("precision", spec.precision);
-  }
-  if (spec.accumulationSteps > 0)
-    set("gradient-accumulation-steps", llvm::Twine(spec.accumulationSteps));
-  if (spec.clipping >= 0)
-    set("gradient-clipping", formatNumber(spec.clipping));
-  if (spec.pipelineParallelSize > 0)
-    set("pipeline-parallel-size", llvm::Twine(spec.pipelineParallelSize));
-  if (!spec.pipelineSchedule.empty())
-    set("pipeline-schedule", spec.pipelineSchedule);
-  if (!spec.offloadOptimizer.empty()) {
-    std::optional<OffloadDevice> device =
-        symbolizeOffloadDevice(spec.offloadOptimizer);
-    if (!device || *device == OffloadDevice::None)
-      return configError("set_offload_optimizer: device must be \"cpu\" or "
-                         "\"nvme\", got \"" +
-                         spec.offloadOptimizer + "\"");
-    config.zero.offloadOptimizer = *device;
-    config.zero.offloadOptimizerNvmePath = spec.offloadNvmePath;
-    config.zero.offloadOptimizerPinMemory = spec.offloadPinMemory;
-    config.zero.offloadOptimizerDelayedUpdate = spec.offloadDelayedUpdate;
-    if (spec.offloadBufferCount > 0)
-      config.zero.offloadOptimizerBufferCount = spec.offloadBufferCount;
-  }
-  if (!spec.offloadParam.empty()) {
-    std::optional<OffloadDevice> device =
-        symbolizeOffloadDevice(spec.offloadParam);
-    if (!device || *device == OffloadDevice::None)
-      return configError("set_offload_param: device must be \"cpu\" or "
-                         "\"nvme\", got \"" +
-                         spec.offloadParam + "\"");
-    config.zero.offloadParam = *device;
-    config.zero.offloadParamNvmePath = spec.offloadParamNvmePath;
-  }
-  if (!spec.overrides.empty())
-    overrides += (overrides.empty() ? "" : " ") + spec.overrides;
-  if (overrides.empty()) {
-    if (llvm::Error error = config.verify())
+    if (llvm::Error error = giveSetting(settings, *field, value))
       return std::move(error);
-    return config;
   }
-  // The paths are no pipeline-option text: they may hold spaces.
-  std::string nvmePath = config.zero.offloadOptimizerNvmePath;
-  std::string paramPath = config.zero.offloadParamNvmePath;
-  ZeroConfig plain = config;
-  plain.zero.offloadOptimizerNvmePath = nvmePath.empty() ? "" : "-";
-  plain.zero.offloadParamNvmePath = paramPath.empty() ? "" : "-";
-  auto merged = parsePipelineOptions(mergeOptions(plain.str(), overrides));
-  if (!merged)
-    return merged.takeError();
-  if (merged->zero.offloadOptimizerNvmePath == "-")
-    merged->zero.offloadOptimizerNvmePath = nvmePath;
-  if (merged->zero.offloadParamNvmePath == "-")
-    merged->zero.offloadParamNvmePath = paramPath;
-  if (llvm::Error error = merged->verify())
-    return std::move(error);
-  return *merged;
+  if (spec.zeroSet) {
+    auto zero = readEnableZero("enable_zero", spec.zeroMode, zeroArguments[0],
+                               zeroArguments[1], zeroArguments[2],
+                               zeroArguments[3], zeroArguments[4]);
+    if (!zero)
+      return configError("enable_zero: " + llvm::toString(zero.takeError()));
+    layers.push_back(std::move(*zero));
+  }
+  layers.push_back(std::move(settings));
+  if (!spec.overrides.empty()) {
+    auto overrides =
+        readPipelineOptions(spec.overrides, LayerKind::Override, "");
+    if (!overrides)
+      return overrides.takeError();
+    layers.push_back(std::move(*overrides));
+  }
+  return resolveConfig(layers);
 }

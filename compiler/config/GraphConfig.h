@@ -8,12 +8,11 @@
 
 namespace zerosbp {
 
-/// The ZeroConfig of a graph configured as `spec` on `world` ranks: the
-/// DeepSpeed config or enable_zero's, then the optimizer, precision,
-/// accumulation, clipping, pipeline stages and schedule, and the
-/// `key=value` options set on top (a key given again replaces its value).
-/// `world` counts every pipeline stage's ranks. The error names the call
-/// that set the bad value.
+/// The ZeroConfig of a graph configured as `spec` on `world` ranks,
+/// resolved from three layers (resolveConfig): the DeepSpeed config or
+/// enable_zero's arguments, then the other methods' settings, then the
+/// `key=value` options on top. `world` counts every pipeline stage's ranks.
+/// The error names the call or the key that set the bad value.
 llvm::Expected<ZeroConfig> buildGraphConfig(const GraphConfigSpec &spec,
                                             int64_t world);
 

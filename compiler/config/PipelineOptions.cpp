@@ -6,6 +6,7 @@
 #include "compiler/config/ConfigChecks.h"
 #include "compiler/config/ConfigField.h"
 #include "compiler/config/Diagnostics.h"
+#include "compiler/config/ResolveConfig.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -61,43 +62,26 @@ std::optional<bool> parseBool(llvm::StringRef text) {
 
 class OptionsParser {
 public:
-  llvm::Expected<ZeroConfig> parse(llvm::StringRef options);
+  OptionsParser(LayerKind kind, llvm::StringRef source)
+      : layer(kind, source.str(), optionName), config(layer.mutableValues()) {}
+
+  llvm::Expected<ConfigLayer> parse(llvm::StringRef options);
 
 private:
   llvm::Error parsePair(llvm::StringRef pair);
   llvm::Error setField(ConfigField field, llvm::StringRef value);
-  llvm::Error checkContext();
-  bool given(ConfigField field) const {
-    return isGiven[static_cast<size_t>(field)];
-  }
 
-  ZeroConfig config;
-  std::array<bool, kNumFields> isGiven = {};
-  std::optional<bool> overlapComm;
-  std::optional<int64_t> trainBatchSize, microBatchSize, accumulationSteps;
+  ConfigLayer layer;
+  ZeroConfig &config;
 };
 
-llvm::Expected<ZeroConfig> OptionsParser::parse(llvm::StringRef options) {
+llvm::Expected<ConfigLayer> OptionsParser::parse(llvm::StringRef options) {
   llvm::SmallVector<llvm::StringRef> pairs;
   llvm::SplitString(options, pairs);
   for (llvm::StringRef pair : pairs)
     if (llvm::Error error = parsePair(pair))
       return std::move(error);
-  config.zero.overlapComm =
-      overlapComm.value_or(defaultOverlapComm(config.stage));
-  if (llvm::Error error = checkContext())
-    return std::move(error);
-  if (config.world < 1)
-    return configError(llvm::formatv("{0}: expected an integer >= 1, got {1}",
-                                     optionName(ConfigField::World),
-                                     config.world));
-  if (llvm::Error error =
-          resolveBatchSizes(config, trainBatchSize, microBatchSize,
-                            accumulationSteps, optionName))
-    return std::move(error);
-  if (llvm::Error error = verifyConfig(config, optionName))
-    return std::move(error);
-  return config;
+  return std::move(layer);
 }
 
 llvm::Error OptionsParser::parsePair(llvm::StringRef pair) {
@@ -118,9 +102,9 @@ llvm::Error OptionsParser::parsePair(llvm::StringRef pair) {
     llvm::printEscapedString(key, os);
     return configError(unknownKeyMessage(shown, key, names));
   }
-  if (given(*field))
+  if (layer.gives(*field))
     return configError("duplicate key " + quote(key));
-  isGiven[static_cast<size_t>(*field)] = true;
+  layer.markGiven(*field);
   return setField(*field, value);
 }
 
@@ -167,24 +151,6 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
   case ConfigField::PipelineSchedule:
     config.pipelineSchedule = value.str();
     return llvm::Error::success();
-  case ConfigField::OverlapComm:
-    if (!(overlapComm = parseBool(value)))
-      return expected("true or false");
-    return llvm::Error::success();
-  case ConfigField::TrainBatchSize:
-  case ConfigField::TrainMicroBatchSizePerGpu:
-  case ConfigField::GradientAccumulationSteps: {
-    std::optional<int64_t> integer = parseInteger(value);
-    if (!integer)
-      return expected("an integer");
-    if (field == ConfigField::TrainBatchSize)
-      trainBatchSize = integer;
-    else if (field == ConfigField::TrainMicroBatchSizePerGpu)
-      microBatchSize = integer;
-    else
-      accumulationSteps = integer;
-    return llvm::Error::success();
-  }
   default:
     break;
   }
@@ -207,20 +173,19 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
   return llvm::Error::success();
 }
 
-/// Keys that have no effect with the other values given.
-llvm::Error OptionsParser::checkContext() {
-  for (const ConfigOption &option : configOptions()) {
-    if (!given(option.field))
-      continue;
-    if (!optionApplies(option, config))
-      return configError(option.key + ": " + unusedReason(option.when));
-  }
-  return llvm::Error::success();
-}
-
 } // namespace
+
+llvm::Expected<ConfigLayer>
+zerosbp::readPipelineOptions(llvm::StringRef options, LayerKind kind,
+                             llvm::StringRef source) {
+  return OptionsParser(kind, source).parse(options);
+}
 
 llvm::Expected<ZeroConfig>
 zerosbp::parsePipelineOptions(llvm::StringRef options) {
-  return OptionsParser().parse(options);
+  llvm::Expected<ConfigLayer> layer =
+      readPipelineOptions(options, LayerKind::Config, "");
+  if (!layer)
+    return layer.takeError();
+  return resolveConfig({*layer});
 }

@@ -20,11 +20,19 @@
 #ifndef ZEROSBP_COMPILER_CONFIG_PIPELINEOPTIONS_H
 #define ZEROSBP_COMPILER_CONFIG_PIPELINEOPTIONS_H
 
+#include "compiler/config/ConfigLayer.h"
 #include "compiler/config/ZeroConfig.h"
 
 namespace zerosbp {
 
-/// Errors are one line and name the key, e.g.
+/// The pairs of `options` as a layer of `kind` whose messages `source`
+/// prefixes; an unknown or repeated key, a key without a value and a
+/// value of the wrong type are errors here, the rest resolveConfig's.
+llvm::Expected<ConfigLayer> readPipelineOptions(llvm::StringRef options,
+                                                LayerKind kind,
+                                                llvm::StringRef source);
+
+/// The config of `options` alone. Errors are one line and name the key, e.g.
 /// `stage: expected an integer in [0, 3], got 4` or
 /// `unknown key 'stag'; did you mean 'stage'?`.
 llvm::Expected<ZeroConfig> parsePipelineOptions(llvm::StringRef options);

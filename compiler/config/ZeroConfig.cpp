@@ -5,6 +5,7 @@
 #include "compiler/config/ConfigAccess.h"
 #include "compiler/config/ConfigChecks.h"
 #include "compiler/config/ConfigField.h"
+#include "compiler/config/ConfigLayer.h"
 #include "compiler/config/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -59,23 +60,6 @@ static bool isPrinted(const ConfigOption &option, const ZeroConfig &config) {
   }
 }
 
-/// `config`'s value of `field` as pipeline-option text.
-static std::string optionText(const ZeroConfig &config, ConfigField field) {
-  if (const int64_t *value = optionMember<int64_t>(config, field))
-    return std::to_string(*value);
-  if (const double *value = optionMember<double>(config, field))
-    return formatNumber(*value);
-  if (const bool *value = optionMember<bool>(config, field))
-    return *value ? "true" : "false";
-  if (const OptimizerKind *kind = optionMember<OptimizerKind>(config, field))
-    return stringifyOptimizerKind(*kind).str();
-  if (const OffloadDevice *device = optionMember<OffloadDevice>(config, field))
-    return stringifyOffloadDevice(*device).str();
-  if (const std::string *text = optionMember<std::string>(config, field))
-    return *text;
-  return stringifyPrecision(*optionMember<Precision>(config, field)).str();
-}
-
 /// `config`'s value of a plain (integer, number or bool) `field` as JSON.
 static llvm::json::Value optionJson(const ZeroConfig &config,
                                     ConfigField field) {
@@ -97,7 +81,7 @@ std::string ZeroConfig::str() const {
       continue;
     if (!result.empty())
       result += ' ';
-    result += (option.key + "=" + optionText(*this, option.field)).str();
+    result += (option.key + "=" + fieldText(*this, option.field)).str();
   }
   return result;
 }

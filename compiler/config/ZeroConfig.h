@@ -2,10 +2,11 @@
 //
 // Everything the pass pipeline needs to know about one training job: the
 // data-parallel world, the ZeRO stage and its knobs, the optimizer, the
-// precision and the batch sizes. Three front ends fill it in (a DeepSpeed
-// JSON config, OneFlow's `enable_zero`, and the `key=value` string of
-// `zero-opt --zero-pipeline`); all of them check every value and leave a
-// config that verify() accepts.
+// precision and the batch sizes. Every front end (a DeepSpeed JSON config,
+// OneFlow's `enable_zero`, the `key=value` string of `zero-opt
+// --zero-pipeline`, zero-compile's flags, a Python graph's config methods)
+// reads what it was given into a layer, and resolveConfig
+// (ResolveConfig.h) merges the layers and verifies the result once.
 //
 // Defaults are DeepSpeed's unless a comment says otherwise; each names its
 // source. "DeepSpeedZeroConfig" is deepspeed/runtime/zero/config.py,

@@ -18,8 +18,7 @@ static llvm::Error notYet(const llvm::Twine &what) {
 }
 
 llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
-  if (llvm::Error error = config.verify())
-    return error;
+  // The ranges were verified once, by resolveConfig.
   // Levels 1 and 2 both hand broadcast parameters to their consumers, which
   // is what the stage rewrite does; 0 would leave consumers the shards.
   if (config.stage > 0 && config.shardRestoreLevel == 0)
@@ -261,7 +260,7 @@ void zerosbp::registerZeroPipeline() {
                               llvm::toString(std::move(error)));
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> describe) {
+      [](function_ref<void(const mlir::detail::PassOptions &)> describe) {
         ZeroPipelineHelp help;
         describe(help);
       });

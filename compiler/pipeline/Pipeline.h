@@ -12,8 +12,9 @@ namespace zerosbp {
 /// and the updates) or inference (the forward's outputs only).
 enum class GraphKind { Training, Inference };
 
-/// Checks that this compiler can honour `config`: verify() and the keys it
-/// does not support yet (shard_restore_level 0, named in the error).
+/// Checks that this compiler can honour `config`, a resolved config
+/// (resolveConfig verified its ranges): the combinations it does not build
+/// (shard_restore_level 0, named in the error).
 llvm::Error checkPipelineConfig(const ZeroConfig &config);
 
 /// Adds the global-view passes `config` asks for to `pm`, a pass manager on

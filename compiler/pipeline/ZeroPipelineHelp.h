@@ -29,7 +29,7 @@ class ZeroPipelineHelp : public mlir::detail::PassOptions {
 
 public:
 #define ZERO_OPTION(Group, Field, Type, Member, Default, Key, DeepSpeed,       \
-                    OneFlow, Check, Lo, Hi, When, Help)                        \
+                    Python, Check, Lo, Hi, When, Help)                         \
   Option<HelpType<Type>> Field##Option{*this, Key, llvm::cl::desc(Help)};
 #include "compiler/config/ConfigOptions.def"
 };

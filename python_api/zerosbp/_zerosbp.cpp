@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/common/TrainingEnums.h"
 #include "python_api/capture/GraphCapture.h"
 #include "runtime/checkpoint/Checkpoint.h"
 #include "runtime/comm/MpiComm.h"
@@ -26,9 +27,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <type_traits>
 
 namespace py = pybind11;
 using namespace zerosbp;
@@ -365,69 +368,61 @@ python::OpAttrs opAttrs(const py::kwargs &kwargs) {
   return attrs;
 }
 
+/// A config field's Python value as the spec holds it: an enum by name.
+template <typename T> GraphConfigSpec::Value readSetting(py::handle value) {
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
+                std::is_same_v<T, bool>)
+    return value.cast<T>();
+  else
+    return value.cast<std::string>();
+}
+
+/// The config fields a Python graph's config sets, by their Python names:
+/// ConfigOptions.def's Python column, with each field's type.
+struct PythonSetting {
+  const char *name;
+  GraphConfigSpec::Value (*read)(py::handle);
+};
+const PythonSetting kPythonSettings[] = {
+#define ZERO_OPTION(Group, Field, Type, Member, Default, Key, DeepSpeed,       \
+                    Python, ...)                                               \
+  {Python, &readSetting<Type>},
+#include "compiler/config/ConfigOptions.def"
+};
+
+/// The graph's config dict (nn/graph_config.py) as a spec: the keys that
+/// are no config field, then every field by its Python name.
 python::ConfigSpec configSpec(const py::dict &dict) {
   python::ConfigSpec spec;
   for (auto item : dict) {
     std::string key = py::str(item.first);
     py::handle value = item.second;
-    if (key == "deepspeed_json")
+    if (key == "deepspeed_json") {
       spec.deepspeedJson = value.cast<std::string>();
-    else if (key == "zero")
+      continue;
+    }
+    if (key == "zero") {
       spec.zeroSet = value.cast<bool>();
-    else if (key == "zero_mode")
+      continue;
+    }
+    if (key == "zero_mode") {
       spec.zeroMode = value.cast<bool>();
-    else if (key == "stage")
-      spec.stage = value.cast<int64_t>();
-    else if (key == "shard_min_size")
-      spec.shardMinSize = value.cast<int64_t>();
-    else if (key == "shard_restore_level")
-      spec.shardRestoreLevel = value.cast<int64_t>();
-    else if (key == "mics_shard_size")
-      spec.micsShardSize = value.cast<int64_t>();
-    else if (key == "hpz_partition_size")
-      spec.hpzPartitionSize = value.cast<int64_t>();
-    else if (key == "optimizer")
-      spec.optimizer = value.cast<std::string>();
-    else if (key == "lr")
-      spec.lr = value.cast<double>();
-    else if (key == "beta1")
-      spec.beta1 = value.cast<double>();
-    else if (key == "beta2")
-      spec.beta2 = value.cast<double>();
-    else if (key == "eps")
-      spec.eps = value.cast<double>();
-    else if (key == "weight_decay")
-      spec.weightDecay = value.cast<double>();
-    else if (key == "precision")
-      spec.precision = value.cast<std::string>();
-    else if (key == "accumulation_steps")
-      spec.accumulationSteps = value.cast<int64_t>();
-    else if (key == "clipping")
-      spec.clipping = value.cast<double>();
-    else if (key == "pipeline_parallel_size")
-      spec.pipelineParallelSize = value.cast<int64_t>();
-    else if (key == "pipeline_schedule")
-      spec.pipelineSchedule = value.cast<std::string>();
-    else if (key == "overrides")
+      continue;
+    }
+    if (key == "overrides") {
       spec.overrides = value.cast<std::string>();
-    else if (key == "activation_memory_budget")
+      continue;
+    }
+    if (key == "activation_memory_budget") {
       spec.activationMemoryBudget = value.cast<int64_t>();
-    else if (key == "offload_optimizer")
-      spec.offloadOptimizer = value.cast<std::string>();
-    else if (key == "offload_nvme_path")
-      spec.offloadNvmePath = value.cast<std::string>();
-    else if (key == "offload_pin_memory")
-      spec.offloadPinMemory = value.cast<bool>();
-    else if (key == "offload_buffer_count")
-      spec.offloadBufferCount = value.cast<int64_t>();
-    else if (key == "offload_delayed_update")
-      spec.offloadDelayedUpdate = value.cast<bool>();
-    else if (key == "offload_param")
-      spec.offloadParam = value.cast<std::string>();
-    else if (key == "offload_param_nvme_path")
-      spec.offloadParamNvmePath = value.cast<std::string>();
-    else
+      continue;
+    }
+    const PythonSetting *setting =
+        std::find_if(std::begin(kPythonSettings), std::end(kPythonSettings),
+                     [&](const PythonSetting &row) { return key == row.name; });
+    if (key.empty() || setting == std::end(kPythonSettings))
       throw py::type_error("unknown config field '" + key + "'");
+    spec.settings.emplace_back(key, setting->read(value));
   }
   return spec;
 }

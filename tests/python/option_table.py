@@ -9,7 +9,7 @@ import re
 import sys
 
 DEF = "compiler/config/ConfigOptions.def"
-FIELDS = ["Field", "Type", "Member", "Default", "Key", "DeepSpeed", "OneFlow",
+FIELDS = ["Field", "Type", "Member", "Default", "Key", "DeepSpeed", "Python",
           "Check", "Lo", "Hi", "When", "Help"]
 
 
@@ -73,13 +73,13 @@ def default_of(row):
 
 
 def table():
-    lines = ["| key | DeepSpeed path or name | `enable_zero` | default | meaning |",
+    lines = ["| key | DeepSpeed path or name | Python | default | meaning |",
              "| --- | --- | --- | --- | --- |"]
     for row in rows():
-        oneflow = unquoted(row["OneFlow"])
+        python = unquoted(row["Python"])
         lines.append("| `%s` | `%s` | %s | %s | %s |" % (
             unquoted(row["Key"]), unquoted(row["DeepSpeed"]),
-            "`%s`" % oneflow if oneflow else "", default_of(row),
+            "`%s`" % python if python else "", default_of(row),
             unquoted(row["Help"]).replace("|", "\\|")))
     return "\n".join(lines) + "\n"
 

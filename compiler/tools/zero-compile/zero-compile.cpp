@@ -10,8 +10,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/builder/Gpt2Builder.h"
+#include "compiler/config/ConfigLayer.h"
 #include "compiler/config/DeepSpeedConfig.h"
 #include "compiler/config/PipelineOptions.h"
+#include "compiler/config/ResolveConfig.h"
 #include "compiler/driver/CompileDriver.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/registration/InitAllDialects.h"
@@ -45,6 +47,7 @@
 #include <csignal>
 #include <cstring>
 #include <unistd.h>
+#include <vector>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -198,27 +201,28 @@ static llvm::Error checkGivenFlags() {
   return llvm::Error::success();
 }
 
-/// Whether a DeepSpeed config states zero_optimization.stage (the config
-/// parsed already; DeepSpeed's default stage applies otherwise).
-static bool statesStage(llvm::StringRef json) {
-  llvm::Expected<llvm::json::Value> root = llvm::json::parse(json);
-  if (!root) {
-    llvm::consumeError(root.takeError());
-    return false;
+/// How the flags spell the fields they set, for a flag that contradicts
+/// the config.
+static llvm::StringRef flagName(zerosbp::ConfigField field) {
+  using zerosbp::ConfigField;
+  switch (field) {
+  case ConfigField::World:
+    return "--world";
+  case ConfigField::Stage:
+    return "--stage";
+  case ConfigField::ModelParallelSize:
+    return "--model-parallel-size";
+  case ConfigField::PipelineParallelSize:
+    return "--pipeline-model-parallel-size";
+  case ConfigField::PipelineSchedule:
+    return "--pipeline-schedule";
+  case ConfigField::VirtualPipelineStages:
+    return "--num-virtual-stages-per-pipeline-rank";
+  case ConfigField::GradientAccumulationSteps:
+    return "--gradient-accumulation-steps";
+  default:
+    return zerosbp::optionName(field);
   }
-  const llvm::json::Object *object = root->getAsObject();
-  const llvm::json::Object *zero =
-      object ? object->getObject("zero_optimization") : nullptr;
-  return zero && zero->get("stage");
-}
-
-/// Whether a --pipeline string has a `key=` pair.
-static bool statesPair(llvm::StringRef options, llvm::StringRef key) {
-  llvm::SmallVector<llvm::StringRef> pairs;
-  llvm::SplitString(options, pairs);
-  return llvm::any_of(pairs, [&](llvm::StringRef pair) {
-    return pair.split('=').first == key;
-  });
 }
 
 /// The config file from --config or --deepspeed_config.
@@ -273,8 +277,10 @@ static llvm::Error checkMegatronFlags() {
   return llvm::Error::success();
 }
 
-/// The config from --config, --pipeline or the plain flags.
+/// The config resolved from --config or --pipeline, then the flags
+/// (docs/compiler.md#precedence).
 static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
+  using zerosbp::ConfigField;
   if (llvm::Error error = checkMegatronFlags())
     return std::move(error);
   llvm::StringRef path = configPath();
@@ -283,91 +289,64 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
         llvm::inconvertibleErrorCode(),
         (deepspeedConfig.empty() ? "--config" : "--deepspeed_config") +
             llvm::Twine(" and --pipeline exclude each other"));
-  llvm::Expected<zerosbp::ZeroConfig> config = zerosbp::ZeroConfig();
-  // Where the config states a stage, if it does: a --stage that disagrees
-  // is an error, like a batch that disagrees with train_batch_size.
-  std::string stageSource;
+  std::vector<zerosbp::ConfigLayer> layers;
   if (!path.empty()) {
     auto file = zerosbp::readToolInput(
         path, zerosbp::runtime::kMaxConfigFileBytes, "the config");
     if (!file)
       return file.takeError();
-    config = zerosbp::parseDeepSpeedConfig(
-        (*file)->getBuffer(), world, modelParallelSize, pipelineParallelSize);
+    auto config = zerosbp::readDeepSpeedConfig((*file)->getBuffer(), path);
     if (!config)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      path + ": " +
                                          llvm::toString(config.takeError()));
-    if (statesStage((*file)->getBuffer()))
-      stageSource = (path + ": zero_optimization.stage").str();
-    if (given(gradientAccumulationSteps))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          path + ": give gradient_accumulation_steps in the config, not "
-                 "--gradient-accumulation-steps");
-    if (given(pipelineSchedule))
-      config->pipelineSchedule = pipelineSchedule;
-    if (given(virtualStagesPerRank))
-      config->virtualPipelineStages = virtualStagesPerRank;
+    layers.push_back(std::move(*config));
   } else if (!pipelineOptions.empty()) {
-    // --stage and --world go in with the pairs, so that keys checked
-    // against them (mics-shard-size, hpz-partition-size) see them; where
-    // the pairs state them too, the two must agree.
-    std::string flagPairs;
-    if (given(stage) && !statesPair(pipelineOptions, "stage"))
-      flagPairs += " stage=" + std::to_string(static_cast<int64_t>(stage));
-    if (!statesPair(pipelineOptions, "world"))
-      flagPairs += " world=" + std::to_string(static_cast<int64_t>(world));
-    if (given(modelParallelSize) &&
-        !statesPair(pipelineOptions, "model-parallel-size"))
-      flagPairs += " model-parallel-size=" +
-                   std::to_string(static_cast<int64_t>(modelParallelSize));
-    if (given(pipelineParallelSize) &&
-        !statesPair(pipelineOptions, "pipeline-parallel-size"))
-      flagPairs += " pipeline-parallel-size=" +
-                   std::to_string(static_cast<int64_t>(pipelineParallelSize));
-    if (given(pipelineSchedule) &&
-        !statesPair(pipelineOptions, "pipeline-schedule"))
-      flagPairs += " pipeline-schedule=" + pipelineSchedule;
-    if (given(virtualStagesPerRank) &&
-        !statesPair(pipelineOptions, "virtual-pipeline-stages"))
-      flagPairs += " virtual-pipeline-stages=" +
-                   std::to_string(static_cast<int64_t>(virtualStagesPerRank));
-    if (given(gradientAccumulationSteps) &&
-        !statesPair(pipelineOptions, "gradient-accumulation-steps"))
-      flagPairs +=
-          " gradient-accumulation-steps=" +
-          std::to_string(static_cast<int64_t>(gradientAccumulationSteps));
-    config = zerosbp::parsePipelineOptions(pipelineOptions + flagPairs);
+    auto config = zerosbp::readPipelineOptions(
+        pipelineOptions, zerosbp::LayerKind::Config, "--pipeline");
     if (!config)
       return config.takeError();
-    if (statesPair(pipelineOptions, "stage"))
-      stageSource = "--pipeline: stage";
-    if (given(world) && statesPair(pipelineOptions, "world") &&
-        config->world != world)
+    layers.push_back(std::move(*config));
+  }
+  // The schedule's flags mean nothing without pipeline stages, which the
+  // flag or the config gives; said here in the flags' words.
+  int64_t stages = pipelineParallelSize;
+  if (!given(pipelineParallelSize) && !layers.empty() &&
+      layers[0].gives(ConfigField::PipelineParallelSize))
+    stages = layers[0].values().pipelineParallelSize;
+  if (stages <= 1) {
+    if (given(pipelineSchedule))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--pipeline-schedule: only used with "
+                                     "--pipeline-model-parallel-size > 1");
+    if (given(virtualStagesPerRank))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          llvm::formatv("--pipeline: world {0} != --world {1}", config->world,
-                        static_cast<int64_t>(world)));
-  } else {
-    config->world = world;
-    config->modelParallelSize = modelParallelSize;
-    config->pipelineParallelSize = pipelineParallelSize;
-    config->pipelineSchedule = pipelineSchedule;
-    config->virtualPipelineStages = virtualStagesPerRank;
-    config->gradientAccumulationSteps = gradientAccumulationSteps;
+          "--num-virtual-stages-per-pipeline-rank: only used with "
+          "--pipeline-model-parallel-size > 1");
   }
-  if (given(stage)) {
-    if (!stageSource.empty() && config->stage != stage)
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          llvm::formatv("{0} {1} != --stage {2}", stageSource, config->stage,
-                        static_cast<int64_t>(stage)));
-    config->stage = stage;
-  }
-  if (llvm::Error error = config->verify())
-    return std::move(error);
-  return config;
+  zerosbp::ConfigLayer flags(zerosbp::LayerKind::Setting, "", flagName);
+  // --world's default applies where the config states no world.
+  if (given(world) || layers.empty() || !layers[0].gives(ConfigField::World))
+    flags.give(ConfigField::World, static_cast<int64_t>(world));
+  auto giveIfGiven = [&](const cl::Option &flag, ConfigField field,
+                         auto value) {
+    if (given(flag))
+      flags.give(field, value);
+  };
+  giveIfGiven(stage, ConfigField::Stage, static_cast<int64_t>(stage));
+  giveIfGiven(modelParallelSize, ConfigField::ModelParallelSize,
+              static_cast<int64_t>(modelParallelSize));
+  giveIfGiven(pipelineParallelSize, ConfigField::PipelineParallelSize,
+              static_cast<int64_t>(pipelineParallelSize));
+  giveIfGiven(pipelineSchedule, ConfigField::PipelineSchedule,
+              std::string(pipelineSchedule));
+  giveIfGiven(virtualStagesPerRank, ConfigField::VirtualPipelineStages,
+              static_cast<int64_t>(virtualStagesPerRank));
+  giveIfGiven(gradientAccumulationSteps, ConfigField::GradientAccumulationSteps,
+              static_cast<int64_t>(gradientAccumulationSteps));
+  layers.push_back(std::move(flags));
+  return zerosbp::resolveConfig(layers);
 }
 
 /// Refuses a GPT-2 whose graph would not fit a plan or would take too long
@@ -677,15 +656,6 @@ int main(int argc, char **argv) {
   auto config = loadConfig();
   if (!config)
     return fail(llvm::toString(config.takeError()));
-  // The schedule's flags mean nothing without pipeline stages.
-  if (config->pipelineParallelSize <= 1) {
-    if (given(pipelineSchedule))
-      return fail("--pipeline-schedule: only used with "
-                  "--pipeline-model-parallel-size > 1");
-    if (given(virtualStagesPerRank))
-      return fail("--num-virtual-stages-per-pipeline-rank: only used with "
-                  "--pipeline-model-parallel-size > 1");
-  }
   if (llvm::Error error = zerosbp::checkPipelineConfig(*config))
     return fail(llvm::toString(std::move(error)));
 

@@ -42,8 +42,10 @@ class GraphConfig:
                 "call and its config can no longer change; configure it "
                 "before the first call, or build a new graph")
 
-    def _set(self, **fields):
-        spec = dict(self._spec, **fields)
+    def _set(self, drop=(), **fields):
+        """Sets `fields` and unsets those named in `drop`."""
+        spec = {k: v for k, v in self._spec.items() if k not in drop}
+        spec.update(fields)
         # The compiler's own checks, with its messages, where the call is;
         # on the fewest ranks the config allows (one per pipeline stage).
         _zerosbp.check_config(spec, pipeline_stages_of(spec))
@@ -193,11 +195,15 @@ class GraphConfig:
                              "must be True or False, got "
                              f"{delayed_param_update!r}")
         self._check_open("set_offload_optimizer")
-        self._set(offload_optimizer=device,
-                  offload_nvme_path=str(nvme_path or ""),
+        # The NVMe fields only with NVMe: a field given where it has no
+        # effect is refused.
+        nvme = {"offload_nvme_path": str(nvme_path),
+                "offload_buffer_count": buffer_count} \
+            if device == "nvme" else {}
+        self._set(drop=("offload_nvme_path", "offload_buffer_count"),
+                  offload_optimizer=device,
                   offload_pin_memory=bool(pin_memory),
-                  offload_buffer_count=buffer_count,
-                  offload_delayed_update=delayed_param_update)
+                  offload_delayed_update=delayed_param_update, **nvme)
 
     def set_offload_param(self, device, *, nvme_path=None):
         """ZeRO-Infinity's parameter offload, DeepSpeed's ``offload_param``:
@@ -207,8 +213,10 @@ class GraphConfig:
         for each gather (docs/design.md#offload). Needs stage 3."""
         _check_offload("set_offload_param", device, nvme_path)
         self._check_open("set_offload_param")
-        self._set(offload_param=device,
-                  offload_param_nvme_path=str(nvme_path or ""))
+        nvme = {"offload_param_nvme_path": str(nvme_path)} \
+            if device == "nvme" else {}
+        self._set(drop=("offload_param_nvme_path",), offload_param=device,
+                  **nvme)
 
     def set_activation_memory_budget(self, budget_bytes):
         """Of the modules marked with ``zs.checkpoint``, checkpoint the

@@ -1,0 +1,70 @@
+//===- ConfigLayer.cpp - what one front door gave -------------------------===//
+
+#include "compiler/config/ConfigLayer.h"
+
+#include "compiler/config/Diagnostics.h"
+
+using namespace zerosbp;
+
+namespace {
+
+/// Calls `visit` with `field`'s member in `config` and the same member in
+/// `other`, typed.
+template <typename Config, typename Other, typename Visit>
+auto withMembers(Config &config, Other &other, ConfigField field, Visit visit) {
+  switch (configOption(field).type) {
+  case OptionType::Integer:
+    return visit(*optionMember<int64_t>(config, field),
+                 *optionMember<int64_t>(other, field));
+  case OptionType::Number:
+    return visit(*optionMember<double>(config, field),
+                 *optionMember<double>(other, field));
+  case OptionType::Bool:
+    return visit(*optionMember<bool>(config, field),
+                 *optionMember<bool>(other, field));
+  case OptionType::Optimizer:
+    return visit(*optionMember<OptimizerKind>(config, field),
+                 *optionMember<OptimizerKind>(other, field));
+  case OptionType::Precision:
+    return visit(*optionMember<Precision>(config, field),
+                 *optionMember<Precision>(other, field));
+  case OptionType::Offload:
+    return visit(*optionMember<OffloadDevice>(config, field),
+                 *optionMember<OffloadDevice>(other, field));
+  case OptionType::Text:
+    return visit(*optionMember<std::string>(config, field),
+                 *optionMember<std::string>(other, field));
+  }
+  llvm_unreachable("unknown OptionType");
+}
+
+} // namespace
+
+void zerosbp::copyField(ZeroConfig &to, const ZeroConfig &from,
+                        ConfigField field) {
+  withMembers(to, from, field,
+              [](auto &target, const auto &source) { target = source; });
+}
+
+bool zerosbp::sameField(const ZeroConfig &a, const ZeroConfig &b,
+                        ConfigField field) {
+  return withMembers(a, b, field, [](const auto &left, const auto &right) {
+    return left == right;
+  });
+}
+
+std::string zerosbp::fieldText(const ZeroConfig &config, ConfigField field) {
+  if (const int64_t *value = optionMember<int64_t>(config, field))
+    return std::to_string(*value);
+  if (const double *value = optionMember<double>(config, field))
+    return formatNumber(*value);
+  if (const bool *value = optionMember<bool>(config, field))
+    return *value ? "true" : "false";
+  if (const OptimizerKind *kind = optionMember<OptimizerKind>(config, field))
+    return stringifyOptimizerKind(*kind).str();
+  if (const OffloadDevice *device = optionMember<OffloadDevice>(config, field))
+    return stringifyOffloadDevice(*device).str();
+  if (const std::string *text = optionMember<std::string>(config, field))
+    return *text;
+  return stringifyPrecision(*optionMember<Precision>(config, field)).str();
+}
