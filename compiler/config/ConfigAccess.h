@@ -42,6 +42,8 @@ inline void *memberAddress(ZeroConfig &config, ConfigField field) {
 template <typename T> constexpr OptionType optionType() {
   if constexpr (std::is_same_v<T, int64_t>)
     return OptionType::Integer;
+  else if constexpr (std::is_same_v<T, ZeroStage>)
+    return OptionType::Stage;
   else if constexpr (std::is_same_v<T, double>)
     return OptionType::Number;
   else if constexpr (std::is_same_v<T, bool>)

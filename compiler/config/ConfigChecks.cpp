@@ -280,7 +280,7 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config,
     // none (DeepSpeed: "ZeRO-Offload requires ZeRO stage >= 1").
     if (option.field == ConfigField::OffloadOptimizer &&
         config.zero.offloadOptimizer != OffloadDevice::None &&
-        config.stage == 0)
+        config.stage == ZeroStage::DataParallel)
       check.fail(ConfigField::OffloadOptimizer,
                  "needs ZeRO stage 1, 2 or 3 (stage 0 keeps whole optimizer "
                  "states on every rank)");
@@ -299,14 +299,15 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config,
                    "next step's, not the gradient's");
     }
     if (option.field == ConfigField::OffloadParam &&
-        config.zero.offloadParam != OffloadDevice::None && config.stage != 3)
+        config.zero.offloadParam != OffloadDevice::None &&
+        config.stage != ZeroStage::Parameters)
       check.fail(ConfigField::OffloadParam,
                  "needs ZeRO stage 3 (below it every rank holds whole "
                  "parameters)");
     if (option.field == ConfigField::MicsShardSize &&
         config.zero.micsShardSize > 0) {
       int64_t size = config.zero.micsShardSize;
-      if (config.stage == 0)
+      if (config.stage == ZeroStage::DataParallel)
         check.fail(ConfigField::MicsShardSize,
                    "needs ZeRO stage 1, 2 or 3 (stage 0 shards nothing)");
       else
@@ -315,7 +316,7 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config,
     if (option.field == ConfigField::HpzPartitionSize &&
         config.zero.hpzPartitionSize > 1) {
       int64_t size = config.zero.hpzPartitionSize;
-      if (config.stage != 3)
+      if (config.stage != ZeroStage::Parameters)
         check.fail(ConfigField::HpzPartitionSize,
                    "needs ZeRO stage 3 (below it every rank holds whole "
                    "parameters)");

@@ -36,6 +36,7 @@ enum class OptionGroup { Config, Optimizer, Precision, Knobs };
 /// The type of an option's member.
 enum class OptionType {
   Integer,
+  Stage,
   Number,
   Bool,
   Optimizer,

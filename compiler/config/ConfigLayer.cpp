@@ -6,6 +6,14 @@
 
 using namespace zerosbp;
 
+llvm::Expected<ZeroStage> zerosbp::stageOf(int64_t number,
+                                           llvm::StringRef name) {
+  if (std::optional<ZeroStage> stage = symbolizeZeroStage(number))
+    return *stage;
+  return configError(name + ": expected an integer in [0, 3], got " +
+                     llvm::Twine(number));
+}
+
 namespace {
 
 /// Calls `visit` with `field`'s member in `config` and the same member in
@@ -16,6 +24,9 @@ auto withMembers(Config &config, Other &other, ConfigField field, Visit visit) {
   case OptionType::Integer:
     return visit(*optionMember<int64_t>(config, field),
                  *optionMember<int64_t>(other, field));
+  case OptionType::Stage:
+    return visit(*optionMember<ZeroStage>(config, field),
+                 *optionMember<ZeroStage>(other, field));
   case OptionType::Number:
     return visit(*optionMember<double>(config, field),
                  *optionMember<double>(other, field));
@@ -56,6 +67,8 @@ bool zerosbp::sameField(const ZeroConfig &a, const ZeroConfig &b,
 std::string zerosbp::fieldText(const ZeroConfig &config, ConfigField field) {
   if (const int64_t *value = optionMember<int64_t>(config, field))
     return std::to_string(*value);
+  if (const ZeroStage *stage = optionMember<ZeroStage>(config, field))
+    return std::to_string(stageNumber(*stage));
   if (const double *value = optionMember<double>(config, field))
     return formatNumber(*value);
   if (const bool *value = optionMember<bool>(config, field))

@@ -81,6 +81,10 @@ private:
   std::bitset<kNumConfigFields> given;
 };
 
+/// The stage numbered `number`, or every reader's one error for it:
+/// `<name>: expected an integer in [0, 3], got 4`.
+llvm::Expected<ZeroStage> stageOf(int64_t number, llvm::StringRef name);
+
 /// Copies `field` from `from` to `to`.
 void copyField(ZeroConfig &to, const ZeroConfig &from, ConfigField field);
 /// Whether `a` and `b` hold the same value of `field`.

@@ -214,8 +214,17 @@ void DeepSpeedParser::readZeroOptimization(JsonObjectReader &root) {
   if (!object)
     return;
   JsonObjectReader zero(*object, "zero_optimization", sink);
-  zero.checkKeys(knownKeys({}, "zero_optimization", kOtherZeroKeys));
+  zero.checkKeys(knownKeys({"stage"}, "zero_optimization", kOtherZeroKeys));
 
+  std::optional<int64_t> stage;
+  zero.readInteger("stage", stage);
+  if (stage && !sink.failed()) {
+    if (llvm::Expected<ZeroStage> known =
+            stageOf(*stage, deepSpeedName(ConfigField::Stage)))
+      layer.give(ConfigField::Stage, *known);
+    else
+      sink.take(known.takeError());
+  }
   readPlainKeys(zero, "zero_optimization", layer);
 
   readOffload(zero, "offload_optimizer", kOffloadOptimizerMembers);

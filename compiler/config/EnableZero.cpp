@@ -33,14 +33,14 @@ zerosbp::readEnableZero(llvm::StringRef source, bool mode, int64_t stage,
   // tensors whole, parameters at stage 3 included.
   layer.give(ConfigField::Stage3ParamPersistenceThreshold, int64_t{0});
   if (!mode) {
-    layer.give(ConfigField::Stage, int64_t{0});
+    layer.give(ConfigField::Stage, ZeroStage::DataParallel);
     return std::move(layer);
   }
   if (stage < 1 || stage > 3)
     return outOfRange(ConfigField::Stage, stage, 1, 3);
   if (shardMinSize < 1)
     return outOfRange(ConfigField::ShardMinSize, shardMinSize, 1, std::nullopt);
-  layer.give(ConfigField::Stage, stage);
+  layer.give(ConfigField::Stage, *symbolizeZeroStage(stage));
   layer.give(ConfigField::ShardMinSize, shardMinSize);
   layer.give(ConfigField::ShardRestoreLevel, shardRestoreLevel);
   layer.give(ConfigField::MicsShardSize, micsShardSize);

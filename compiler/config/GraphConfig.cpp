@@ -47,6 +47,15 @@ llvm::Error giveSetting(ConfigLayer &layer, ConfigField field,
       return wrongType("an int");
     layer.give(field, *integer);
     return llvm::Error::success();
+  case OptionType::Stage: {
+    if (!integer)
+      return wrongType("an int");
+    llvm::Expected<ZeroStage> stage = stageOf(*integer, pythonName(field));
+    if (!stage)
+      return stage.takeError();
+    layer.give(field, *stage);
+    return llvm::Error::success();
+  }
   case OptionType::Number:
     if (!integer && !number)
       return wrongType("a number");

@@ -114,6 +114,16 @@ llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
                        quote(value));
   };
   switch (field) {
+  case ConfigField::Stage: {
+    std::optional<int64_t> integer = parseInteger(value);
+    if (!integer)
+      return expected("an integer");
+    llvm::Expected<ZeroStage> stage = stageOf(*integer, optionName(field));
+    if (!stage)
+      return stage.takeError();
+    config.stage = *stage;
+    return llvm::Error::success();
+  }
   case ConfigField::Optimizer: {
     std::optional<OptimizerKind> kind = symbolizeOptimizerKind(value);
     if (!kind)

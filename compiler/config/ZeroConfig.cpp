@@ -65,6 +65,8 @@ static llvm::json::Value optionJson(const ZeroConfig &config,
                                     ConfigField field) {
   if (const int64_t *value = optionMember<int64_t>(config, field))
     return *value;
+  if (const ZeroStage *stage = optionMember<ZeroStage>(config, field))
+    return stageNumber(*stage);
   if (const double *value = optionMember<double>(config, field))
     return *value;
   if (const OffloadDevice *device = optionMember<OffloadDevice>(config, field))

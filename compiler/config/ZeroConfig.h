@@ -71,7 +71,9 @@ struct ZeroKnobs {
 
 /// overlap_comm where a config does not say: on at stage 3 only
 /// (DeepSpeedZeroConfig.overlap_comm_valid), for every front end.
-inline bool defaultOverlapComm(int64_t stage) { return stage == 3; }
+inline bool defaultOverlapComm(ZeroStage stage) {
+  return stage == ZeroStage::Parameters;
+}
 
 struct ZeroConfig {
 #define ZERO_CONFIG_OPTION(Field, Type, Member, Default, ...)                  \

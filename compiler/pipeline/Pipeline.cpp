@@ -21,7 +21,7 @@ llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
   // The ranges were verified once, by resolveConfig.
   // Levels 1 and 2 both hand broadcast parameters to their consumers, which
   // is what the stage rewrite does; 0 would leave consumers the shards.
-  if (config.stage > 0 && config.shardRestoreLevel == 0)
+  if (config.stage != ZeroStage::DataParallel && config.shardRestoreLevel == 0)
     return notYet("shard_restore_level=0");
   if (config.pipelineParallelSize > 1) {
     // What the pipeline does not carry yet; each refusal says why.
@@ -31,8 +31,8 @@ llvm::Error zerosbp::checkPipelineConfig(const ZeroConfig &config) {
           "pipeline-parallel-size > 1 with " + what + " is not built: " + why +
               " (docs/design.md#pipeline-parallelism)");
     };
-    if (config.stage > 1)
-      return refuse("ZeRO stage " + llvm::Twine(config.stage),
+    if (config.stage > ZeroStage::OptimizerStates)
+      return refuse("ZeRO stage " + llvm::Twine(stageNumber(config.stage)),
                     "a stage sums each gradient over the micro-batches in "
                     "full before reducing it, so stage 2 would save nothing "
                     "over stage 1, and stage 3 would gather each parameter "
@@ -62,16 +62,19 @@ static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
   auto groupOf = [&](int64_t size, bool applies) -> int64_t {
     return applies && size > 1 && size < config.stageWorld() ? size : 0;
   };
-  int64_t mics = groupOf(config.zero.micsShardSize, config.stage > 0);
-  int64_t hpz = groupOf(config.zero.hpzPartitionSize, config.stage == 3);
+  int64_t mics = groupOf(config.zero.micsShardSize,
+                         config.stage != ZeroStage::DataParallel);
+  int64_t hpz = groupOf(config.zero.hpzPartitionSize,
+                        config.stage == ZeroStage::Parameters);
   // A pipelined graph is laid out on one stage's ranks.
   pm.addPass(createZeroSbpPropagation(
       {/*world=*/config.stageWorld(), /*groupSize=*/mics ? mics : hpz}));
   ZeroStageOptions stage;
-  stage.stage = config.stage;
+  stage.stage = stageNumber(config.stage);
   stage.shardMinSize = config.shardMinSize;
-  stage.persistenceThreshold =
-      config.stage >= 3 ? config.zero.stage3ParamPersistenceThreshold : 0;
+  stage.persistenceThreshold = config.stage == ZeroStage::Parameters
+                                   ? config.zero.stage3ParamPersistenceThreshold
+                                   : 0;
   stage.micsShardSize = mics;
   stage.hpzPartitionSize = hpz;
   pm.addPass(createZeroStage(stage));
@@ -127,8 +130,8 @@ llvm::Error zerosbp::addGlobalPasses(OpPassManager &pm,
     pm.addPass(createZeroRemat());
   // At stage 3 a parameter read in the backward is gathered again.
   if (config.recomputeCheap)
-    pm.addPass(
-        createZeroRecomputeCheap({/*variablesPersist=*/config.stage < 3}));
+    pm.addPass(createZeroRecomputeCheap(
+        {/*variablesPersist=*/config.stage != ZeroStage::Parameters}));
   const OptimizerConfig &opt = config.optimizer;
   ZeroOptimizerOptions optimizer;
   optimizer.optimizer = opt.kind;
@@ -198,7 +201,7 @@ void zerosbp::addLocalPasses(OpPassManager &pm, const ZeroConfig &config,
   schedule.prefetchBucketSize = zero.stage3PrefetchBucketSize;
   schedule.maxLiveParameters = zero.stage3MaxLiveParameters;
   schedule.maxReuseDistance =
-      config.stage >= 3 ? zero.stage3MaxReuseDistance : 0;
+      config.stage == ZeroStage::Parameters ? zero.stage3MaxReuseDistance : 0;
   pm.addPass(createZeroSchedule(schedule));
   ZeroMemoryPlanOptions memoryPlan;
   memoryPlan.contiguousGradients = zero.contiguousGradients;

@@ -20,12 +20,14 @@
 namespace zerosbp {
 
 class ZeroPipelineHelp : public mlir::detail::PassOptions {
-  /// Enums are shown as text.
+  /// Enums are shown as text, the stage as its number.
   template <typename T>
-  using HelpType = std::conditional_t<
-      std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-          std::is_same_v<T, bool>,
-      T, std::string>;
+  using HelpType =
+      std::conditional_t<std::is_same_v<T, ZeroStage>, int64_t,
+                         std::conditional_t<std::is_same_v<T, int64_t> ||
+                                                std::is_same_v<T, double> ||
+                                                std::is_same_v<T, bool>,
+                                            T, std::string>>;
 
 public:
 #define ZERO_OPTION(Group, Field, Type, Member, Default, Key, DeepSpeed,       \

@@ -10,19 +10,13 @@
 #ifndef ZEROSBP_EXAMPLES_MEMORY_TABLE_ZEROMEMORY_H
 #define ZEROSBP_EXAMPLES_MEMORY_TABLE_ZEROMEMORY_H
 
+#include "passes/common/TrainingEnums.h"
+
 #include <cstdint>
 
 namespace zerosbp::examples::memory {
 
-/// Stage 0 is plain data parallelism; each later stage also partitions one
-/// more kind of state: optimizer states (P_os), gradients (P_os+g),
-/// parameters (P_os+g+p).
-enum class ZeroStage {
-  DataParallel = 0,
-  OptimizerStates = 1,
-  Gradients = 2,
-  Parameters = 3,
-};
+using zerosbp::ZeroStage;
 
 /// Optimizer-state bytes per parameter for mixed-precision Adam: fp32
 /// master copy, momentum and variance.

@@ -1,10 +1,17 @@
-//===- TrainingEnums.cpp - the optimizer and precision kinds --------------===//
+//===- TrainingEnums.cpp - the stage, optimizer and precision kinds -------===//
 
 #include "passes/common/TrainingEnums.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace zerosbp;
+
+std::optional<ZeroStage> zerosbp::symbolizeZeroStage(int64_t number) {
+  if (number < stageNumber(ZeroStage::DataParallel) ||
+      number > stageNumber(ZeroStage::Parameters))
+    return std::nullopt;
+  return static_cast<ZeroStage>(number);
+}
 
 llvm::StringRef zerosbp::stringifyOptimizerKind(OptimizerKind kind) {
   switch (kind) {

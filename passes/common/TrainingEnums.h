@@ -1,8 +1,9 @@
-//===- TrainingEnums.h - the optimizer and precision kinds ------*- C++ -*-===//
+//===- TrainingEnums.h - the stage, optimizer and precision kinds -*- C++
+//-*-===//
 //
-// The enums of zero-optimizer's `optimizer` and zero-amp's `precision`
-// options. The config (compiler/config) fills them in; they live here so
-// that the passes need nothing from the compiler.
+// The enums of the ZeRO stage, zero-optimizer's `optimizer` and zero-amp's
+// `precision` options. The config (compiler/config) fills them in; they
+// live here so that the passes need nothing from the compiler.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,9 +12,29 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <optional>
 
 namespace zerosbp {
+
+/// What ZeRO partitions over the data-parallel ranks
+/// (docs/design.md#model-state-memory): stage 0 is plain data
+/// parallelism; each later stage also partitions one more kind of state:
+/// the optimizer states (P_os), the gradients (P_os+g), the parameters
+/// (P_os+g+p). The values are DeepSpeed's `zero_optimization.stage`.
+enum class ZeroStage : int64_t {
+  DataParallel = 0,
+  OptimizerStates = 1,
+  Gradients = 2,
+  Parameters = 3,
+};
+
+/// 0 to 3, as DeepSpeed numbers the stages.
+inline int64_t stageNumber(ZeroStage stage) {
+  return static_cast<int64_t>(stage);
+}
+/// The stage numbered `number`, if it is 0 to 3.
+std::optional<ZeroStage> symbolizeZeroStage(int64_t number);
 
 /// The update rule appended by `zero-optimizer`, with torch.optim's
 /// definitions (docs/design.md#numerics).

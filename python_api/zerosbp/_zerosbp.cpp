@@ -373,6 +373,8 @@ template <typename T> GraphConfigSpec::Value readSetting(py::handle value) {
   if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
                 std::is_same_v<T, bool>)
     return value.cast<T>();
+  else if constexpr (std::is_same_v<T, ZeroStage>)
+    return value.cast<int64_t>();
   else
     return value.cast<std::string>();
 }

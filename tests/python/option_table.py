@@ -67,6 +67,9 @@ def unquoted(text):
 
 def default_of(row):
     value = unquoted(row["Default"])
+    if value.startswith("ZeroStage::"):  # Written as its number.
+        value = str(["DataParallel", "OptimizerStates", "Gradients",
+                     "Parameters"].index(value.split("::")[1]))
     if "::" in value:  # An enumerator: OptimizerKind::Adam.
         value = value.split("::")[-1].lower()
     return "`%s`" % value if value else "(none)"

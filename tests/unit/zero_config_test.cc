@@ -83,7 +83,7 @@ constexpr const char *kGpt2Config = R"json({
 TEST(DeepSpeedConfig, Gpt2TutorialConfig) {
   ZeroConfig config = configOf(parseDeepSpeedConfig(kGpt2Config, 4));
   EXPECT_EQ(config.world, 4);
-  EXPECT_EQ(config.stage, 2);
+  EXPECT_EQ(config.stage, ZeroStage::Gradients);
   EXPECT_EQ(config.shardMinSize, 0);
   EXPECT_EQ(config.shardRestoreLevel, 1);
   // "Adam" with adam_w_mode left at its default (true) is AdamW.
@@ -134,7 +134,7 @@ TEST(DeepSpeedConfig, EveryDefault) {
   EXPECT_EQ(config, expected);
 
   EXPECT_EQ(config.world, 8);
-  EXPECT_EQ(config.stage, 0);
+  EXPECT_EQ(config.stage, ZeroStage::DataParallel);
   EXPECT_EQ(config.shardMinSize, 0);
   EXPECT_EQ(config.shardRestoreLevel, 1);
   EXPECT_EQ(config.optimizer.kind, OptimizerKind::Adam);
@@ -196,7 +196,7 @@ TEST(DeepSpeedConfig, Stage3Knobs) {
       "offload_param": null
     }})",
                                                     2));
-  EXPECT_EQ(config.stage, 3);
+  EXPECT_EQ(config.stage, ZeroStage::Parameters);
   EXPECT_FALSE(config.zero.contiguousGradients);
   EXPECT_TRUE(config.zero.reduceScatter);
   // All-reduced gradients are not implemented: refused, not ignored.
@@ -657,7 +657,7 @@ TEST(DeepSpeedConfigErrors, MalformedJson) {
 TEST(EnableZero, OneFlowDefaults) {
   ZeroConfig config = configOf(enableZero(4));
   EXPECT_EQ(config.world, 4);
-  EXPECT_EQ(config.stage, 2);
+  EXPECT_EQ(config.stage, ZeroStage::Gradients);
   EXPECT_EQ(config.shardMinSize, 1024);
   EXPECT_EQ(config.shardRestoreLevel, 1);
   EXPECT_FALSE(config.zero.overlapComm);
@@ -666,7 +666,7 @@ TEST(EnableZero, OneFlowDefaults) {
   // Everything else is ZeroConfig's default.
   ZeroConfig expected;
   expected.world = 4;
-  expected.stage = 2;
+  expected.stage = ZeroStage::Gradients;
   expected.shardMinSize = 1024;
   expected.zero.stage3ParamPersistenceThreshold = 0;
   EXPECT_EQ(config, expected);
@@ -675,7 +675,7 @@ TEST(EnableZero, OneFlowDefaults) {
 TEST(EnableZero, Ranges) {
   for (int64_t stage = 1; stage <= 3; ++stage) {
     ZeroConfig config = configOf(enableZero(2, true, stage, 1, 0));
-    EXPECT_EQ(config.stage, stage);
+    EXPECT_EQ(stageNumber(config.stage), stage);
     EXPECT_EQ(config.shardMinSize, 1);
     EXPECT_EQ(config.shardRestoreLevel, 0);
     EXPECT_EQ(config.zero.overlapComm, stage == 3);
@@ -697,7 +697,7 @@ TEST(EnableZero, Ranges) {
 TEST(EnableZero, ModeOffDisablesZero) {
   // As in OneFlow, mode=False ignores the other arguments.
   ZeroConfig config = configOf(enableZero(4, false, 7, -1, 9));
-  EXPECT_EQ(config.stage, 0);
+  EXPECT_EQ(config.stage, ZeroStage::DataParallel);
   EXPECT_FALSE(llvm::errorToBool(config.verify()));
   EXPECT_EQ(errorOf(enableZero(0, false)),
             "world: expected an integer >= 1, got 0");
@@ -713,7 +713,7 @@ TEST(PipelineOptions, Example) {
       "shard-min-size=0"));
   ZeroConfig expected;
   expected.world = 4;
-  expected.stage = 2;
+  expected.stage = ZeroStage::Gradients;
   expected.optimizer.kind = OptimizerKind::AdamW;
   expected.optimizer.lr = 1e-3;
   expected.precision.precision = Precision::BF16;
@@ -734,7 +734,7 @@ TEST(PipelineOptions, EveryKey) {
       "stage3-max-live-parameters=3 stage3-max-reuse-distance=4 "
       "sub-group-size=5"));
   EXPECT_EQ(config.world, 8);
-  EXPECT_EQ(config.stage, 3);
+  EXPECT_EQ(config.stage, ZeroStage::Parameters);
   EXPECT_EQ(config.shardMinSize, 16);
   EXPECT_EQ(config.shardRestoreLevel, 2);
   EXPECT_EQ(config.optimizer.kind, OptimizerKind::Adam);
@@ -868,8 +868,8 @@ TEST(ZeroConfig, VerifyNamesTheField) {
   };
   ZeroConfig config;
   EXPECT_EQ(verifyError(config), "<no error>");
-  config.stage = 5;
-  EXPECT_EQ(verifyError(config), "stage: expected an integer in [0, 3], got 5");
+  config.world = 0;
+  EXPECT_EQ(verifyError(config), "world: expected an integer >= 1, got 0");
   config = ZeroConfig();
   config.shardRestoreLevel = 3;
   EXPECT_EQ(verifyError(config),
@@ -1075,6 +1075,8 @@ std::string otherValue(const ConfigOption &option, const ZeroConfig &defaults) {
     return std::to_string(option.check == OptionCheck::In
                               ? option.hi
                               : std::max<int64_t>(option.lo, 0) + 2);
+  case OptionType::Stage:
+    return "3";
   case OptionType::Number:
     return "0.25";
   case OptionType::Bool:
@@ -1155,6 +1157,8 @@ Context contextOf(const ConfigOption &option) {
 std::string heldValue(const ConfigOption &option, const ZeroConfig &config) {
   if (const int64_t *value = optionMember<int64_t>(config, option.field))
     return std::to_string(*value);
+  if (const ZeroStage *stage = optionMember<ZeroStage>(config, option.field))
+    return std::to_string(stageNumber(*stage));
   if (const double *value = optionMember<double>(config, option.field))
     return *value == 0.25 ? "0.25" : std::to_string(*value);
   if (const bool *value = optionMember<bool>(config, option.field))

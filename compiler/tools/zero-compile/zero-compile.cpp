@@ -308,13 +308,10 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
       return config.takeError();
     layers.push_back(std::move(*config));
   }
-  // The schedule's flags mean nothing without pipeline stages, which the
-  // flag or the config gives; said here in the flags' words.
-  int64_t stages = pipelineParallelSize;
-  if (!given(pipelineParallelSize) && !layers.empty() &&
-      layers[0].gives(ConfigField::PipelineParallelSize))
-    stages = layers[0].values().pipelineParallelSize;
-  if (stages <= 1) {
+  // The schedule's flags mean nothing without pipeline stages; said here
+  // in the flags' words, except beside --pipeline's pairs, whose keys
+  // resolveConfig's message names.
+  if (pipelineOptions.empty() && pipelineParallelSize <= 1) {
     if (given(pipelineSchedule))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "--pipeline-schedule: only used with "
@@ -334,7 +331,9 @@ static llvm::Expected<zerosbp::ZeroConfig> loadConfig() {
     if (given(flag))
       flags.give(field, value);
   };
-  giveIfGiven(stage, ConfigField::Stage, static_cast<int64_t>(stage));
+  // In range: checkGivenFlags checked it.
+  if (given(stage))
+    flags.give(ConfigField::Stage, *zerosbp::symbolizeZeroStage(stage));
   giveIfGiven(modelParallelSize, ConfigField::ModelParallelSize,
               static_cast<int64_t>(modelParallelSize));
   giveIfGiven(pipelineParallelSize, ConfigField::PipelineParallelSize,
