@@ -453,6 +453,29 @@ def ZeroStage : Pass<"zero-stage", "::mlir::func::FuncOp"> {
                            "::mlir::nn::NNDialect"];
 }
 
+def ZeroQuantizeWeights : Pass<"zero-quantize-weights", "::mlir::func::FuncOp"> {
+  let summary = "ZeRO++ qwZ: stage-3 parameters gathered as block-quantized "
+                # "codes (docs/design.md#quantized-weight-gathers)";
+  let description = [{
+    Every gather of a stage-3 parameter shard, an `sbp.cast` of a 1-D
+    `param` tensor from `S(0)` on every hierarchy axis to `B`, becomes
+    `nn.quantize` of the shard, the gather of its codes and of its scales,
+    and `nn.dequantize`: the gather moves 1 (8-bit) or 1/2 (4-bit) byte per
+    element plus 4 per block instead of the parameter's bytes, and the IR
+    shows where precision is lost. Each rank quantizes its own part, so a
+    part that is no whole number of blocks is padded to one first, as
+    `(ranks, part)` rows, and the padding is sliced off after the
+    dequantize. Other casts are left as they are.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "2048",
+           "elements per quantization block (even at 4 bits)">,
+    Option<"bits", "bits", "int64_t", "8", "bits per code: 8 or 4">,
+  ];
+  let dependentDialects = ["::mlir::sbp::SbpDialect",
+                           "::mlir::nn::NNDialect"];
+}
+
 def ZeroPartition : Pass<"zero-partition", "::mlir::ModuleOp"> {
   let summary = "Global view to per-rank local view; SBP casts to collectives";
   let description = [{

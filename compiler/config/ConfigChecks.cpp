@@ -170,6 +170,8 @@ bool zerosbp::optionApplies(const ConfigOption &option,
     return config.zero.offloadParam == OffloadDevice::Nvme;
   case OptionWhen::Pipelined:
     return config.pipelineParallelSize > 1;
+  case OptionWhen::QuantizedWeights:
+    return config.zero.quantizedWeights;
   case OptionWhen::Always:
   case OptionWhen::PrintedNotSgd:
   case OptionWhen::NonZero:
@@ -195,6 +197,8 @@ std::string zerosbp::unusedReason(OptionWhen when) {
     return "only used with offload-param=nvme";
   case OptionWhen::Pipelined:
     return "only used with pipeline-parallel-size > 1";
+  case OptionWhen::QuantizedWeights:
+    return "only used with zero-quantized-weights=true";
   default:
     return "used";
   }
@@ -325,6 +329,23 @@ llvm::Error zerosbp::verifyConfig(const ZeroConfig &config,
                    "and mics_shard_size exclude each other");
       else
         checkGroupDivides(check, ConfigField::HpzPartitionSize, size, config);
+    }
+    // qwZ quantizes the gathers of stage-3 parameter shards split over
+    // every rank; the hierarchical layouts gather otherwise.
+    if (option.field == ConfigField::QuantizedWeights &&
+        config.zero.quantizedWeights) {
+      if (config.stage != ZeroStage::Parameters)
+        check.fail(ConfigField::QuantizedWeights,
+                   "needs ZeRO stage 3 (below it no parameter is gathered)");
+      else if (config.zero.micsShardSize > 0 ||
+               config.zero.hpzPartitionSize > 1)
+        check.fail(ConfigField::QuantizedWeights,
+                   "with mics_shard_size or zero_hpz_partition_size is not "
+                   "built: qwZ quantizes flat stage-3 gathers only");
+      else if (config.modelParallelSize > 1)
+        check.fail(ConfigField::QuantizedWeights,
+                   "with model_parallel_size > 1 is not built: qwZ quantizes "
+                   "parameters split over every rank only");
     }
     if (option.field == ConfigField::OffloadParamNvmePath &&
         config.zero.offloadParam == OffloadDevice::Nvme) {

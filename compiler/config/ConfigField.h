@@ -58,7 +58,8 @@ enum class OptionWhen {
   Nvme,
   ParamOffload,
   ParamNvme,
-  Pipelined
+  Pipelined,
+  QuantizedWeights
 };
 
 struct ConfigOption {

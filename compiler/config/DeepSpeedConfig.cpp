@@ -100,7 +100,6 @@ const llvm::StringRef kOtherZeroKeys[] = {
     "ignore_unused_parameters",
     "use_multi_rank_bucket_allreduce",
     "memory_efficient_linear",
-    "zero_quantized_weights",
     "zero_quantized_nontrainable_weights",
     "zero_quantized_gradients",
     "stage3_gather_16bit_weights_on_model_save",
@@ -238,7 +237,6 @@ void DeepSpeedParser::readZeroOptimization(JsonObjectReader &root) {
   zero.requireDefault("ignore_unused_parameters", true);
   zero.requireDefault("use_multi_rank_bucket_allreduce", true);
   zero.requireDefault("memory_efficient_linear", true);
-  zero.requireDefault("zero_quantized_weights", false);
   zero.requireDefault("zero_quantized_nontrainable_weights", false);
   zero.requireDefault("zero_quantized_gradients", false);
   zero.requireDefault("stage3_gather_16bit_weights_on_model_save", false);

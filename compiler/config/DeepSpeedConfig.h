@@ -23,8 +23,9 @@
 //  - zero_optimization.offload_optimizer / offload_param: only device "none"
 //    (or null) is accepted; "cpu" and "nvme" are refused.
 //  - Keys DeepSpeed knows whose non-default values ZeroSBP does not
-//    implement (allgather_partitions, round_robin_gradients, ZeRO++
-//    quantization, auto_cast, ...) are accepted only at DeepSpeed's default.
+//    implement (allgather_partitions, round_robin_gradients, ZeRO++'s
+//    quantized gradients, auto_cast, ...) are accepted only at DeepSpeed's
+//    default; zero_quantized_weights is qwZ (ConfigOptions.def).
 //    scheduler, activation_checkpointing and amp are refused outright.
 //  - steps_per_print, wall_clock_breakdown and zero_allow_untested_optimizer
 //    only affect DeepSpeed's logging and its optimizer whitelist; they are

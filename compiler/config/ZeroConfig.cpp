@@ -52,6 +52,8 @@ static bool isPrinted(const ConfigOption &option, const ZeroConfig &config) {
   case OptionWhen::PrintedNotSgd:
     return config.optimizer.kind != OptimizerKind::SGD;
   case OptionWhen::NonZero:
+    if (const bool *flag = optionMember<bool>(config, option.field))
+      return *flag;
     return *optionMember<int64_t>(config, option.field) != 0;
   case OptionWhen::NotOne:
     return *optionMember<int64_t>(config, option.field) != 1;
@@ -116,11 +118,15 @@ llvm::json::Value ZeroConfig::toJson() const {
     } else if (path.consume_front("zero_optimization.offload_param.")) {
       if (isPrinted(option, *this))
         offloadParam[path] = optionJson(*this, option.field);
-    } else if (path.consume_front("zero_optimization."))
-      zeroOptimization[path] = optionJson(*this, option.field);
-    else if (precision.precision == Precision::FP16 &&
-             option.type != OptionType::Precision &&
-             path.consume_front("fp16."))
+    } else if (path.consume_front("zero_optimization.")) {
+      // ZeroSBP's own keys only where they apply: the JSON stays a
+      // DeepSpeed config otherwise.
+      if (option.when != OptionWhen::QuantizedWeights ||
+          optionApplies(option, *this))
+        zeroOptimization[path] = optionJson(*this, option.field);
+    } else if (precision.precision == Precision::FP16 &&
+               option.type != OptionType::Precision &&
+               path.consume_front("fp16."))
       fp16[path] = optionJson(*this, option.field);
   }
 

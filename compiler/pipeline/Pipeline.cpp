@@ -78,6 +78,9 @@ static void addLayoutPasses(OpPassManager &pm, const ZeroConfig &config) {
   stage.micsShardSize = mics;
   stage.hpzPartitionSize = hpz;
   pm.addPass(createZeroStage(stage));
+  if (config.zero.quantizedWeights)
+    pm.addPass(createZeroQuantizeWeights(
+        {/*blockSize=*/config.zero.quantizedWeightsBlockSize, /*bits=*/8}));
 }
 
 /// Pipeline parallelism, last on the global view: the layout passes saw

@@ -28,10 +28,18 @@ int64_t zerosbp::bucketElements(CollectiveStartOp start) {
 /// A parameter; a parameter gathered over some hierarchy axes, which the
 /// second step of a 2-D gather gathers over the others; or an hpZ secondary
 /// partition, the all_slice a gathered parameter leaves behind for the
-/// backward to gather again (docs/design.md#hierarchical-zero).
+/// backward to gather again (docs/design.md#hierarchical-zero); or qwZ's
+/// codes and scales of one, its rows padded to whole blocks
+/// (docs/design.md#quantized-weight-gathers).
 static bool isParameterShard(Value value) {
   if (value.getDefiningOp<nn::VariableOp>())
     return true;
+  if (auto quantize = value.getDefiningOp<nn::QuantizeOp>()) {
+    Value input = quantize.getInput();
+    while (isa_and_nonnull<nn::ReshapeOp, nn::PadOp>(input.getDefiningOp()))
+      input = input.getDefiningOp()->getOperand(0);
+    return isParameterShard(input);
+  }
   if (auto slice = value.getDefiningOp<shard::AllSliceOp>())
     return isParameterShard(slice.getInput());
   if (auto wait = value.getDefiningOp<CollectiveWaitOp>()) {

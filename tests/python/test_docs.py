@@ -36,10 +36,10 @@ LINK_FILES = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))) + [
 ]
 
 # Every optional pass on: optimizer offload, accumulation, fp16 with a
-# dynamic loss scale, gradient clipping; -o adds zero-export-plan.
+# dynamic loss scale, gradient clipping, qwZ; -o adds zero-export-plan.
 EVERY_PASS = ("stage=3 offload-optimizer=cpu "
               "gradient-accumulation-steps=2 precision=fp16 loss-scale=0 "
-              "gradient-clipping=1.0")
+              "gradient-clipping=1.0 zero-quantized-weights=true")
 
 
 def read(path):
@@ -133,7 +133,8 @@ CASES = {
     },
     "Inference graphs": {
         "every": lambda: merged(
-            compile_with_plan("--eval", "--pipeline=precision=bf16"),
+            compile_with_plan("--eval", "--pipeline=precision=bf16 stage=3 "
+                              "zero-quantized-weights=true"),
             compile_with_plan("--eval", "--stage=1", *PIPELINED)),
         "always": lambda: compiled_passes("--eval"),
     },

@@ -1109,8 +1109,11 @@ Context contextOf(const ConfigOption &option) {
   // stage-3 parameters.
   if (option.field == ConfigField::MicsShardSize)
     context.pairs = " stage=1";
-  if (option.field == ConfigField::HpzPartitionSize)
+  if (option.field == ConfigField::HpzPartitionSize ||
+      option.field == ConfigField::QuantizedWeights)
     context.pairs = " stage=3";
+  if (option.when == OptionWhen::QuantizedWeights)
+    context.pairs = " stage=3 zero-quantized-weights=true";
   // The model axes divide the ranks.
   if (option.field == ConfigField::ModelParallelSize ||
       option.field == ConfigField::PipelineParallelSize)
@@ -1232,11 +1235,15 @@ TEST(ConfigOptions, EveryRowReachesItsMemberFromEveryFrontEnd) {
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))), value)
           << ds;
     } else if (path.consume_front("zero_optimization.")) {
-      // MiCS needs a stage that splits model states, hpZ stage 3.
+      // MiCS needs a stage that splits model states, hpZ and qwZ stage 3.
       std::string stage =
-          option.field == ConfigField::MicsShardSize      ? "\"stage\": 1, "
-          : option.field == ConfigField::HpzPartitionSize ? "\"stage\": 3, "
-                                                          : "";
+          option.field == ConfigField::MicsShardSize ? "\"stage\": 1, "
+          : option.field == ConfigField::HpzPartitionSize ||
+                  option.field == ConfigField::QuantizedWeights
+              ? "\"stage\": 3, "
+          : option.when == OptionWhen::QuantizedWeights
+              ? "\"stage\": 3, \"zero_quantized_weights\": true, "
+              : "";
       std::string ds = llvm::formatv(
           "{{\"zero_optimization\": {{{2}\"{0}\": {1}}}", path, value, stage);
       EXPECT_EQ(heldValue(option, configOf(parseDeepSpeedConfig(ds, 4))),
