@@ -84,8 +84,10 @@ private:
 
 void WeightQuantizer::rewrite(CastOp gather) {
   Location loc = gather.getLoc();
-  builder.setInsertionPoint(gather);
   Value shard = gather.getInput();
+  // The shard is quantized where it is defined, so that zero-bucketing may
+  // fuse its gathers with the others as it fuses unquantized ones.
+  builder.setInsertionPointAfterValue(shard);
   auto type = cast<RankedTensorType>(shard.getType());
   GlobalTensorAttr encoding = getGlobalEncoding(type);
   ArrayRef<SbpAttr> split = encoding.getSbp();
@@ -118,6 +120,7 @@ void WeightQuantizer::rewrite(CastOp gather) {
         typeLike(input, {runtime::quant::blockCount(count, blockSize)},
                  builder.getF32Type(), split),
         input, blockSize, bits);
+  builder.setInsertionPoint(gather);
   Value codes = castTo(builder, loc, quantize.getCodes(), whole);
   Value scales = castTo(builder, loc, quantize.getScales(), whole);
   Value result = nn::DequantizeOp::create(
