@@ -550,7 +550,9 @@ def ZeroBucketing : Pass<"zero-bucketing", "::mlir::func::FuncOp"> {
     every segment is one contiguous piece per rank, and a bucket's members
     share that dim; all-to-all stays alone. The reshapes and pads that lay
     a collective's input out move up to the value they read, so gradients
-    flattened at their updates still share buckets. A 2-D collective's
+    flattened at their updates still share buckets, and so does qwZ's
+    `nn.quantize` of a parameter shard, so that its gathers bucket as
+    unquantized ones do. A 2-D collective's
     second step (MiCS's all-reduce across groups of a reduce-scatter within
     them) is fused in a second round, over the buckets of the first.
 

@@ -140,11 +140,15 @@ void Bucketer::moveStateAccesses() {
 /// collective's input is ready where its data is. Stage 1's flattened
 /// gradients otherwise sit at their updates, after the backward, and no two
 /// reduce-scatters share a bucket. A reshape is a view; a pad feeding only
-/// the collective replaces its source's bytes, so neither holds more.
+/// the collective replaces its source's bytes, so neither holds more. qwZ's
+/// quantization of a parameter shard goes up with them, so that its gathers
+/// bucket as unquantized ones do; its codes and scales then live from the
+/// variable to the gather, a quarter of an fp32 shard's bytes
+/// (docs/design.md#quantized-weight-gathers).
 void Bucketer::hoistInputViews() {
   auto layoutOp = [](Value value) -> Operation * {
     Operation *def = value.getDefiningOp();
-    if (isa_and_nonnull<nn::ReshapeOp>(def) ||
+    if (isa_and_nonnull<nn::ReshapeOp, nn::QuantizeOp>(def) ||
         (isa_and_nonnull<nn::PadOp>(def) && def->hasOneUse()))
       return def;
     return nullptr;

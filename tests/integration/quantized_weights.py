@@ -10,6 +10,8 @@ at stage 3 on 4 ranks:
   of the fp32 gathers' bytes, and (1 + 4 / block) / 2 of the bf16 ones',
   planned and measured;
 * with blocks that leave parts short, each part is padded to a block;
+* the gathers of codes and of scales bucket as the unquantized gathers do:
+  two buckets (one per element type) for each unquantized one;
 * the losses move off the unquantized ones (the weights are rounded) but
   stay within 1e-3 of them, relative, over 5 steps (a measured bound, not a
   derived one);
@@ -44,6 +46,23 @@ def main():
 
     def gathered(report):
         return report["comm_bytes_per_step"]["all_gather"]
+
+    def gather_buckets(*flags):
+        ir = os.path.join(work, "buckets.mlir")
+        result = run([zero_compile, *GPT2, "--world=4", *flags,
+                      "--emit-ir=" + ir, "--report=none", "-o",
+                      os.path.join(work, "buckets.zplan")])
+        if result.returncode != 0:
+            return -1
+        with open(ir) as f:
+            return f.read().count("sbp.collective_start all_gather")
+
+    plain_buckets = gather_buckets("--stage=3", "--pipeline=" + BASE)
+    quantized_buckets = gather_buckets(
+        "--stage=3", "--pipeline=%s zero-quantized-weights=true" % BASE)
+    check(plain_buckets > 0 and quantized_buckets == 2 * plain_buckets,
+          "qwZ's gathers bucket as the unquantized ones: %d buckets, 2 x %d"
+          % (quantized_buckets, plain_buckets))
 
     for precision, width in (("fp32", 4), ("bf16", 2)):
         pairs = "%s precision=%s" % (BASE, precision)
