@@ -458,14 +458,15 @@ def ZeroQuantizeWeights : Pass<"zero-quantize-weights", "::mlir::func::FuncOp"> 
                 # "codes (docs/design.md#quantized-weight-gathers)";
   let description = [{
     Every gather of a stage-3 parameter shard, an `sbp.cast` of a 1-D
-    `param` tensor from `S(0)` on every hierarchy axis to `B`, becomes
+    `param` variable from `S(0)` on every hierarchy axis to `B`, becomes
     `nn.quantize` of the shard, the gather of its codes and of its scales,
     and `nn.dequantize`: the gather moves 1 (8-bit) or 1/2 (4-bit) byte per
     element plus 4 per block instead of the parameter's bytes, and the IR
     shows where precision is lost. Each rank quantizes its own part, so a
     part that is no whole number of blocks is padded to one first, as
     `(ranks, part)` rows, and the padding is sliced off after the
-    dequantize. Other casts are left as they are.
+    dequantize. Other casts are left as they are: the gather of an updated
+    parameter shard (a parameter kept whole) is the parameter itself.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "2048",

@@ -100,6 +100,8 @@ def layouts(m, world):
     if world > H100_PER_NODE:
         out.append(("stage 3, hpZ %d" % H100_PER_NODE, 3,
                     "hpz-partition-size=%d" % H100_PER_NODE))
+    # ZeRO++'s qwZ: the gathers move 8-bit codes in blocks of 2048.
+    out.append(("stage 3, qwZ", 3, "zero-quantized-weights=true"))
     return out
 
 

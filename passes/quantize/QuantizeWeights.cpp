@@ -36,9 +36,14 @@ bool allBroadcast(ArrayRef<SbpAttr> sbp) {
   return llvm::all_of(sbp, [](SbpAttr entry) { return entry.isBroadcast(); });
 }
 
-/// Whether `cast` gathers a stage-3 parameter shard: a 1-D float `param`
-/// from S(0) on every axis to B.
+/// Whether `cast` gathers a stage-3 parameter shard for compute: a 1-D
+/// float `param` variable from S(0) on every axis to B. The gather of an
+/// updated shard (a parameter kept whole, updated on its shard at stages
+/// 1-2 or below the persistence threshold) is the parameter itself, and
+/// stays exact.
 bool isParameterGather(CastOp cast) {
+  if (!cast.getInput().getDefiningOp<nn::VariableOp>())
+    return false;
   auto from = cast.getInput().getType();
   auto to = cast.getResult().getType();
   GlobalTensorAttr source = getGlobalEncoding(from);

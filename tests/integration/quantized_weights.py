@@ -15,6 +15,10 @@ at stage 3 on 4 ranks:
 * the losses move off the unquantized ones (the weights are rounded) but
   stay within 1e-3 of them, relative, over 5 steps (a measured bound, not a
   derived one);
+* with every parameter below the persistence threshold (kept whole, so
+  never gathered for compute), qwZ quantizes nothing: the losses equal the
+  unquantized ones bit for bit, the parameters updated on their shards
+  stay exact;
 * qwZ below stage 3, and with hpZ, is refused in one line.
 
 Usage: quantized_weights.py ZERO_COMPILE ZERO_RUN
@@ -115,6 +119,19 @@ def main():
                   "%s, block %d: losses differ from the unquantized ones by "
                   "%.2e relative at most (<= 1e-3, and not 0)" % (
                       precision, block, worst))
+
+    # DeepSpeed's persistence threshold (1e5) keeps every parameter of the
+    # model whole: their updated shards are gathered, and stay exact.
+    kept, kept_report, _ = compile_plan("kept", "--stage=3")
+    kept_qwz, kept_qwz_report, result = compile_plan(
+        "kept_qwz", "--stage=3", "--pipeline=zero-quantized-weights=true")
+    kept_run, _ = train_report(zero_run, kept, work, data, STEPS)
+    kept_qwz_run, error = train_report(zero_run, kept_qwz, work, data, STEPS)
+    check(kept_run is not None and kept_qwz_run is not None and
+          kept_qwz_run["losses"] == kept_run["losses"] and
+          gathered(kept_qwz_report) == gathered(kept_report),
+          "parameters kept whole: qwZ quantizes nothing, the losses are "
+          "equal bit for bit (%s)" % (error or result.stderr.strip()))
 
     # The DeepSpeed key compiles to the same plan as the pair.
     config = os.path.join(work, "qwz.json")

@@ -14,10 +14,13 @@
 // CHECK: %[[H:.*]] = nn.variable "h"
 // CHECK: nn.quantize %[[H]] {block_size = 4 : i64}
 // CHECK: %[[HQ:.*]] = nn.dequantize {{.*}} dtype = bf16
-// A gradient's reduce-scatter and an activation's gather stay as they are.
+// A gradient's reduce-scatter, an activation's gather and the gather of an
+// updated parameter shard (the parameter itself, kept whole) stay as they
+// are.
 // CHECK: %[[G:.*]] = sbp.cast %arg1 : tensor<16xf32, #sbp.global<[P(sum)], #cpus4, grad>> to tensor<16xf32, #sbp.global<[S(0)], #cpus4, grad>>
 // CHECK: %[[X:.*]] = sbp.cast %arg0 : tensor<8x16xf32, #sbp.global<[S(0)], #cpus4>> to tensor<8x16xf32, #sbp.global<[B], #cpus4>>
-// CHECK: return %[[WQ]], %[[HQ]], %[[G]], %[[X]]
+// CHECK: %[[U:.*]] = sbp.cast %{{.*}} : tensor<16xf32, #sbp.global<[S(0)], #cpus4, param>> to tensor<16xf32, #sbp.global<[B], #cpus4, param>>
+// CHECK: return %[[WQ]], %[[HQ]], %[[G]], %[[X]], %[[U]]
 // CHECK-NOT: nn.quantize
 
 // A part of 4 elements in blocks of 8 at 4 bits: each rank's part is padded
@@ -36,12 +39,14 @@
 // PAD: return %[[WQ]],
 
 #cpus4 = #sbp.placement<cpu, [0, 1, 2, 3]>
-func.func @gathers(%x: tensor<8x16xf32, #sbp.global<[S(0)], #cpus4>>, %g: tensor<16xf32, #sbp.global<[P(sum)], #cpus4, grad>>) -> (tensor<16xf32, #sbp.global<[B], #cpus4, param>>, tensor<16xbf16, #sbp.global<[B], #cpus4, param>>, tensor<16xf32, #sbp.global<[S(0)], #cpus4, grad>>, tensor<8x16xf32, #sbp.global<[B], #cpus4>>) {
+func.func @gathers(%x: tensor<8x16xf32, #sbp.global<[S(0)], #cpus4>>, %g: tensor<16xf32, #sbp.global<[P(sum)], #cpus4, grad>>) -> (tensor<16xf32, #sbp.global<[B], #cpus4, param>>, tensor<16xbf16, #sbp.global<[B], #cpus4, param>>, tensor<16xf32, #sbp.global<[S(0)], #cpus4, grad>>, tensor<8x16xf32, #sbp.global<[B], #cpus4>>, tensor<16xf32, #sbp.global<[B], #cpus4, param>>) {
   %w = nn.variable "w" param init = uniform(0.1) {logical_shape = array<i64: 16>} : tensor<16xf32, #sbp.global<[S(0)], #cpus4, param>>
   %gw = sbp.cast %w : tensor<16xf32, #sbp.global<[S(0)], #cpus4, param>> to tensor<16xf32, #sbp.global<[B], #cpus4, param>>
   %h = nn.variable "h" param init = uniform(0.1) {logical_shape = array<i64: 16>} : tensor<16xbf16, #sbp.global<[S(0)], #cpus4, param>>
   %gh = sbp.cast %h : tensor<16xbf16, #sbp.global<[S(0)], #cpus4, param>> to tensor<16xbf16, #sbp.global<[B], #cpus4, param>>
   %sg = sbp.cast %g : tensor<16xf32, #sbp.global<[P(sum)], #cpus4, grad>> to tensor<16xf32, #sbp.global<[S(0)], #cpus4, grad>>
   %bx = sbp.cast %x : tensor<8x16xf32, #sbp.global<[S(0)], #cpus4>> to tensor<8x16xf32, #sbp.global<[B], #cpus4>>
-  return %gw, %gh, %sg, %bx : tensor<16xf32, #sbp.global<[B], #cpus4, param>>, tensor<16xbf16, #sbp.global<[B], #cpus4, param>>, tensor<16xf32, #sbp.global<[S(0)], #cpus4, grad>>, tensor<8x16xf32, #sbp.global<[B], #cpus4>>
+  %updated = nn.add %w, %w : (tensor<16xf32, #sbp.global<[S(0)], #cpus4, param>>, tensor<16xf32, #sbp.global<[S(0)], #cpus4, param>>) -> tensor<16xf32, #sbp.global<[S(0)], #cpus4, param>>
+  %gu = sbp.cast %updated : tensor<16xf32, #sbp.global<[S(0)], #cpus4, param>> to tensor<16xf32, #sbp.global<[B], #cpus4, param>>
+  return %gw, %gh, %sg, %bx, %gu : tensor<16xf32, #sbp.global<[B], #cpus4, param>>, tensor<16xbf16, #sbp.global<[B], #cpus4, param>>, tensor<16xf32, #sbp.global<[S(0)], #cpus4, grad>>, tensor<8x16xf32, #sbp.global<[B], #cpus4>>, tensor<16xf32, #sbp.global<[B], #cpus4, param>>
 }
