@@ -207,7 +207,8 @@ def main():
     m = MODELS["10B"]
     for world in [w for w in worlds if w >= 16]:
         for layout, extra in [("stage 3", ""),
-                              ("stage 3, MiCS 8", "mics-shard-size=8")]:
+                              ("stage 3, MiCS 8", "mics-shard-size=8"),
+                              ("stage 3, qwZ", "zero-quantized-weights=true")]:
             report = simulate(args, work, "10B", m, world, 3, extra,
                               H100_PER_NODE, SLOW_LINKS, "h100")
             slow_rows.append(row("10B", m, world, layout, report, H100_PEAK))
