@@ -50,10 +50,7 @@ public:
       fail(field, "only true is supported, got false");
   }
   void fail(ConfigField field, const llvm::Twine &problem) {
-    std::string prefix = naming.source(field).str();
-    if (!prefix.empty())
-      prefix += ": ";
-    sink.error(prefix + name(field) + ": " + problem);
+    sink.error(withSource(naming.source(field), name(field) + ": " + problem));
   }
   llvm::Error takeError() { return sink.takeError(); }
 

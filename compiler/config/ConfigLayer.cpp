@@ -14,6 +14,51 @@ llvm::Expected<ZeroStage> zerosbp::stageOf(int64_t number,
                      llvm::Twine(number));
 }
 
+bool zerosbp::isNamedValue(ConfigField field) {
+  switch (configOption(field).type) {
+  case OptionType::Optimizer:
+  case OptionType::Precision:
+  case OptionType::Offload:
+  case OptionType::Text:
+    return true;
+  default:
+    return false;
+  }
+}
+
+llvm::Error zerosbp::giveNamedValue(ConfigLayer &layer, ConfigField field,
+                                    llvm::StringRef text) {
+  auto expected = [&](llvm::StringRef what) {
+    return configError(layer.nameOf(field) + ": expected " + what + ", got " +
+                       quoted(text));
+  };
+  switch (configOption(field).type) {
+  case OptionType::Optimizer:
+    if (std::optional<OptimizerKind> kind = symbolizeOptimizerKind(text)) {
+      layer.give(field, *kind);
+      return llvm::Error::success();
+    }
+    return expected("sgd, adam or adamw");
+  case OptionType::Precision:
+    if (std::optional<Precision> precision = symbolizePrecision(text)) {
+      layer.give(field, *precision);
+      return llvm::Error::success();
+    }
+    return expected("fp32, fp16 or bf16");
+  case OptionType::Offload:
+    if (std::optional<OffloadDevice> device = symbolizeOffloadDevice(text)) {
+      layer.give(field, *device);
+      return llvm::Error::success();
+    }
+    return expected("none, cpu or nvme");
+  case OptionType::Text:
+    layer.give(field, text.str());
+    return llvm::Error::success();
+  default:
+    llvm_unreachable("not a field written as text");
+  }
+}
+
 namespace {
 
 /// Calls `visit` with `field`'s member in `config` and the same member in

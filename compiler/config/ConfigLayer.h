@@ -85,6 +85,15 @@ private:
 /// `<name>: expected an integer in [0, 3], got 4`.
 llvm::Expected<ZeroStage> stageOf(int64_t number, llvm::StringRef name);
 
+/// Whether `field`'s value is written as text: an enum by its name, or a
+/// string.
+bool isNamedValue(ConfigField field);
+/// Gives `field`, an isNamedValue one, the value `text` names, or the one
+/// error every reader gives for it: `<name>: expected sgd, adam or adamw,
+/// got 'x'`, with the field spelled as `layer` spells it.
+llvm::Error giveNamedValue(ConfigLayer &layer, ConfigField field,
+                           llvm::StringRef text);
+
 /// Copies `field` from `from` to `to`.
 void copyField(ZeroConfig &to, const ZeroConfig &from, ConfigField field);
 /// Whether `a` and `b` hold the same value of `field`.

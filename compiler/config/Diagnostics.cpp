@@ -3,6 +3,7 @@
 #include "compiler/config/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <charconv>
 #include <cmath>
@@ -34,6 +35,21 @@ std::string zerosbp::unknownKeyMessage(llvm::StringRef path,
   if (best)
     message += ("; did you mean '" + *best + "'?").str();
   return message;
+}
+
+std::string zerosbp::withSource(llvm::StringRef source,
+                                const llvm::Twine &message) {
+  if (source.empty())
+    return message.str();
+  return (source + ": " + message).str();
+}
+
+std::string zerosbp::quoted(llvm::StringRef value) {
+  std::string result = "'";
+  llvm::raw_string_ostream os(result);
+  llvm::printEscapedString(value, os);
+  os << "'";
+  return result;
 }
 
 std::string zerosbp::formatNumber(double value) {

@@ -26,6 +26,13 @@ llvm::Error configError(const llvm::Twine &message);
 std::string unknownKeyMessage(llvm::StringRef path, llvm::StringRef key,
                               llvm::ArrayRef<llvm::StringRef> known);
 
+/// `message` prefixed by `source` and ": " (the config file, "--pipeline",
+/// "enable_zero"); `message` alone when `source` is empty.
+std::string withSource(llvm::StringRef source, const llvm::Twine &message);
+
+/// `'value'`, escaped onto one line.
+std::string quoted(llvm::StringRef value);
+
 /// `value` as an integer when it is one, else in the shortest form that
 /// reads back exactly ("0.001", "1e-08", "inf").
 std::string formatNumber(double value);

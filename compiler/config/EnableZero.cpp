@@ -25,26 +25,26 @@ llvm::Error outOfRange(ConfigField field, int64_t value, int64_t lo,
 } // namespace
 
 llvm::Expected<ConfigLayer>
-zerosbp::readEnableZero(llvm::StringRef source, bool mode, int64_t stage,
-                        int64_t shardMinSize, int64_t shardRestoreLevel,
-                        int64_t micsShardSize, int64_t hpzPartitionSize) {
+zerosbp::readEnableZero(llvm::StringRef source,
+                        const EnableZeroArguments &arguments) {
   ConfigLayer layer(LayerKind::Config, source.str(), pythonName);
   // OneFlow has no persistence threshold: shard_min_size alone keeps small
   // tensors whole, parameters at stage 3 included.
   layer.give(ConfigField::Stage3ParamPersistenceThreshold, int64_t{0});
-  if (!mode) {
+  if (!arguments.mode) {
     layer.give(ConfigField::Stage, ZeroStage::DataParallel);
     return std::move(layer);
   }
-  if (stage < 1 || stage > 3)
-    return outOfRange(ConfigField::Stage, stage, 1, 3);
-  if (shardMinSize < 1)
-    return outOfRange(ConfigField::ShardMinSize, shardMinSize, 1, std::nullopt);
-  layer.give(ConfigField::Stage, *symbolizeZeroStage(stage));
-  layer.give(ConfigField::ShardMinSize, shardMinSize);
-  layer.give(ConfigField::ShardRestoreLevel, shardRestoreLevel);
-  layer.give(ConfigField::MicsShardSize, micsShardSize);
-  layer.give(ConfigField::HpzPartitionSize, hpzPartitionSize);
+  if (arguments.stage < 1 || arguments.stage > 3)
+    return outOfRange(ConfigField::Stage, arguments.stage, 1, 3);
+  if (arguments.shardMinSize < 1)
+    return outOfRange(ConfigField::ShardMinSize, arguments.shardMinSize, 1,
+                      std::nullopt);
+  layer.give(ConfigField::Stage, *symbolizeZeroStage(arguments.stage));
+  layer.give(ConfigField::ShardMinSize, arguments.shardMinSize);
+  layer.give(ConfigField::ShardRestoreLevel, arguments.shardRestoreLevel);
+  layer.give(ConfigField::MicsShardSize, arguments.micsShardSize);
+  layer.give(ConfigField::HpzPartitionSize, arguments.hpzPartitionSize);
   return std::move(layer);
 }
 
@@ -55,8 +55,8 @@ zerosbp::enableZero(int64_t world, bool mode, int64_t stage,
   if (world < 1)
     return outOfRange(ConfigField::World, world, 1, std::nullopt);
   llvm::Expected<ConfigLayer> zero =
-      readEnableZero("", mode, stage, shardMinSize, shardRestoreLevel,
-                     micsShardSize, hpzPartitionSize);
+      readEnableZero("", {mode, stage, shardMinSize, shardRestoreLevel,
+                          micsShardSize, hpzPartitionSize});
   if (!zero)
     return zero.takeError();
   ConfigLayer ranks(LayerKind::Setting, "", pythonName);

@@ -25,14 +25,22 @@
 
 namespace zerosbp {
 
-/// The Config layer of `enable_zero(mode, stage=stage, ...)`, whose messages
-/// `source` prefixes; the arguments' own ranges (OneFlow's) are checked
-/// here, without the prefix.
-llvm::Expected<ConfigLayer> readEnableZero(llvm::StringRef source, bool mode,
-                                           int64_t stage, int64_t shardMinSize,
-                                           int64_t shardRestoreLevel,
-                                           int64_t micsShardSize,
-                                           int64_t hpzPartitionSize);
+/// enable_zero's arguments, at OneFlow's defaults; 0 (off) for the two
+/// that are not OneFlow's.
+struct EnableZeroArguments {
+  bool mode = true;
+  int64_t stage = 2;
+  int64_t shardMinSize = 1024;
+  int64_t shardRestoreLevel = 1;
+  int64_t micsShardSize = 0;
+  int64_t hpzPartitionSize = 0;
+};
+
+/// The Config layer of `enable_zero(arguments)`, whose messages `source`
+/// prefixes; the arguments' own ranges (OneFlow's) are checked here,
+/// without the prefix.
+llvm::Expected<ConfigLayer>
+readEnableZero(llvm::StringRef source, const EnableZeroArguments &arguments);
 
 /// The config for `enable_zero(mode, stage=stage, shard_min_size=
 /// shardMinSize, shard_restore_level=shardRestoreLevel, mics_shard_size=
@@ -41,9 +49,12 @@ llvm::Expected<ConfigLayer> readEnableZero(llvm::StringRef source, bool mode,
 /// docs/design.md#hierarchical-zero). Errors name the argument as OneFlow
 /// spells it, e.g. `stage: expected an integer in [1, 3], got 0`.
 llvm::Expected<ZeroConfig>
-enableZero(int64_t world, bool mode = true, int64_t stage = 2,
-           int64_t shardMinSize = 1024, int64_t shardRestoreLevel = 1,
-           int64_t micsShardSize = 0, int64_t hpzPartitionSize = 0);
+enableZero(int64_t world, bool mode = EnableZeroArguments().mode,
+           int64_t stage = EnableZeroArguments().stage,
+           int64_t shardMinSize = EnableZeroArguments().shardMinSize,
+           int64_t shardRestoreLevel = EnableZeroArguments().shardRestoreLevel,
+           int64_t micsShardSize = EnableZeroArguments().micsShardSize,
+           int64_t hpzPartitionSize = EnableZeroArguments().hpzPartitionSize);
 
 } // namespace zerosbp
 

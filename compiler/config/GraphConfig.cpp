@@ -12,17 +12,24 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 using namespace zerosbp;
 
 namespace {
 
-/// enable_zero's arguments besides `mode`, by their Python names.
-constexpr ConfigField kEnableZeroFields[] = {
-    ConfigField::Stage, ConfigField::ShardMinSize,
-    ConfigField::ShardRestoreLevel, ConfigField::MicsShardSize,
-    ConfigField::HpzPartitionSize};
+/// enable_zero's arguments besides `mode`: their fields, whose Python names
+/// they are, and their members.
+constexpr std::pair<ConfigField, int64_t EnableZeroArguments::*>
+    kEnableZeroFields[] = {
+        {ConfigField::Stage, &EnableZeroArguments::stage},
+        {ConfigField::ShardMinSize, &EnableZeroArguments::shardMinSize},
+        {ConfigField::ShardRestoreLevel,
+         &EnableZeroArguments::shardRestoreLevel},
+        {ConfigField::MicsShardSize, &EnableZeroArguments::micsShardSize},
+        {ConfigField::HpzPartitionSize,
+         &EnableZeroArguments::hpzPartitionSize}};
 
 std::optional<ConfigField> fieldOfPythonName(llvm::StringRef name) {
   for (const ConfigOption &option : configOptions())
@@ -67,31 +74,12 @@ llvm::Error giveSetting(ConfigLayer &layer, ConfigField field,
     layer.give(field, *flag);
     return llvm::Error::success();
   case OptionType::Text:
+  case OptionType::Optimizer:
+  case OptionType::Precision:
+  case OptionType::Offload:
     if (!text)
       return wrongType("a string");
-    layer.give(field, *text);
-    return llvm::Error::success();
-  case OptionType::Optimizer:
-    if (std::optional<OptimizerKind> kind =
-            text ? symbolizeOptimizerKind(*text) : std::nullopt) {
-      layer.give(field, *kind);
-      return llvm::Error::success();
-    }
-    return wrongType("sgd, adam or adamw");
-  case OptionType::Precision:
-    if (std::optional<Precision> precision =
-            text ? symbolizePrecision(*text) : std::nullopt) {
-      layer.give(field, *precision);
-      return llvm::Error::success();
-    }
-    return wrongType("fp32, fp16 or bf16");
-  case OptionType::Offload:
-    if (std::optional<OffloadDevice> device =
-            text ? symbolizeOffloadDevice(*text) : std::nullopt) {
-      layer.give(field, *device);
-      return llvm::Error::success();
-    }
-    return wrongType("\"cpu\" or \"nvme\"");
+    return giveNamedValue(layer, field, *text);
   }
   llvm_unreachable("unknown OptionType");
 }
@@ -115,27 +103,26 @@ zerosbp::buildGraphConfig(const GraphConfigSpec &spec, int64_t world) {
 
   ConfigLayer settings(LayerKind::Setting, "", pythonName);
   settings.give(ConfigField::World, world);
-  // enable_zero's arguments at OneFlow's defaults, unless given.
-  int64_t zeroArguments[] = {2, 1024, 1, 0, 0};
+  EnableZeroArguments zeroArguments;
+  zeroArguments.mode = spec.zeroMode;
   for (const auto &[name, value] : spec.settings) {
     std::optional<ConfigField> field = fieldOfPythonName(name);
     if (!field)
       return configError("unknown config field '" + name + "'");
-    const ConfigField *argument = llvm::find(kEnableZeroFields, *field);
+    const auto *argument = llvm::find_if(
+        kEnableZeroFields, [&](auto entry) { return entry.first == *field; });
     if (argument != std::end(kEnableZeroFields)) {
       const int64_t *integer = std::get_if<int64_t>(&value);
       if (!spec.zeroSet || !integer)
         return configError("enable_zero: " + name + ": expected an int");
-      zeroArguments[argument - std::begin(kEnableZeroFields)] = *integer;
+      zeroArguments.*(argument->second) = *integer;
       continue;
     }
     if (llvm::Error error = giveSetting(settings, *field, value))
       return std::move(error);
   }
   if (spec.zeroSet) {
-    auto zero = readEnableZero("enable_zero", spec.zeroMode, zeroArguments[0],
-                               zeroArguments[1], zeroArguments[2],
-                               zeroArguments[3], zeroArguments[4]);
+    auto zero = readEnableZero("enable_zero", zeroArguments);
     if (!zero)
       return configError("enable_zero: " + llvm::toString(zero.takeError()));
     layers.push_back(std::move(*zero));

@@ -24,15 +24,6 @@ constexpr size_t kNumFields = kNumConfigFields;
 
 ConfigField fieldAt(size_t index) { return static_cast<ConfigField>(index); }
 
-/// `'value'`, escaped onto one line.
-std::string quote(llvm::StringRef value) {
-  std::string result = "'";
-  llvm::raw_string_ostream os(result);
-  llvm::printEscapedString(value, os);
-  os << "'";
-  return result;
-}
-
 std::optional<int64_t> parseInteger(llvm::StringRef text) {
   int64_t integer;
   if (!text.getAsInteger(10, integer))
@@ -87,7 +78,7 @@ llvm::Expected<ConfigLayer> OptionsParser::parse(llvm::StringRef options) {
 llvm::Error OptionsParser::parsePair(llvm::StringRef pair) {
   auto [key, value] = pair.split('=');
   if (key.empty() || key.size() == pair.size())
-    return configError("expected 'key=value', got " + quote(pair));
+    return configError("expected 'key=value', got " + quoted(pair));
 
   std::optional<ConfigField> field;
   llvm::SmallVector<llvm::StringRef, kNumFields> names;
@@ -103,68 +94,27 @@ llvm::Error OptionsParser::parsePair(llvm::StringRef pair) {
     return configError(unknownKeyMessage(shown, key, names));
   }
   if (layer.gives(*field))
-    return configError("duplicate key " + quote(key));
+    return configError("duplicate key " + quoted(key));
   layer.markGiven(*field);
   return setField(*field, value);
 }
 
 llvm::Error OptionsParser::setField(ConfigField field, llvm::StringRef value) {
+  if (isNamedValue(field))
+    return giveNamedValue(layer, field, value);
   auto expected = [&](llvm::StringRef what) {
     return configError(optionName(field) + ": expected " + what + ", got " +
-                       quote(value));
+                       quoted(value));
   };
-  switch (field) {
-  case ConfigField::Stage: {
+  if (ZeroStage *target = optionMember<ZeroStage>(config, field)) {
     std::optional<int64_t> integer = parseInteger(value);
     if (!integer)
       return expected("an integer");
     llvm::Expected<ZeroStage> stage = stageOf(*integer, optionName(field));
     if (!stage)
       return stage.takeError();
-    config.stage = *stage;
-    return llvm::Error::success();
-  }
-  case ConfigField::Optimizer: {
-    std::optional<OptimizerKind> kind = symbolizeOptimizerKind(value);
-    if (!kind)
-      return expected("sgd, adam or adamw");
-    config.optimizer.kind = *kind;
-    return llvm::Error::success();
-  }
-  case ConfigField::Precision: {
-    std::optional<Precision> precision = symbolizePrecision(value);
-    if (!precision)
-      return expected("fp32, fp16 or bf16");
-    config.precision.precision = *precision;
-    return llvm::Error::success();
-  }
-  case ConfigField::OffloadOptimizer: {
-    std::optional<OffloadDevice> device = symbolizeOffloadDevice(value);
-    if (!device)
-      return expected("none, cpu or nvme");
-    config.zero.offloadOptimizer = *device;
-    return llvm::Error::success();
-  }
-  case ConfigField::OffloadOptimizerNvmePath:
-    config.zero.offloadOptimizerNvmePath = value.str();
-    return llvm::Error::success();
-  case ConfigField::OffloadParam: {
-    std::optional<OffloadDevice> device = symbolizeOffloadDevice(value);
-    if (!device)
-      return expected("none, cpu or nvme");
-    config.zero.offloadParam = *device;
-    return llvm::Error::success();
-  }
-  case ConfigField::OffloadParamNvmePath:
-    config.zero.offloadParamNvmePath = value.str();
-    return llvm::Error::success();
-  case ConfigField::PipelineSchedule:
-    config.pipelineSchedule = value.str();
-    return llvm::Error::success();
-  default:
-    break;
-  }
-  if (int64_t *target = optionMember<int64_t>(config, field)) {
+    *target = *stage;
+  } else if (int64_t *target = optionMember<int64_t>(config, field)) {
     std::optional<int64_t> integer = parseInteger(value);
     if (!integer)
       return expected("an integer");

@@ -13,8 +13,6 @@ using namespace zerosbp;
 
 namespace {
 
-ConfigField fieldAt(size_t index) { return static_cast<ConfigField>(index); }
-
 class Resolver {
 public:
   llvm::Expected<ZeroConfig> resolve(llvm::ArrayRef<ConfigLayer> layers);
@@ -44,10 +42,8 @@ private:
     return layer ? layer->source() : llvm::StringRef();
   }
   llvm::Error fieldError(ConfigField field, const llvm::Twine &problem) const {
-    std::string prefix = sourceOf(field).str();
-    if (!prefix.empty())
-      prefix += ": ";
-    return configError(prefix + nameIn(field, field) + ": " + problem);
+    return configError(
+        withSource(sourceOf(field), nameIn(field, field) + ": " + problem));
   }
 
   ZeroConfig config;
@@ -91,11 +87,9 @@ Resolver::resolve(llvm::ArrayRef<ConfigLayer> layers) {
   if (llvm::Error error = resolveBatchSizes(
           config, givenValue(ConfigField::TrainBatchSize),
           givenValue(ConfigField::TrainMicroBatchSizePerGpu),
-          givenValue(ConfigField::GradientAccumulationSteps), batchName)) {
-    std::string prefix = sourceOf(batchSubject).str();
-    return configError((prefix.empty() ? "" : prefix + ": ") +
-                       llvm::toString(std::move(error)));
-  }
+          givenValue(ConfigField::GradientAccumulationSteps), batchName))
+    return configError(
+        withSource(sourceOf(batchSubject), llvm::toString(std::move(error))));
 
   auto name = [&](ConfigField subject, ConfigField field) {
     return nameIn(subject, field);
@@ -125,22 +119,21 @@ llvm::Error Resolver::apply(const ConfigLayer &layer) {
          (leavesFp16 && option.when == OptionWhen::Fp16)))
       drop(option.field);
 
-  for (size_t index = 0; index < kNumConfigFields; ++index) {
-    ConfigField field = fieldAt(index);
+  for (const ConfigOption &option : configOptions()) {
+    ConfigField field = option.field;
     if (!layer.gives(field))
       continue;
     const ConfigLayer *giver = giverOf(field);
     if (layer.kind() == LayerKind::Setting && giver &&
         giver->kind() == LayerKind::Config &&
         !sameField(config, values, field)) {
-      std::string prefix = giver->source().str();
-      return configError((prefix.empty() ? "" : prefix + ": ") +
-                         giver->nameOf(field) + " " + fieldText(config, field) +
-                         " != " + layer.nameOf(field) + " " +
-                         fieldText(values, field));
+      return configError(withSource(
+          giver->source(),
+          giver->nameOf(field) + " " + fieldText(config, field) +
+              " != " + layer.nameOf(field) + " " + fieldText(values, field)));
     }
     copyField(config, values, field);
-    givers[index] = &layer;
+    givers[static_cast<size_t>(field)] = &layer;
   }
   return llvm::Error::success();
 }
