@@ -64,6 +64,13 @@ public:
   void rewrite(CastOp cast);
 
 private:
+  /// The quantization of `shard`, its parts of `part` elements padded to
+  /// `paddedPart`: made at its first gather, so that a backward's gather of
+  /// the same shard gathers the same codes, which zero-schedule may then
+  /// take from the forward's.
+  nn::QuantizeOp quantizationOf(Location loc, Value shard, int64_t ranks,
+                                int64_t part, int64_t paddedPart);
+
   /// `value` (its encoding kept, with `sbp`) as a tensor of `shape` and
   /// `element` type.
   RankedTensorType typeLike(Value value, ArrayRef<int64_t> shape, Type element,
@@ -81,32 +88,24 @@ private:
 
   OpBuilder &builder;
   int64_t blockSize, bits;
-  /// The quantization of each shard, made at its first gather: a
-  /// backward's gather of the same shard gathers the same codes, which
-  /// zero-schedule may then take from the forward's.
   llvm::DenseMap<Value, nn::QuantizeOp> quantized;
 };
 
-void WeightQuantizer::rewrite(CastOp gather) {
-  Location loc = gather.getLoc();
-  Value shard = gather.getInput();
-  // The shard is quantized where it is defined, so that zero-bucketing may
-  // fuse its gathers with the others as it fuses unquantized ones.
+nn::QuantizeOp WeightQuantizer::quantizationOf(Location loc, Value shard,
+                                               int64_t ranks, int64_t part,
+                                               int64_t paddedPart) {
+  nn::QuantizeOp &quantize = quantized[shard];
+  if (quantize)
+    return quantize;
+  // Where the shard is defined, so that zero-bucketing may fuse its gathers
+  // with the others as it fuses unquantized ones.
+  OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointAfterValue(shard);
   auto type = cast<RankedTensorType>(shard.getType());
-  GlobalTensorAttr encoding = getGlobalEncoding(type);
-  ArrayRef<SbpAttr> split = encoding.getSbp();
-  SmallVector<SbpAttr> whole =
-      to_vector(getGlobalEncoding(gather.getResult().getType()).getSbp());
-  int64_t ranks = encoding.getPlacement().getNumRanks();
-  int64_t length = type.getDimSize(0);
-  // zero-stage pads a shard to a multiple of the ranks.
-  int64_t part = length / ranks;
-  int64_t paddedPart = runtime::quant::blockCount(part, blockSize) * blockSize;
-
+  ArrayRef<SbpAttr> split = getGlobalEncoding(type).getSbp();
   // Each rank's part, padded to whole blocks as a row of (ranks, part).
   Value input = shard;
-  if (paddedPart != part && !quantized.count(shard)) {
+  if (paddedPart != part) {
     Value rows = reshape(loc, shard, {ranks, part});
     input = nn::PadOp::create(
         builder, loc,
@@ -116,20 +115,35 @@ void WeightQuantizer::rewrite(CastOp gather) {
     input = reshape(loc, input, {ranks * paddedPart});
   }
   int64_t count = ranks * paddedPart;
-  nn::QuantizeOp &quantize = quantized[shard];
-  if (!quantize)
-    quantize = nn::QuantizeOp::create(
-        builder, loc,
-        typeLike(input, {runtime::quant::codeBytes(count, bits)},
-                 builder.getI8Type(), split),
-        typeLike(input, {runtime::quant::blockCount(count, blockSize)},
-                 builder.getF32Type(), split),
-        input, blockSize, bits);
+  quantize = nn::QuantizeOp::create(
+      builder, loc,
+      typeLike(input, {runtime::quant::codeBytes(count, bits)},
+               builder.getI8Type(), split),
+      typeLike(input, {runtime::quant::blockCount(count, blockSize)},
+               builder.getF32Type(), split),
+      input, blockSize, bits);
+  return quantize;
+}
+
+void WeightQuantizer::rewrite(CastOp gather) {
+  Location loc = gather.getLoc();
+  Value shard = gather.getInput();
+  auto type = cast<RankedTensorType>(shard.getType());
+  SmallVector<SbpAttr> whole =
+      to_vector(getGlobalEncoding(gather.getResult().getType()).getSbp());
+  int64_t ranks = getGlobalEncoding(type).getPlacement().getNumRanks();
+  int64_t length = type.getDimSize(0);
+  // zero-stage pads a shard to a multiple of the ranks.
+  int64_t part = length / ranks;
+  int64_t paddedPart = runtime::quant::blockCount(part, blockSize) * blockSize;
+  int64_t count = ranks * paddedPart;
+  nn::QuantizeOp quantize = quantizationOf(loc, shard, ranks, part, paddedPart);
+
   builder.setInsertionPoint(gather);
   Value codes = castTo(builder, loc, quantize.getCodes(), whole);
   Value scales = castTo(builder, loc, quantize.getScales(), whole);
   Value result = nn::DequantizeOp::create(
-      builder, loc, typeLike(input, {count}, type.getElementType(), whole),
+      builder, loc, typeLike(shard, {count}, type.getElementType(), whole),
       codes, scales, blockSize, bits, ArrayRef<int64_t>{count},
       type.getElementType());
   if (paddedPart != part) {
